@@ -58,7 +58,7 @@ type ID struct {
 }
 
 // StringID returns an ID holding the string s.
-func StringID(s string) ID { return ID{raw: strconv.Quote(s)} }
+func StringID(s string) ID { return ID{raw: string(appendString(nil, s))} }
 
 // IntID returns an ID holding the integer n.
 func IntID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }

@@ -1,0 +1,186 @@
+// Package cli is warden's command line. Every command is a function that
+// takes its arguments and an Env and returns an exit code and an error, so
+// tests call commands exactly as a user runs them.
+//
+//	warden help | version | gateway | config check | demo | demo-server
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes. `warden help` lists them; scripts may rely on them.
+const (
+	ExitOK       = 0 // success
+	ExitFindings = 1 // the command ran and found something: a refused call in the demo, an exploited target
+	ExitUsage    = 2 // bad command line
+	ExitConfig   = 3 // the configuration file is invalid
+	ExitUpstream = 4 // an upstream or the listener could not be started
+	ExitInternal = 5 // an unexpected failure inside warden
+)
+
+var exitCodes = []struct {
+	code int
+	name string
+	text string
+}{
+	{ExitOK, "ok", "success"},
+	{ExitFindings, "findings", "ran, and found something (a refused call, an exploited target)"},
+	{ExitUsage, "usage", "bad command line"},
+	{ExitConfig, "config", "the configuration is invalid"},
+	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
+	{ExitInternal, "internal", "an unexpected failure inside warden"},
+}
+
+// Env is what a command may touch of the outside world.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// command is one subcommand.
+type command struct {
+	name   string
+	usage  string // one line: arguments
+	short  string // one line: what it does
+	hidden bool
+	run    func(ctx context.Context, env *Env, args []string) (int, error)
+}
+
+func commands() []command {
+	return []command{
+		{name: "gateway", usage: "[--config FILE] [--listen ADDR] | --stdio [flags] -- CMD [ARGS...]",
+			short: "relay MCP clients to MCP servers through the security pipeline", run: runGateway},
+		{name: "demo", usage: "[--verbose]",
+			short: "run the embedded demo: a demo MCP server behind the gateway, and a scripted client", run: runDemo},
+		{name: "config", usage: "check FILE", short: "validate a configuration file and report every problem", run: runConfig},
+		{name: "version", short: "print the version", run: runVersion},
+		{name: "help", usage: "[COMMAND]", short: "show help", run: runHelp},
+		{name: "demo-server", usage: "[--root DIR] [--http ADDR] [--stateless]",
+			short: "run the demo MCP server alone (stdio by default)", hidden: true, run: runDemoServer},
+	}
+}
+
+// Main runs warden with args (without the program name) and returns the
+// process exit code.
+func Main(args []string, env *Env) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, args, env)
+}
+
+// Run is Main with a caller-supplied context, for tests.
+func Run(ctx context.Context, args []string, env *Env) int {
+	if env.Getenv == nil {
+		env.Getenv = os.Getenv
+	}
+	if len(args) == 0 {
+		printHelp(env.Stderr)
+		return ExitUsage
+	}
+	name := args[0]
+	switch name {
+	case "-h", "--help", "-help":
+		name = "help"
+	case "--version":
+		name = "version"
+	}
+	for _, c := range commands() {
+		if c.name != name {
+			continue
+		}
+		code, err := c.run(ctx, env, args[1:])
+		if err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
+			fmt.Fprintf(env.Stderr, "warden %s: %v\n", c.name, err)
+		}
+		return code
+	}
+	fmt.Fprintf(env.Stderr, "warden: unknown command %q\n\n", name)
+	printHelp(env.Stderr)
+	return ExitUsage
+}
+
+func runHelp(_ context.Context, env *Env, args []string) (int, error) {
+	if len(args) == 0 {
+		printHelp(env.Stdout)
+		return ExitOK, nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			fmt.Fprintf(env.Stdout, "usage: warden %s %s\n\n%s\n", c.name, c.usage, c.short)
+			if h, ok := commandHelp[c.name]; ok {
+				fmt.Fprintf(env.Stdout, "\n%s", h)
+			}
+			return ExitOK, nil
+		}
+	}
+	return ExitUsage, fmt.Errorf("no command %q", args[0])
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "warden makes agent protocols safe to use, and proves that they are.\n\n")
+	fmt.Fprintf(w, "usage: warden COMMAND [ARGS]\n\ncommands:\n")
+	for _, c := range commands() {
+		if !c.hidden {
+			fmt.Fprintf(w, "  %-9s %s\n", c.name, c.short)
+		}
+	}
+	fmt.Fprintf(w, "\nRun 'warden help COMMAND' for a command's flags.\n\nexit codes:\n")
+	codes := append(exitCodes[:0:0], exitCodes...)
+	sort.Slice(codes, func(i, j int) bool { return codes[i].code < codes[j].code })
+	for _, c := range codes {
+		fmt.Fprintf(w, "  %d  %-9s %s\n", c.code, c.name, c.text)
+	}
+	fmt.Fprintf(w, "\nQuick start:\n  warden demo                       see the gateway work on an embedded server\n"+
+		"  warden gateway --stdio -- CMD     wrap a stdio MCP server for any desktop client\n"+
+		"  warden gateway --config FILE      serve upstreams on a loopback listener\n")
+}
+
+// newFlags returns a flag set that reports errors instead of exiting, and
+// prints its usage to env.Stderr.
+func newFlags(env *Env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet("warden "+name, flag.ContinueOnError)
+	fs.SetOutput(env.Stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(env.Stderr, "usage: warden %s %s\n", name, usage)
+		if fs.NFlag() >= 0 {
+			fmt.Fprintln(env.Stderr, "\nflags:")
+			fs.PrintDefaults()
+		}
+	}
+	return fs
+}
+
+// parseFlags parses args and maps a flag error to ExitUsage.
+func parseFlags(fs *flag.FlagSet, args []string) (int, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK, err
+		}
+		return ExitUsage, errUsageShown
+	}
+	return ExitOK, nil
+}
+
+// errUsageShown marks an error whose message the flag package already printed.
+var errUsageShown = errors.New("invalid arguments")
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }

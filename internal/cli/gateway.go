@@ -1,0 +1,216 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// gatewayFlags are the flags of `warden gateway`.
+type gatewayFlags struct {
+	configPath string
+	listen     string
+	stdio      bool
+	logLevel   string
+	logFormat  string
+
+	// --stdio only
+	name        string
+	env         listFlag
+	passEnv     listFlag
+	allowTools  listFlag
+	denyTools   listFlag
+	allowMethod listFlag
+	denyMethod  listFlag
+}
+
+func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
+	var f gatewayFlags
+	fs := newFlags(env, "gateway", "[--config FILE] [--listen ADDR] | --stdio [flags] -- CMD [ARGS...]")
+	fs.StringVar(&f.configPath, "config", "", "configuration `file` (see docs/config.md)")
+	fs.StringVar(&f.listen, "listen", "", "listener `address`, overriding the configuration's gateway.listen.addr")
+	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout, relaying to the command after --")
+	fs.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (default from the configuration, else info)")
+	fs.StringVar(&f.logFormat, "log-format", "", "log format: text or json (default from the configuration, else text)")
+	fs.StringVar(&f.name, "name", "stdio", "with --stdio: the upstream's `name` in logs and refusals")
+	fs.Var(&f.env, "env", "with --stdio: set `KEY=VALUE` in the server's environment (repeatable)")
+	fs.Var(&f.passEnv, "pass-env", "with --stdio: pass warden's own environment variable `NAME` to the server (repeatable)")
+	fs.Var(&f.allowTools, "allow-tool", "with --stdio: allow only tools matching `PATTERN` (repeatable; * matches anything)")
+	fs.Var(&f.denyTools, "deny-tool", "with --stdio: refuse tools matching `PATTERN` (repeatable)")
+	fs.Var(&f.allowMethod, "allow-method", "with --stdio: allow only methods matching `PATTERN` (repeatable)")
+	fs.Var(&f.denyMethod, "deny-method", "with --stdio: refuse methods matching `PATTERN` (repeatable)")
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+
+	cfg := config.Default()
+	if f.configPath != "" {
+		var err error
+		if cfg, err = config.Load(f.configPath); err != nil {
+			fmt.Fprintln(env.Stderr, err)
+			return ExitConfig, fmt.Errorf("invalid configuration %s", f.configPath)
+		}
+	}
+	logger, err := newLogger(env.Stderr, firstNonEmpty(f.logLevel, cfg.Log.Level), firstNonEmpty(f.logFormat, cfg.Log.Format))
+	if err != nil {
+		return ExitUsage, err
+	}
+
+	if f.stdio {
+		if fs.NArg() == 0 {
+			return ExitUsage, errors.New("--stdio needs the server command after --, e.g. warden gateway --stdio -- npx -y @modelcontextprotocol/server-everything")
+		}
+		return serveStdio(ctx, env, cfg, &f, fs.Args(), logger)
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q (a server command needs --stdio)", fs.Args())
+	}
+	if f.configPath == "" {
+		return ExitUsage, errors.New("need --config FILE, or --stdio -- CMD (see warden help gateway)")
+	}
+	return serveHTTP(ctx, env, cfg, f.listen, logger)
+}
+
+// serveStdio wraps one stdio server for one client on stdin/stdout.
+func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFlags, argv []string, logger *slog.Logger) (int, error) {
+	up := config.Upstream{Name: f.name, Command: argv, PassEnv: f.passEnv, Env: map[string]string{}}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return ExitUsage, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+		}
+		up.Env[k] = v
+	}
+	var err error
+	if up.Tools, err = compileList(f.allowTools, f.denyTools); err != nil {
+		return ExitUsage, fmt.Errorf("--allow-tool/--deny-tool: %w", err)
+	}
+	if up.Methods, err = compileList(f.allowMethod, f.denyMethod); err != nil {
+		return ExitUsage, fmt.Errorf("--allow-method/--deny-method: %w", err)
+	}
+	cfg.Gateway.Upstreams = []config.Upstream{up}
+	cfg.Gateway.DefaultUpstream = ""
+	opts, err := gateway.FromConfig(cfg, logger)
+	if err != nil {
+		return ExitConfig, err
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		return ExitConfig, err
+	}
+	client := transport.NewStream(env.Stdin, env.Stdout, closerOf(env.Stdin), transport.StreamOptions{
+		Limits: opts.Limits, Logger: logger, Name: "client", ReplyInvalid: true,
+	})
+	logger.Info("warden gateway: relaying stdio", "upstream", f.name, "command", argv[0], "pipeline", strings.Join(g.Upstream(f.name).Pipeline.Stages(), " → "))
+	if err := g.ServeConn(ctx, client, f.name, "", false); err != nil {
+		return ExitUpstream, err
+	}
+	return ExitOK, nil
+}
+
+// serveHTTP serves the configured upstreams on the listener until ctx ends.
+func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string, logger *slog.Logger) (int, error) {
+	if listen != "" {
+		cfg.Gateway.Listen.Addr = listen
+	}
+	opts, err := gateway.FromConfig(cfg, logger)
+	if err != nil {
+		return ExitConfig, err
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		return ExitConfig, err
+	}
+	ln, err := net.Listen("tcp", cfg.Gateway.Listen.Addr)
+	if err != nil {
+		return ExitUpstream, fmt.Errorf("listener: %w", err)
+	}
+	if !isLoopback(ln.Addr()) {
+		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
+	}
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(env.Stderr, "warden gateway listening on http://%s\n", ln.Addr())
+	for _, r := range g.Routes("http://" + ln.Addr().String()) {
+		fmt.Fprintf(env.Stderr, "  %s\n", r)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return ExitUpstream, err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	g.Close()
+	return ExitOK, nil
+}
+
+func compileList(allow, deny []string) (config.List, error) {
+	var l config.List
+	for _, s := range allow {
+		p, err := config.CompilePattern(s)
+		if err != nil {
+			return l, err
+		}
+		l.Allow = append(l.Allow, p)
+	}
+	for _, s := range deny {
+		p, err := config.CompilePattern(s)
+		if err != nil {
+			return l, err
+		}
+		l.Deny = append(l.Deny, p)
+	}
+	return l, nil
+}
+
+// newLogger returns a slog logger writing to w.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(firstNonEmpty(level, "info"))); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch firstNonEmpty(format, "text") {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want text or json", format)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// closerOf returns r's Close method when it has one.
+func closerOf(r io.Reader) io.Closer {
+	if c, ok := r.(io.Closer); ok {
+		return c
+	}
+	return io.NopCloser(nil)
+}

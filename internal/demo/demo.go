@@ -1,0 +1,263 @@
+// Package demo is the embedded scene that `warden demo` plays: the demo MCP
+// server behind the gateway on a loopback listener, a scripted MCP client
+// session through it, and a readable account of what was relayed, what was
+// refused, and why. Every capability of warden adds its part here.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/demoserver"
+	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/inprocess"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Options configures a demo run.
+type Options struct {
+	Out     io.Writer
+	Verbose bool // also print the gateway's log
+}
+
+// Result is what a run established, for tests and the exit code.
+type Result struct {
+	Steps    []Step
+	Relayed  int
+	Refused  int
+	Failures []string // expectations the run did not meet; empty on success
+	// UpstreamSaw counts the tools/call requests that reached the demo
+	// server, by tool name.
+	UpstreamSaw map[string]int
+	Canary      string
+}
+
+// Step is one line of the account.
+type Step struct {
+	Action  string // what the client did
+	Outcome string // "relayed" or "refused"
+	By      string // stage and rule that refused it
+	Detail  string // the answer, or the refusal's message
+}
+
+// scene is one demo run's moving parts.
+type scene struct {
+	opts    Options
+	root    string
+	canary  string
+	url     string
+	res     *Result
+	mu      sync.Mutex // guards res.UpstreamSaw
+	gateway *gateway.Gateway
+}
+
+// Run plays the demo and writes the account to opts.Out.
+func Run(ctx context.Context, opts Options) (*Result, error) {
+	s := &scene{opts: opts, res: &Result{UpstreamSaw: map[string]int{}}}
+	root, err := os.MkdirTemp("", "warden-demo-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(root)
+	s.root = root
+	if err := seedFiles(root); err != nil {
+		return nil, err
+	}
+	s.canary = "canary-" + randomHex(8)
+	s.res.Canary = s.canary
+
+	stop, err := s.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+
+	s.header()
+	if err := s.script(ctx); err != nil {
+		return s.res, err
+	}
+	s.summary()
+	return s.res, nil
+}
+
+// start builds the demo server, the gateway and the loopback listener.
+func (s *scene) start(ctx context.Context) (stop func(), err error) {
+	logger := slog.New(slog.DiscardHandler)
+	if s.opts.Verbose {
+		logger = slog.New(slog.NewTextHandler(s.opts.Out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	server := demoserver.New(demoserver.Options{
+		Root:   s.root,
+		Env:    func() []string { return []string{"PATH=/usr/bin", "HOME=/home/demo", "WARDEN_DEMO_SECRET=" + s.canary} },
+		Logger: logger,
+	})
+	getEnv, err := config.CompilePattern("get_env")
+	if err != nil {
+		return nil, err
+	}
+	tools := config.List{Deny: []config.Pattern{getEnv}}
+	limits := jsonrpc.Limits{}
+	g, err := gateway.New(gateway.Options{
+		Upstreams: []gateway.Upstream{{
+			Name:      "demo",
+			Transport: "in-process",
+			Dial: func(ctx context.Context, _ bool) (transport.Conn, error) {
+				c, err := inprocess.Dial(ctx, server, "demo", limits, logger)
+				if err != nil {
+					return nil, err
+				}
+				return &countingConn{Conn: c, scene: s}, nil
+			},
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}),
+		}},
+		RequestTimeout: 30 * time.Second,
+		Logger:         logger,
+		Observe:        s.observe,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.gateway = g
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	s.url = "http://" + ln.Addr().String() + "/mcp"
+	return func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		g.Close()
+	}, nil
+}
+
+// observe receives the gateway's decisions. The demo only needs the counts;
+// the account itself comes from what the client saw.
+func (s *scene) observe(d gateway.Decision) {}
+
+// countingConn counts the tools/call requests that reach the demo server, so
+// the demo can show that a refused call never arrived.
+type countingConn struct {
+	transport.Conn
+	scene *scene
+}
+
+func (c *countingConn) Write(ctx context.Context, msg *jsonrpc.Message) error {
+	if msg.Kind == jsonrpc.KindRequest && msg.Method == "tools/call" {
+		if raw, ok := jsonrpc.Lookup(msg.Params, "name"); ok {
+			if name, ok := jsonrpc.String(raw); ok {
+				c.scene.mu.Lock()
+				c.scene.res.UpstreamSaw[name]++
+				c.scene.mu.Unlock()
+			}
+		}
+	}
+	return c.Conn.Write(ctx, msg)
+}
+
+func (s *scene) header() {
+	w := s.opts.Out
+	fmt.Fprintf(w, "warden demo: the gateway in front of an MCP server, on an embedded default\n\n")
+	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
+	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
+	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
+	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy\n")
+	fmt.Fprintf(w, "  policy    tool get_env is denied on upstream demo\n\n")
+	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
+}
+
+func (s *scene) summary() {
+	w := s.opts.Out
+	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
+	fmt.Fprintf(w, "The demo server received get_env %d times; the secret %s never left it.\n",
+		s.res.UpstreamSaw["get_env"], s.canary)
+	if len(s.res.Failures) > 0 {
+		fmt.Fprintf(w, "\nUNEXPECTED:\n")
+		for _, f := range s.res.Failures {
+			fmt.Fprintf(w, "  - %s\n", f)
+		}
+	}
+	fmt.Fprintf(w, "\nNext: run your own server behind warden with\n  warden gateway --stdio -- YOUR-MCP-SERVER\n")
+}
+
+// record prints and keeps one step.
+func (s *scene) record(st Step) {
+	s.res.Steps = append(s.res.Steps, st)
+	mark := "✓"
+	if st.Outcome == "refused" {
+		mark = "✗"
+		s.res.Refused++
+	} else {
+		s.res.Relayed++
+	}
+	n := len(s.res.Steps)
+	fmt.Fprintf(s.opts.Out, "%3d %s %s\n", n, mark, st.Action)
+	if st.By != "" {
+		fmt.Fprintf(s.opts.Out, "        refused by %s\n", st.By)
+	}
+	if st.Detail != "" {
+		fmt.Fprintf(s.opts.Out, "        %s\n", st.Detail)
+	}
+}
+
+// expect notes a failed expectation.
+func (s *scene) expect(ok bool, format string, args ...any) {
+	if !ok {
+		s.res.Failures = append(s.res.Failures, fmt.Sprintf(format, args...))
+	}
+}
+
+func seedFiles(root string) error {
+	files := map[string]string{
+		"README.txt":         "This folder is the demo server's sandbox. Tools can read and write here, and nowhere else.\n",
+		"notes/plan.md":      "# Plan\n- ship the gateway\n- bind approvals to exact parameters\n",
+		"ledger/ACC_123.txt": "account ACC_123, balance 1000.00\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// refusal extracts warden's refusal from a go-sdk client error, if it is one.
+func refusal(err error) (stage, rule, message string, ok bool) {
+	var werr *sdkjsonrpc.Error
+	if !errors.As(err, &werr) {
+		return "", "", "", false
+	}
+	var d jsonrpc.Detail
+	if json.Unmarshal(werr.Data, &d) != nil || d.Stage == "" {
+		return "", "", werr.Message, false
+	}
+	return d.Stage, d.Rule, werr.Message, true
+}

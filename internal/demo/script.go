@@ -1,0 +1,140 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// script is the client session the demo plays. Each step says what a user
+// would expect, and the run fails loudly if the gateway does otherwise.
+func (s *scene) script(ctx context.Context) error {
+	client := mcp.NewClient(&mcp.Implementation{Name: "warden-demo-client", Version: "1.0.0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		return fmt.Errorf("demo client could not connect through the gateway: %w", err)
+	}
+	defer cs.Close()
+	init := cs.InitializeResult()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("tools/list through the gateway: %w", err)
+	}
+	names := make([]string, 0, len(tools.Tools))
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+	}
+	s.record(Step{Action: "initialize, tools/list", Outcome: "relayed",
+		Detail: fmt.Sprintf("server %s %s (protocol %s), tools: %s", init.ServerInfo.Name, init.ServerInfo.Version,
+			init.ProtocolVersion, strings.Join(names, ", "))})
+
+	s.call(ctx, cs, "echo", map[string]any{"message": "hello through warden"}, "relayed")
+	s.call(ctx, cs, "read_file", map[string]any{"path": "notes/plan.md"}, "relayed")
+	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "relayed")
+	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
+	s.call(ctx, cs, "transfer_funds", map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}, "relayed")
+
+	// Raw HTTP: what a hostile or broken client might send.
+	sid := cs.ID()
+	s.raw(ctx, "a tools/call whose params repeat \"name\" (echo, then get_env)",
+		`{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{"name":"echo","name":"get_env","arguments":{}}}`, sid, "")
+	s.raw(ctx, "a request spelled \"Method\" instead of \"method\"",
+		`{"jsonrpc":"2.0","id":902,"Method":"tools/call","params":{"name":"get_env"}}`, sid, "")
+	s.raw(ctx, "a request nested 100 levels deep",
+		`{"jsonrpc":"2.0","id":903,"method":"tools/call","params":{"name":"echo","arguments":{"message":`+
+			strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}}}`, sid, "")
+	s.raw(ctx, "a POST from a web page at http://evil.example (DNS rebinding)",
+		`{"jsonrpc":"2.0","id":904,"method":"tools/list"}`, sid, "evil.example")
+
+	s.expect(s.res.UpstreamSaw["get_env"] == 0, "get_env reached the demo server %d times", s.res.UpstreamSaw["get_env"])
+	return nil
+}
+
+// call makes one tool call and records what happened.
+func (s *scene) call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any, want string) {
+	argJSON, _ := json.Marshal(args)
+	action := fmt.Sprintf("tools/call %s %s", tool, argJSON)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		stage, rule, msg, ok := refusal(err)
+		if !ok {
+			s.record(Step{Action: action, Outcome: "relayed", Detail: "error: " + err.Error()})
+			s.expect(false, "%s: unexpected error %v", action, err)
+			return
+		}
+		s.record(Step{Action: action, Outcome: "refused", By: stage + " (" + rule + ")", Detail: msg})
+		s.expect(want == "refused", "%s was refused by %s, but should have been relayed", action, stage)
+		return
+	}
+	s.record(Step{Action: action, Outcome: "relayed", Detail: "→ " + summarize(res)})
+	s.expect(want == "relayed", "%s was relayed, but should have been refused", action)
+}
+
+// raw posts body to the gateway with plain HTTP and records the refusal.
+func (s *scene) raw(ctx context.Context, what, body, session, host string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	if host != "" {
+		req.Host = host
+		req.Header.Set("Origin", "http://"+host)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.record(Step{Action: what, Outcome: "relayed", Detail: "error: " + err.Error()})
+		s.expect(false, "%s: %v", what, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var reply struct {
+		Error *struct {
+			Message string `json:"message"`
+			Data    struct {
+				Stage string `json:"stage"`
+				Rule  string `json:"rule"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &reply) != nil || reply.Error == nil {
+		s.record(Step{Action: what, Outcome: "relayed", Detail: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, firstLine(data))})
+		s.expect(false, "%s was not refused (HTTP %d)", what, resp.StatusCode)
+		return
+	}
+	s.record(Step{Action: what, Outcome: "refused", By: reply.Error.Data.Stage + " (" + reply.Error.Data.Rule + ")",
+		Detail: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, reply.Error.Message)})
+}
+
+// summarize renders a tool result in one short line.
+func summarize(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	text := firstLine([]byte(strings.Join(parts, " ")))
+	if res.IsError {
+		return "the server refused: " + text
+	}
+	return text
+}
+
+func firstLine(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 110 {
+		s = s[:110] + " …"
+	}
+	return s
+}

@@ -1,0 +1,238 @@
+// Package gateway is warden's guard: a relay between MCP clients and MCP
+// servers that validates every message, runs it through a pipeline of named
+// stages, and forwards exactly the bytes it validated.
+//
+// A Gateway serves one or more named upstreams. Each client session gets its
+// own connection to its upstream (a child process for stdio servers, an
+// upstream HTTP session for HTTP servers) and a Relay between the two:
+//
+//	MCP client ─► listener (/mcp, /mcp/<name>) ─► session Conn ─┐
+//	                                                           Relay ─► pipeline ─► upstream Conn ─► MCP server
+//	MCP client ─► stdio (warden gateway --stdio) ─────────────┘
+//
+// The package knows nothing of configuration files: the CLI builds Options
+// (see FromConfig) and the demo builds them in code.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Upstream is one MCP server behind the gateway.
+type Upstream struct {
+	// Name addresses the upstream: it is served at <path>/<name>.
+	Name string
+	// Transport describes how warden reaches it, for logs: "stdio", "http"
+	// or "in-process".
+	Transport string
+	// Dial opens a new connection to the upstream for one session. stateless
+	// tells whether the session is a stateless (2026-07-28) request.
+	Dial func(ctx context.Context, stateless bool) (transport.Conn, error)
+	// Pipeline checks every client message bound for this upstream.
+	Pipeline *Pipeline
+}
+
+// Options configures a Gateway. The zero value of every field is the safe
+// setting.
+type Options struct {
+	Upstreams []Upstream
+	// Default names the upstream served at Path itself; "" with a single
+	// upstream means that one.
+	Default string
+	// Path is where the listener serves MCP; "" means "/mcp".
+	Path string
+
+	Limits             jsonrpc.Limits
+	RequestTimeout     time.Duration // 0: no bound
+	SessionIdleTimeout time.Duration // 0: the listener's default
+
+	// AllowedHosts and AllowedOrigins extend the loopback names that the
+	// listener's DNS-rebinding protection accepts.
+	AllowedHosts   []string
+	AllowedOrigins []string
+	// InsecureDisableHostCheck turns off the Host and Origin checks. Any web
+	// page a user visits can then reach the gateway through DNS rebinding.
+	InsecureDisableHostCheck bool
+
+	Logger *slog.Logger
+	// Observe, if set, sees every decision the gateway makes. It must not
+	// block; it is called from relay goroutines.
+	Observe func(Decision)
+}
+
+// Gateway relays MCP sessions to its upstreams.
+type Gateway struct {
+	// Immutable after New.
+	opts      Options
+	upstreams map[string]*Upstream
+	listeners map[string]*transport.HTTPServer // by upstream name
+	log       *slog.Logger
+
+	sessions sync.WaitGroup // relays still running
+}
+
+// New checks opts and returns a gateway. It starts nothing: serve it with
+// Handler or ServeConn.
+func New(opts Options) (*Gateway, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Path == "" {
+		opts.Path = "/mcp"
+	}
+	if len(opts.Upstreams) == 0 {
+		return nil, errors.New("gateway: no upstreams")
+	}
+	g := &Gateway{
+		opts:      opts,
+		upstreams: make(map[string]*Upstream, len(opts.Upstreams)),
+		listeners: make(map[string]*transport.HTTPServer, len(opts.Upstreams)),
+		log:       opts.Logger,
+	}
+	for i := range opts.Upstreams {
+		u := &opts.Upstreams[i]
+		if u.Name == "" || u.Dial == nil {
+			return nil, fmt.Errorf("gateway: upstream %d needs a name and a dial function", i)
+		}
+		if _, dup := g.upstreams[u.Name]; dup {
+			return nil, fmt.Errorf("gateway: upstream %q defined twice", u.Name)
+		}
+		if u.Pipeline == nil {
+			u.Pipeline = NewPipeline()
+		}
+		g.upstreams[u.Name] = u
+	}
+	if g.opts.Default == "" && len(opts.Upstreams) == 1 {
+		g.opts.Default = opts.Upstreams[0].Name
+	}
+	if g.opts.Default != "" && g.upstreams[g.opts.Default] == nil {
+		return nil, fmt.Errorf("gateway: default upstream %q is not defined", g.opts.Default)
+	}
+	for name, u := range g.upstreams {
+		g.listeners[name] = g.listener(u)
+	}
+	return g, nil
+}
+
+// Upstream returns the upstream called name, or nil.
+func (g *Gateway) Upstream(name string) *Upstream { return g.upstreams[name] }
+
+// DefaultUpstream returns the name of the upstream served at Path, or "".
+func (g *Gateway) DefaultUpstream() string { return g.opts.Default }
+
+// Handler returns the HTTP handler of the MCP listener: the default upstream
+// at Path, every upstream at Path/<name>, and /healthz.
+func (g *Gateway) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for name, srv := range g.listeners {
+		mux.Handle(g.opts.Path+"/"+name, srv)
+		if name == g.opts.Default {
+			mux.Handle(g.opts.Path, srv)
+		}
+	}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// listener returns the streamable HTTP listener for one upstream.
+func (g *Gateway) listener(u *Upstream) *transport.HTTPServer {
+	return transport.NewHTTPServer(transport.HTTPServerOptions{
+		Limits:                   g.opts.Limits,
+		AllowedHosts:             g.opts.AllowedHosts,
+		AllowedOrigins:           g.opts.AllowedOrigins,
+		InsecureDisableHostCheck: g.opts.InsecureDisableHostCheck,
+		SessionIdleTimeout:       g.opts.SessionIdleTimeout,
+		Logger:                   g.log,
+		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
+			if err := g.ServeConn(ctx, conn, u.Name, info.ID, info.Stateless); err != nil {
+				g.log.Warn("session ended with an error", "upstream", u.Name, "session", info.ID, "err", err)
+			}
+		},
+	})
+}
+
+// ServeConn relays one client connection to a new connection to the named
+// upstream until either ends. It is how `warden gateway --stdio` serves its
+// single client, and how the listener serves each session.
+func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream, session string, stateless bool) error {
+	u := g.upstreams[upstream]
+	if u == nil {
+		client.Close()
+		return fmt.Errorf("gateway: no upstream %q", upstream)
+	}
+	g.sessions.Add(1)
+	defer g.sessions.Done()
+
+	up, err := u.Dial(ctx, stateless)
+	if err != nil {
+		g.log.Error("cannot reach upstream", "upstream", u.Name, "transport", u.Transport, "err", err)
+		refuse(ctx, client, jsonrpc.Detail{Stage: "upstream", Rule: "dial"}.Errorf(jsonrpc.CodeUpstreamUnavailable,
+			"upstream "+quote(u.Name)+" is unavailable: "+err.Error()))
+		return err
+	}
+	g.log.Debug("session started", "upstream", u.Name, "session", session, "stateless", stateless)
+	relay := NewRelay(client, up, RelayOptions{
+		Upstream:       u.Name,
+		Session:        session,
+		Pipeline:       u.Pipeline,
+		RequestTimeout: g.opts.RequestTimeout,
+		Observe:        g.opts.Observe,
+		Logger:         g.log,
+	})
+	err = relay.Run(ctx)
+	g.log.Debug("session ended", "upstream", u.Name, "session", session)
+	return err
+}
+
+// refuse answers the requests a client has already sent on a session whose
+// upstream could not be reached, then closes the session.
+func refuse(ctx context.Context, client transport.Conn, e *jsonrpc.Error) {
+	defer client.Close()
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		msg, err := client.Read(rctx)
+		cancel()
+		if err != nil {
+			return
+		}
+		if msg.Kind == jsonrpc.KindRequest {
+			_ = client.Write(ctx, jsonrpc.NewErrorResponse(msg.ID, e))
+		}
+	}
+}
+
+// Close ends every session and waits for the relays to finish.
+func (g *Gateway) Close() error {
+	for _, l := range g.listeners {
+		l.Close()
+	}
+	g.sessions.Wait()
+	return nil
+}
+
+// Routes lists the MCP endpoints a listener at base serves, for the CLI and
+// the demo to print.
+func (g *Gateway) Routes(base string) []string {
+	base = strings.TrimSuffix(base, "/")
+	var routes []string
+	if g.opts.Default != "" {
+		routes = append(routes, base+g.opts.Path+"  → "+g.opts.Default)
+	}
+	for _, u := range g.opts.Upstreams {
+		routes = append(routes, base+g.opts.Path+"/"+u.Name+"  → "+u.Name+" ("+u.Transport+")")
+	}
+	return routes
+}

@@ -1,0 +1,319 @@
+package gateway
+
+// The relay joins one client connection to one upstream connection for the
+// life of a session:
+//
+//	client Conn ──Read──► newCall ─► pipeline ─► track id ──Write──► upstream Conn
+//	client Conn ◄─Write── match id (drop unsolicited) ◄──────Read─── upstream Conn
+//
+// Ids are not rewritten: each session has its own upstream connection, so the
+// client's ids are unique on it. Every message is relayed as the exact bytes
+// the transport validated (Message.Raw).
+//
+// The relay keeps two tables, guarded by mu:
+//   - pending: client requests the upstream has not answered yet. A response
+//     must match one (an upstream cannot answer a question nobody asked), and
+//     when the upstream dies or times out each pending request gets an error.
+//   - asked: upstream requests (sampling, elicitation, roots) the client has
+//     not answered yet. A client response must match one.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Relay relays one session. Create it with NewRelay and call Run once.
+type Relay struct {
+	// Immutable after NewRelay.
+	client, upstream transport.Conn
+	pipeline         *Pipeline
+	upstreamName     string
+	session          string
+	timeout          time.Duration
+	observe          func(Decision)
+	log              *slog.Logger
+
+	mu      sync.Mutex
+	pending map[string]*pendingCall // by id text; guarded by mu
+	asked   map[string]struct{}     // by id text; guarded by mu
+	closed  bool                    // no more pending entries; guarded by mu
+}
+
+type pendingCall struct {
+	id    jsonrpc.ID
+	timer *time.Timer // nil without a request timeout
+}
+
+// RelayOptions configures a Relay.
+type RelayOptions struct {
+	Upstream string // upstream name, for policy messages and logs
+	Session  string // session id, "" for stdio and stateless sessions
+	Pipeline *Pipeline
+	// RequestTimeout bounds how long a client request may wait for the
+	// upstream's answer; 0 means no bound.
+	RequestTimeout time.Duration
+	// Observe, if set, is called for every message handled, synchronously, in
+	// the goroutine relaying that direction. It must not block.
+	Observe func(Decision)
+	Logger  *slog.Logger
+}
+
+// NewRelay returns a relay between client and upstream.
+func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
+	if opts.Pipeline == nil {
+		opts.Pipeline = NewPipeline()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Relay{
+		client:       client,
+		upstream:     upstream,
+		pipeline:     opts.Pipeline,
+		upstreamName: opts.Upstream,
+		session:      opts.Session,
+		timeout:      opts.RequestTimeout,
+		observe:      opts.Observe,
+		log:          opts.Logger,
+		pending:      make(map[string]*pendingCall),
+		asked:        make(map[string]struct{}),
+	}
+}
+
+// Run relays until either side ends or ctx is done, then closes both
+// connections and answers every request still pending with an error. It
+// returns nil when the client ended the session.
+func (r *Relay) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	upErr := make(chan error, 1)
+	go func() { upErr <- r.fromUpstream(ctx) }()
+	clientErr := r.fromClient(ctx)
+
+	// The client side ended: close the upstream (a child process gets its
+	// shutdown sequence) and wait for the upstream loop to drain.
+	cancel()
+	r.upstream.Close()
+	err := <-upErr
+	r.failPending(jsonrpc.CodeSessionClosed, "session closed")
+	r.client.Close()
+	if clientErr != nil {
+		return clientErr
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, transport.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// fromClient relays client messages to the upstream until the client ends.
+func (r *Relay) fromClient(ctx context.Context) error {
+	for {
+		msg, err := r.client.Read(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, transport.ErrClosed) || ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		switch msg.Kind {
+		case jsonrpc.KindResponse:
+			r.relayClientResponse(ctx, msg)
+		default:
+			r.relayClientCall(ctx, msg)
+		}
+	}
+}
+
+// relayClientCall runs the pipeline on a client request or notification and
+// forwards it if no stage refuses it.
+func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
+	call, denial := newCall(msg, r.upstreamName, r.session)
+	if denial == nil {
+		denial = r.pipeline.Check(ctx, call)
+	}
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
+		ID: msg.ID, Direction: "client", Denial: denial}
+	if call != nil {
+		d.Tool = call.Tool
+	}
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID) {
+		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
+			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
+		d.Denial = denial
+	}
+	r.emit(d)
+	if denial != nil {
+		r.log.Info("refused", "decision", d, "reason", denial.Reason)
+		if msg.Kind == jsonrpc.KindRequest {
+			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, denial.Error()))
+		}
+		return
+	}
+	if msg.Method == mcp.NotificationCancelled {
+		r.forgetCancelled(msg)
+	}
+	if err := r.upstream.Write(ctx, msg); err != nil {
+		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
+		if msg.Kind == jsonrpc.KindRequest && r.untrack(msg.ID) {
+			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "upstream", Rule: "write"}.
+				Errorf(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())))
+		}
+	}
+}
+
+// relayClientResponse forwards the client's answer to a request the upstream
+// made. An answer to a question the upstream never asked is dropped.
+func (r *Relay) relayClientResponse(ctx context.Context, msg *jsonrpc.Message) {
+	r.mu.Lock()
+	_, ok := r.asked[msg.ID.Raw()]
+	delete(r.asked, msg.ID.Raw())
+	r.mu.Unlock()
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client"}
+	if !ok {
+		d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
+			Reason: "response to id " + msg.ID.String() + ", which the upstream did not ask"}
+		r.emit(d)
+		r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
+		return
+	}
+	r.emit(d)
+	if err := r.upstream.Write(ctx, msg); err != nil {
+		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
+	}
+}
+
+// fromUpstream relays upstream messages to the client until the upstream ends.
+func (r *Relay) fromUpstream(ctx context.Context) error {
+	for {
+		msg, err := r.upstream.Read(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				// The upstream ended on its own: it crashed or exited.
+				r.log.Warn("upstream ended", "upstream", r.upstreamName, "err", err)
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" ended the session")
+				r.client.Close()
+			}
+			return err
+		}
+		d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
+			ID: msg.ID, Direction: "upstream"}
+		switch msg.Kind {
+		case jsonrpc.KindResponse:
+			if !r.untrack(msg.ID) {
+				d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
+					Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
+				r.emit(d)
+				r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
+				continue
+			}
+		case jsonrpc.KindRequest:
+			r.mu.Lock()
+			r.asked[msg.ID.Raw()] = struct{}{}
+			r.mu.Unlock()
+		}
+		r.emit(d)
+		r.writeClient(ctx, msg)
+	}
+}
+
+// track records a pending client request; false if the id is already pending.
+func (r *Relay) track(id jsonrpc.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	if _, dup := r.pending[id.Raw()]; dup {
+		return false
+	}
+	p := &pendingCall{id: id}
+	if r.timeout > 0 {
+		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
+	}
+	r.pending[id.Raw()] = p
+	return true
+}
+
+// untrack removes a pending client request; false if it was not pending.
+func (r *Relay) untrack(id jsonrpc.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pending[id.Raw()]
+	if !ok {
+		return false
+	}
+	if p.timer != nil {
+		p.timer.Stop()
+	}
+	delete(r.pending, id.Raw())
+	return true
+}
+
+// expire answers a request the upstream did not answer in time, and tells the
+// upstream to stop working on it.
+func (r *Relay) expire(id jsonrpc.ID) {
+	if !r.untrack(id) {
+		return
+	}
+	ctx := context.Background()
+	r.log.Warn("request timed out", "upstream", r.upstreamName, "id", id.Raw(), "timeout", r.timeout)
+	r.writeClient(ctx, jsonrpc.NewErrorResponse(id, jsonrpc.Detail{Stage: "upstream", Rule: "timeout"}.
+		Errorf(jsonrpc.CodeTimeout, "upstream "+quote(r.upstreamName)+" did not answer within "+r.timeout.String())))
+	cancel := jsonrpc.NewNotification(mcp.NotificationCancelled,
+		[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: request timed out"}`))
+	if err := r.upstream.Write(ctx, cancel); err != nil {
+		r.log.Debug("could not send cancellation", "err", err)
+	}
+}
+
+// forgetCancelled stops waiting for a request the client cancelled: the
+// upstream may still answer, and that answer is then dropped.
+func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
+	raw, ok := jsonrpc.Lookup(msg.Params, "requestId")
+	if !ok {
+		return
+	}
+	r.untrack(jsonrpc.IDFromRaw(raw))
+}
+
+// failPending answers every pending client request with an error and stops
+// accepting new ones.
+func (r *Relay) failPending(code int64, reason string) {
+	r.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.timer != nil {
+			p.timer.Stop()
+		}
+		ids = append(ids, p.id)
+	}
+	clear(r.pending)
+	r.closed = true
+	r.mu.Unlock()
+	for _, id := range ids {
+		r.writeClient(context.Background(), jsonrpc.NewErrorResponse(id,
+			jsonrpc.Detail{Stage: "upstream", Rule: "ended"}.Errorf(code, reason)))
+	}
+}
+
+func (r *Relay) writeClient(ctx context.Context, msg *jsonrpc.Message) {
+	if err := r.client.Write(ctx, msg); err != nil && !errors.Is(err, transport.ErrClosed) {
+		r.log.Debug("client write failed", "err", err)
+	}
+}
+
+func (r *Relay) emit(d Decision) {
+	if r.observe != nil {
+		r.observe(d)
+	}
+}

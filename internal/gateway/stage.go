@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// A Stage is one named check of the request pipeline. Stages run in order on
+// every request and notification a client sends; the first denial stops the
+// message, and the client gets a JSON-RPC error whose data names the stage
+// and the rule. A stage that cannot decide denies (fail-secure).
+type Stage interface {
+	// Name is the stable identifier that denials, logs and the audit log use.
+	Name() string
+	// Check returns nil to let c pass, or the reason to refuse it. It must be
+	// safe for concurrent use: one pipeline serves every session of an
+	// upstream.
+	Check(ctx context.Context, c *Call) *Denial
+}
+
+// Call is what the pipeline sees of one client message.
+type Call struct {
+	Msg      *jsonrpc.Message
+	Upstream string // name of the upstream the session is bound to
+	Session  string // session id; "" for stdio and stateless sessions
+
+	// Tool is the decoded params.name of a tools/call request ("" otherwise),
+	// and Arguments the raw JSON of its params.arguments (nil when absent).
+	Tool      string
+	Arguments []byte
+}
+
+// newCall prepares the view of msg that stages share. A tools/call whose name
+// is missing or not a string is refused here rather than relayed, because no
+// tool policy could be applied to it.
+func newCall(msg *jsonrpc.Message, upstream, session string) (*Call, *Denial) {
+	c := &Call{Msg: msg, Upstream: upstream, Session: session}
+	if msg.Method != mcp.MethodToolsCall || msg.Kind != jsonrpc.KindRequest {
+		return c, nil
+	}
+	raw, ok := jsonrpc.Lookup(msg.Params, "name")
+	if !ok {
+		return nil, &Denial{Stage: "wire", Rule: "tool-name", Code: jsonrpc.CodeInvalidParams,
+			Reason: "tools/call without params.name"}
+	}
+	name, ok := jsonrpc.String(raw)
+	if !ok || name == "" {
+		return nil, &Denial{Stage: "wire", Rule: "tool-name", Code: jsonrpc.CodeInvalidParams,
+			Reason: "tools/call params.name must be a non-empty string"}
+	}
+	c.Tool = name
+	c.Arguments, _ = jsonrpc.Lookup(msg.Params, "arguments")
+	return c, nil
+}
+
+// Denial is a stage's refusal of a call.
+type Denial struct {
+	Stage  string // the stage's Name
+	Rule   string // which rule of the stage decided, e.g. `deny "get_*"`
+	Reason string // one sentence for the client and the log
+	Code   int64  // JSON-RPC code; 0 means jsonrpc.CodeDenied
+}
+
+// Error returns the JSON-RPC error sent to the client for d.
+func (d *Denial) Error() *jsonrpc.Error {
+	code := d.Code
+	if code == 0 {
+		code = jsonrpc.CodeDenied
+	}
+	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule}.Errorf(code, d.Reason)
+}
+
+// Pipeline is an ordered list of stages. It is immutable after construction
+// and shared by every session of one upstream.
+type Pipeline struct {
+	stages []Stage
+}
+
+// NewPipeline returns a pipeline running stages in the order given.
+func NewPipeline(stages ...Stage) *Pipeline {
+	return &Pipeline{stages: stages}
+}
+
+// Stages returns the names of the pipeline's stages, in order.
+func (p *Pipeline) Stages() []string {
+	names := make([]string, len(p.stages))
+	for i, s := range p.stages {
+		names[i] = s.Name()
+	}
+	return names
+}
+
+// Check runs every stage on c and returns the first denial, or nil.
+func (p *Pipeline) Check(ctx context.Context, c *Call) *Denial {
+	for _, s := range p.stages {
+		if d := s.Check(ctx, c); d != nil {
+			if d.Stage == "" {
+				d.Stage = s.Name()
+			}
+			return d
+		}
+	}
+	return nil
+}
+
+// Decision is what the gateway reports about every message it handled, for
+// the demo, the logs and (later) the audit log and telemetry.
+type Decision struct {
+	Upstream string
+	Session  string
+	Kind     jsonrpc.Kind
+	Method   string
+	Tool     string
+	ID       jsonrpc.ID
+	// Direction is "client" for messages from the client to the upstream and
+	// "upstream" for messages from the upstream to the client.
+	Direction string
+	// Denial is nil when the message was relayed.
+	Denial *Denial
+}
+
+// LogValue renders a decision for slog.
+func (d Decision) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.String("upstream", d.Upstream),
+		slog.String("direction", d.Direction),
+		slog.String("kind", d.Kind.String()),
+	}
+	if d.Method != "" {
+		attrs = append(attrs, slog.String("method", d.Method))
+	}
+	if d.Tool != "" {
+		attrs = append(attrs, slog.String("tool", d.Tool))
+	}
+	if d.ID.IsValid() {
+		attrs = append(attrs, slog.String("id", d.ID.Raw()))
+	}
+	if d.Session != "" {
+		attrs = append(attrs, slog.String("session", d.Session))
+	}
+	if d.Denial != nil {
+		attrs = append(attrs, slog.String("stage", d.Denial.Stage), slog.String("rule", d.Denial.Rule))
+	}
+	return slog.GroupValue(attrs...)
+}

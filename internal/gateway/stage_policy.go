@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// Permitter decides whether a name (a method or a tool) is allowed, and names
+// the rule that decided. config.List implements it.
+type Permitter interface {
+	Permits(name string) (ok bool, rule string)
+}
+
+// MethodPolicy is the "method-policy" stage: it checks the method of every
+// client request and notification against allow/deny lists, the gateway-wide
+// list first and then the upstream's own.
+type MethodPolicy struct {
+	Lists []Permitter
+}
+
+// Name implements Stage.
+func (MethodPolicy) Name() string { return "method-policy" }
+
+// Check implements Stage.
+func (p MethodPolicy) Check(_ context.Context, c *Call) *Denial {
+	for _, l := range p.Lists {
+		if ok, rule := l.Permits(c.Msg.Method); !ok {
+			return &Denial{Rule: rule, Reason: "method " + quote(c.Msg.Method) + " is not allowed on upstream " + quote(c.Upstream)}
+		}
+	}
+	return nil
+}
+
+// ToolPolicy is the "tool-policy" stage: it checks the tool name of every
+// tools/call against the upstream's allow/deny list.
+type ToolPolicy struct {
+	List Permitter
+}
+
+// Name implements Stage.
+func (ToolPolicy) Name() string { return "tool-policy" }
+
+// Check implements Stage.
+func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
+	if c.Msg.Method != mcp.MethodToolsCall {
+		return nil
+	}
+	if ok, rule := p.List.Permits(c.Tool); !ok {
+		return &Denial{Rule: rule, Reason: "tool " + quote(c.Tool) + " is not allowed on upstream " + quote(c.Upstream)}
+	}
+	return nil
+}
+
+// quote renders a name from the wire safely for messages and logs.
+func quote(s string) string { return strconv.Quote(s) }
