@@ -89,7 +89,8 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 		if !ok || k == "" {
 			return ExitUsage, fmt.Errorf("--env %q: want KEY=VALUE", kv)
 		}
-		up.Env[k] = v
+		// A flag value is literal: escape what the configuration would expand.
+		up.Env[k] = strings.ReplaceAll(v, "${", "$${")
 	}
 	var err error
 	if up.Tools, err = compileList(f.allowTools, f.denyTools); err != nil {

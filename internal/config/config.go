@@ -1,0 +1,314 @@
+// Package config reads warden's configuration file.
+//
+// A file goes through three steps, and each reports every problem it finds
+// rather than stopping at the first:
+//
+//	bytes ──► Default() ──► strict decode ──► Validate() ──► *Config
+//	                         │                 │
+//	                         └─► *Problems      └─► *Problems
+//	          (unknown fields, wrong types,     (ranges, enums, URLs, names,
+//	           duplicate keys, anchors, tags)    command xor url, patterns)
+//
+// The decoder walks the YAML node tree itself instead of using
+// yaml.Unmarshal, so it can reject what Unmarshal silently accepts: duplicate
+// keys, anchors, aliases and merge keys, explicit tags, YAML 1.1 octals and
+// booleans such as "yes", and a second document. Unquoted scalars read as
+// strings keep their text exactly as written ("1.10" stays "1.10").
+//
+// Every problem is addressed by its path ("gateway.upstreams[2].url") and,
+// when the Config came from a file, by line and column. Parsing has no side
+// effects: it reads no environment variables and touches no files. Secrets
+// are referenced as ${env:NAME} in env and headers values and expanded only
+// when a transport asks for them (Upstream.ResolvedEnv, ResolvedHeaders).
+//
+// Typical use:
+//
+//	cfg, err := config.Load("warden.yaml")
+//	if err != nil {
+//		return err // one problem per line: "warden.yaml:7:10: gateway.listen.addr: ..."
+//	}
+//
+// The file format is documented in docs/config.md.
+package config
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"slices"
+	"time"
+)
+
+// Version is the only configuration file version this package reads.
+const Version = 1
+
+// Defaults for fields the file leaves out.
+const (
+	DefaultLogLevel           = "info"
+	DefaultLogFormat          = "text"
+	DefaultAddr               = "127.0.0.1:8787"
+	DefaultPath               = "/mcp"
+	DefaultMaxMessageBytes    = 4 << 20 // 4 MiB
+	DefaultMaxDepth           = 64
+	DefaultRequestTimeout     = 5 * time.Minute
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultShutdownTimeout    = 2 * time.Second
+)
+
+// Bounds on gateway.limits, inclusive.
+const (
+	MinMaxMessageBytes = 1 << 10 // 1 KiB
+	MaxMaxMessageBytes = 64 << 20
+	MinMaxDepth        = 2
+	MaxMaxDepth        = 1000
+)
+
+// Transport names returned by Upstream.Transport.
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+)
+
+// Config is a whole configuration file. Build one with Load, with Parse and
+// Validate, or in code starting from Default.
+type Config struct {
+	// Version is the file format version; it must be 1. Files must state it.
+	Version int
+	Log     LogConfig
+	Gateway GatewayConfig
+
+	file string              // file name for problems; "" when built in code
+	pos  map[string]position // path → where its value is in the file
+}
+
+// LogConfig configures warden's own log.
+type LogConfig struct {
+	// Level is "debug", "info", "warn" or "error".
+	Level string
+	// Format is "text" or "json".
+	Format string
+}
+
+// SlogLevel returns Level as a slog.Level; it returns slog.LevelInfo for a
+// level Validate would reject.
+func (l LogConfig) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// GatewayConfig configures the MCP gateway: where it listens, what it
+// accepts, and the upstream servers it fronts.
+type GatewayConfig struct {
+	Listen ListenConfig
+	Limits LimitsConfig
+	// Methods applies to every upstream and is checked before the upstream's
+	// own Methods list.
+	Methods List
+	// DefaultUpstream names the upstream served at Listen.Path. When empty
+	// and there is exactly one upstream, that one is served there; see
+	// DefaultUpstreamName.
+	DefaultUpstream string
+	// Upstreams are the MCP servers behind the gateway, each served at
+	// Listen.Path + "/" + Name. A valid Config has at least one.
+	Upstreams []Upstream
+}
+
+// DefaultUpstreamName returns the name of the upstream served at
+// Listen.Path: DefaultUpstream when set, else the only upstream's name when
+// there is exactly one, else "".
+func (g GatewayConfig) DefaultUpstreamName() string {
+	if g.DefaultUpstream != "" {
+		return g.DefaultUpstream
+	}
+	if len(g.Upstreams) == 1 {
+		return g.Upstreams[0].Name
+	}
+	return ""
+}
+
+// Upstream returns the upstream called name.
+func (g GatewayConfig) Upstream(name string) (Upstream, bool) {
+	for _, u := range g.Upstreams {
+		if u.Name == name {
+			return u, true
+		}
+	}
+	return Upstream{}, false
+}
+
+// ListenConfig says where the gateway's Streamable HTTP endpoint listens and
+// which requests it accepts as coming from a legitimate client.
+type ListenConfig struct {
+	// Addr is host:port. Port 0 picks a free port. A host that is not a
+	// loopback address exposes the gateway to the network; it is allowed, and
+	// the CLI warns (see Loopback).
+	Addr string
+	// Path is the URL path of the default upstream; upstream NAME is served
+	// at Path + "/" + NAME. It starts with '/' and is clean (no trailing '/',
+	// no "//", "." or ".." segments).
+	Path string
+	// AllowedHosts are Host header values accepted besides the listen
+	// address itself and the loopback names: "host" or "host:port", lower
+	// case.
+	AllowedHosts []string
+	// AllowedOrigins are Origin header values accepted from browsers:
+	// "scheme://host[:port]", lower case, no path.
+	AllowedOrigins []string
+	// InsecureDisableHostCheck turns off the Host and Origin checks that
+	// protect a local gateway from DNS-rebinding attacks, in which a web page
+	// the user visits sends requests to the gateway and drives the upstream
+	// tools. Only turn it off behind a proxy that does these checks itself.
+	InsecureDisableHostCheck bool
+}
+
+// Loopback reports whether Addr's host is a loopback address or "localhost",
+// that is, whether the gateway is reachable only from this machine. An empty
+// host (":8787") listens on every interface and is not loopback.
+func (l ListenConfig) Loopback() bool {
+	host, _, err := net.SplitHostPort(l.Addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// LimitsConfig bounds what one client can make the gateway do.
+type LimitsConfig struct {
+	// MaxMessageBytes is the largest JSON-RPC message accepted, in bytes.
+	MaxMessageBytes int
+	// MaxDepth is the deepest JSON nesting accepted.
+	MaxDepth int
+	// RequestTimeout bounds the wait for an upstream's response.
+	RequestTimeout time.Duration
+	// SessionIdleTimeout closes a client session after this long without
+	// traffic.
+	SessionIdleTimeout time.Duration
+}
+
+// Upstream is one MCP server behind the gateway, reached either by running
+// Command (stdio) or at URL (Streamable HTTP); a valid Upstream has exactly
+// one of the two.
+type Upstream struct {
+	// Name identifies the upstream in URLs, logs and audit records:
+	// [a-z0-9][a-z0-9_-]{0,62}, unique in the file.
+	Name string
+
+	// Command is the program and its arguments (stdio only). No shell is
+	// involved.
+	Command []string
+	// Env sets variables in the child's environment (stdio only). Values may
+	// contain ${env:NAME} references; see ResolvedEnv.
+	Env map[string]string
+	// PassEnv names the variables copied from warden's own environment into
+	// the child's (stdio only). nil means the transport's default set; an
+	// empty, non-nil list passes nothing.
+	PassEnv []string
+	// Dir is the child's working directory (stdio only); empty means
+	// warden's. A relative Dir is relative to warden's working directory, not
+	// to the config file.
+	Dir string
+
+	// URL is the server's Streamable HTTP endpoint, http or https (HTTP only).
+	URL string
+	// Headers are sent with every request to URL (HTTP only). Values may
+	// contain ${env:NAME} references; see ResolvedHeaders. warden never
+	// forwards the client's own Authorization header upstream; credentials
+	// for the upstream belong here.
+	Headers map[string]string
+
+	// ShutdownTimeout bounds a graceful shutdown of the connection (for
+	// stdio: closing stdin and waiting for the child before killing it).
+	ShutdownTimeout time.Duration
+	// Methods limits the JSON-RPC methods a client may call on this upstream,
+	// after the gateway-wide list.
+	Methods List
+	// Tools limits tools/call by tool name.
+	Tools List
+}
+
+// Transport returns TransportStdio for an upstream with a Command,
+// TransportHTTP for one with a URL, and "" for one with neither (which
+// Validate rejects).
+func (u Upstream) Transport() string {
+	switch {
+	case u.Command != nil:
+		return TransportStdio
+	case u.URL != "":
+		return TransportHTTP
+	}
+	return ""
+}
+
+// Default returns a Config holding every default and no upstreams. Parse
+// starts from it, except that a file must state its version.
+func Default() *Config {
+	return &Config{
+		Version: Version,
+		Log:     LogConfig{Level: DefaultLogLevel, Format: DefaultLogFormat},
+		Gateway: GatewayConfig{
+			Listen: ListenConfig{Addr: DefaultAddr, Path: DefaultPath},
+			Limits: LimitsConfig{
+				MaxMessageBytes:    DefaultMaxMessageBytes,
+				MaxDepth:           DefaultMaxDepth,
+				RequestTimeout:     DefaultRequestTimeout,
+				SessionIdleTimeout: DefaultSessionIdleTimeout,
+			},
+		},
+	}
+}
+
+// defaultUpstream returns the defaults for one entry of gateway.upstreams.
+func defaultUpstream() Upstream {
+	return Upstream{ShutdownTimeout: DefaultShutdownTimeout}
+}
+
+// Load reads the file at path, parses it and validates the result. On a
+// problem in the file it returns a nil Config and a *Problems listing every
+// problem of the first failing step (decode, then validate).
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	cfg, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// Parse decodes data, a YAML configuration file, on top of Default. filename
+// is used only in problem reports. It does not validate the result: call
+// Validate (Load does both). On decode problems it returns a nil Config and a
+// *Problems listing all of them.
+func Parse(data []byte, filename string) (*Config, error) {
+	c := Default()
+	c.Version = 0 // a file must say which version it is
+	c.file = filename
+	c.pos = make(map[string]position)
+	d := &decoder{file: filename, pos: c.pos}
+	d.decodeFile(data, c)
+	if len(d.probs) > 0 {
+		slices.SortStableFunc(d.probs, func(a, b Problem) int {
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
+		return nil, &d.probs
+	}
+	return c, nil
+}

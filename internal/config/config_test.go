@@ -1,0 +1,514 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/bad/*.golden from the current output (then read every diff)")
+
+// TestBadConfigs loads each testdata/bad/*.yaml and compares the rendered
+// problems with the .golden file next to it.
+func TestBadConfigs(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 16 {
+		t.Fatalf("found %d bad configs, want at least 16", len(files))
+	}
+	for _, file := range files {
+		file = filepath.ToSlash(file)
+		name := strings.TrimSuffix(filepath.Base(file), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			cfg, err := Load(file)
+			if err == nil {
+				t.Fatalf("Load succeeded, want problems")
+			}
+			if cfg != nil {
+				t.Errorf("Load returned a Config along with problems")
+			}
+			var ps *Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("Load error is %T, want *Problems: %v", err, err)
+			}
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), got); diff != "" {
+				t.Errorf("problems differ from %s (-want +got):\n%s", golden, diff)
+			}
+		})
+	}
+}
+
+// TestExamples proves every shipped example loads cleanly.
+func TestExamples(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 2 {
+		t.Fatalf("found %d examples, want at least demo.yaml and multi.yaml", len(files))
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			if _, err := Load(file); err != nil {
+				t.Fatalf("Load(%s):\n%v", file, err)
+			}
+		})
+	}
+
+	demo, err := Load("../../examples/demo.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := demo.Gateway.DefaultUpstreamName(); got != "demo" {
+		t.Errorf("demo: default upstream %q, want demo", got)
+	}
+	u := demo.Gateway.Upstreams[0]
+	if want := []string{"warden", "demo-server", "--root", "./demo-data"}; !slices.Equal(u.Command, want) || u.Transport() != TransportStdio {
+		t.Errorf("demo upstream: command %q transport %q, want %q over stdio", u.Command, u.Transport(), want)
+	}
+
+	multi, err := Load("../../examples/multi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var transports []string
+	for _, u := range multi.Gateway.Upstreams {
+		transports = append(transports, u.Name+"="+u.Transport())
+	}
+	if want := []string{"everything=stdio", "docs=http"}; !slices.Equal(transports, want) {
+		t.Errorf("multi upstreams %q, want %q", transports, want)
+	}
+	docs, _ := multi.Gateway.Upstream("docs")
+	if got := docs.Headers["Authorization"]; got != "Bearer ${env:DOCS_MCP_TOKEN}" {
+		t.Errorf("Parse expanded or changed a reference: Authorization = %q", got)
+	}
+}
+
+// TestDefaults checks that a minimal file gets every documented default.
+func TestDefaults(t *testing.T) {
+	cfg, err := Parse([]byte("version: 1\ngateway:\n  upstreams:\n    - name: a\n      command: [a]\n"), "min.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Written out literally, not as Default(), so that a changed default
+	// fails here and is noticed in docs/config.md too.
+	want := &Config{
+		Version: 1,
+		Log:     LogConfig{Level: "info", Format: "text"},
+		Gateway: GatewayConfig{
+			Listen: ListenConfig{Addr: "127.0.0.1:8787", Path: "/mcp"},
+			Limits: LimitsConfig{
+				MaxMessageBytes:    4194304,
+				MaxDepth:           64,
+				RequestTimeout:     5 * time.Minute,
+				SessionIdleTimeout: 30 * time.Minute,
+			},
+			Upstreams: []Upstream{{
+				Name:            "a",
+				Command:         []string{"a"},
+				ShutdownTimeout: 2 * time.Second,
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{}, Pattern{})); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	u := cfg.Gateway.Upstreams[0]
+	if u.PassEnv != nil {
+		t.Errorf("PassEnv = %q, want nil (the transport's default set)", u.PassEnv)
+	}
+	if cfg.Gateway.DefaultUpstreamName() != "a" {
+		t.Errorf("DefaultUpstreamName = %q, want the only upstream", cfg.Gateway.DefaultUpstreamName())
+	}
+	if !cfg.Gateway.Listen.Loopback() {
+		t.Errorf("default listen address %q is not loopback", cfg.Gateway.Listen.Addr)
+	}
+	if ok, rule := u.Tools.Permits("anything"); !ok {
+		t.Errorf("empty tool list denies: %s", rule)
+	}
+
+	// An explicitly empty pass_env is not the default.
+	cfg, err = Parse([]byte("version: 1\ngateway:\n  upstreams:\n    - name: a\n      command: [a]\n      pass_env: []\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pe := cfg.Gateway.Upstreams[0].PassEnv; pe == nil || len(pe) != 0 {
+		t.Errorf("pass_env: [] decoded as %#v, want an empty non-nil slice", pe)
+	}
+}
+
+// TestAllProblemsAtOnce proves Validate does not stop at the first problem.
+func TestAllProblemsAtOnce(t *testing.T) {
+	src := `version: 2
+log:
+  format: xml
+gateway:
+  listen:
+    path: mcp
+  upstreams:
+    - name: Demo
+      command: [warden, demo-server]
+    - name: files
+      url: "http://127.0.0.1:18081/mcp"
+      dir: /srv
+`
+	cfg, err := Parse([]byte(src), "five.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	err = cfg.Validate()
+	var ps *Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("Validate returned %v, want *Problems", err)
+	}
+	type at struct {
+		path string
+		line int
+	}
+	var got []at
+	for _, p := range *ps {
+		got = append(got, at{p.Path, p.Line})
+		if p.File != "five.yaml" || p.Column == 0 || p.Message == "" {
+			t.Errorf("incomplete problem %+v", p)
+		}
+	}
+	want := []at{
+		{"version", 1},
+		{"log.format", 3},
+		{"gateway.listen.path", 6},
+		{"gateway.upstreams[0].name", 8},
+		{"gateway.upstreams[1].dir", 12},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(at{})); diff != "" {
+		t.Errorf("problems (-want +got):\n%s\nall:\n%v", diff, err)
+	}
+}
+
+// TestScalars pins how each kind of field reads YAML scalars.
+func TestScalars(t *testing.T) {
+	const head = "version: 1\ngateway:\n  upstreams:\n    - name: a\n      command: [a]\n"
+	tests := []struct {
+		name, src string
+		wantErr   string // substring of the one problem; "" for success
+		check     func(*Config) bool
+	}{
+		{"unquoted text kept verbatim", head + "      env: {V: 1.10, O: 0755, T: 2001-12-14, B: yes}\n", "",
+			func(c *Config) bool {
+				return cmp.Equal(c.Gateway.Upstreams[0].Env, map[string]string{"V": "1.10", "O": "0755", "T": "2001-12-14", "B": "yes"})
+			}},
+		{"null is not a string", head + "      env: {V: ~}\n", "expected a string, got null", nil},
+		{"empty value is null", head + "      dir:\n", "expected a string, got null", nil},
+		{"quoted bool", "version: 1\ngateway:\n  listen:\n    insecure_disable_host_check: \"true\"\n", `expected true or false, got the string "true"`, nil},
+		{"capitalised bool", "version: 1\ngateway:\n  listen:\n    insecure_disable_host_check: True\n", "expected true or false, got the boolean True", nil},
+		{"bool true", "version: 1\ngateway:\n  listen:\n    insecure_disable_host_check: true\n", "",
+			func(c *Config) bool { return c.Gateway.Listen.InsecureDisableHostCheck }},
+		{"quoted int", "version: \"1\"\n", `expected an integer, got the string "1"`, nil},
+		{"float", "version: 1.0\n", `expected a base-10 integer, got "1.0"`, nil},
+		{"hex", "version: 0x1\n", `expected a base-10 integer, got "0x1"`, nil},
+		{"exponent", "gateway:\n  limits:\n    max_message_bytes: 1e6\n", `got "1e6"`, nil},
+		{"underscore", "gateway:\n  limits:\n    max_message_bytes: 1_000_000\n", `got "1_000_000"`, nil},
+		{"overflow", "version: 99999999999999999999\n", "out of range", nil},
+		{"duration", "version: 1\ngateway:\n  limits:\n    request_timeout: 1h30m\n", "",
+			func(c *Config) bool { return c.Gateway.Limits.RequestTimeout == 90*time.Minute }},
+		{"quoted duration", "version: 1\ngateway:\n  limits:\n    request_timeout: \"90s\"\n", "",
+			func(c *Config) bool { return c.Gateway.Limits.RequestTimeout == 90*time.Second }},
+		{"mapping for list", "gateway:\n  listen:\n    allowed_hosts: {a: b}\n", "expected a list of strings, got a mapping", nil},
+		{"top level list", "- version: 1\n", "expected a mapping at the top level, got a list", nil},
+		{"top level scalar", "warden\n", "expected a mapping at the top level", nil},
+		{"document marker only", "---\n", "the file is empty", nil},
+		{"complex key", "? [a]\n: 1\n", "expected a string key, got a list", nil},
+		{"quoted keys are keys", "\"version\": 1\n", "", func(c *Config) bool { return c.Version == 1 }},
+		{"non-specific tag", "version: 1\nlog: {level: ! debug}\n", "", func(c *Config) bool { return c.Log.Level == "debug" }},
+		{"normalised suggestion", "version: 1\ngateway:\n  defaultUpstream: a\n", `unknown field "defaultUpstream" (did you mean "default_upstream"?)`, nil},
+		{"args hint", head + "      args: [x]\n", `unknown field "args" (put the program and its arguments in one list`, nil},
+		{"command as a string", "gateway:\n  upstreams:\n    - command: npx -y pkg\n", `(write a YAML list, such as ["npx", "-y", "pkg"])`, nil},
+		{"no suggestion when far", "version: 1\nplugins: []\n", "unknown field \"plugins\"\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := Parse([]byte(tt.src), "")
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Parse: %v", err)
+				}
+				if !tt.check(cfg) {
+					t.Errorf("decoded wrongly: %+v", cfg)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Parse succeeded, want %q", tt.wantErr)
+			}
+			ps := *err.(*Problems)
+			if len(ps) != 1 || !strings.Contains(err.Error()+"\n", tt.wantErr) {
+				t.Errorf("got %d problem(s):\n%v\nwant one containing %q", len(ps), err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestParseKeepsReferences proves Parse reads no environment and
+// ResolvedEnv/ResolvedHeaders expand only at use time.
+func TestParseKeepsReferences(t *testing.T) {
+	t.Setenv("WARDEN_TEST_TOKEN", "s3cret")
+	src := `version: 1
+gateway:
+  upstreams:
+    - name: cmd
+      command: [srv]
+      env:
+        TOKEN: "${env:WARDEN_TEST_TOKEN}"
+        PRICE: "$${5}"
+        PLAIN: "a$b"
+    - name: web
+      url: "https://example.com/mcp"
+      headers:
+        Authorization: "Bearer ${env:WARDEN_TEST_TOKEN}"
+`
+	cfg, err := Load(writeFile(t, src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdU, webU := cfg.Gateway.Upstreams[0], cfg.Gateway.Upstreams[1]
+	if got := cmdU.Env["TOKEN"]; got != "${env:WARDEN_TEST_TOKEN}" {
+		t.Errorf("Parse changed the reference to %q", got)
+	}
+
+	lookup := func(name string) (string, bool) {
+		if name == "WARDEN_TEST_TOKEN" {
+			return "s3cret", true
+		}
+		return "", false
+	}
+	env, err := cmdU.ResolvedEnv(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"TOKEN": "s3cret", "PRICE": "${5}", "PLAIN": "a$b"}; !cmp.Equal(env, want) {
+		t.Errorf("ResolvedEnv = %q, want %q", env, want)
+	}
+	if cmdU.Env["TOKEN"] != "${env:WARDEN_TEST_TOKEN}" {
+		t.Errorf("ResolvedEnv modified the Config")
+	}
+	h, err := webU.ResolvedHeaders(lookup)
+	if err != nil || h["Authorization"] != "Bearer s3cret" {
+		t.Errorf("ResolvedHeaders = %q, %v", h, err)
+	}
+
+	unset := func(string) (string, bool) { return "", false }
+	_, err = webU.ResolvedHeaders(unset)
+	if err == nil || !strings.Contains(err.Error(), "WARDEN_TEST_TOKEN is not set") || !strings.Contains(err.Error(), `upstream "web": headers.Authorization`) {
+		t.Errorf("unset variable: err = %v", err)
+	}
+	injected := func(string) (string, bool) { return "x\r\nX-Evil: 1", true }
+	_, err = webU.ResolvedHeaders(injected)
+	if err == nil || strings.Contains(err.Error(), "Evil") {
+		t.Errorf("header injection through the environment: err = %v (must fail without echoing the value)", err)
+	}
+}
+
+// TestProgrammaticConfig checks that a Config built in code validates, and
+// that its problems carry no position.
+func TestProgrammaticConfig(t *testing.T) {
+	c := Default()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "gateway.upstreams: at least one upstream is required") {
+		t.Errorf("Default().Validate() = %v, want the missing upstream", err)
+	}
+	c.Gateway.Upstreams = []Upstream{{Name: "x", URL: "http://127.0.0.1:1/mcp", ShutdownTimeout: time.Second, Tools: List{Deny: []Pattern{{}}}}}
+	err := c.Validate()
+	var ps *Problems
+	if !errors.As(err, &ps) || len(*ps) != 1 {
+		t.Fatalf("Validate = %v, want one problem (the zero Pattern)", err)
+	}
+	if p := (*ps)[0]; p.Line != 0 || p.File != "" || p.Path != "gateway.upstreams[0].tools.deny[0]" {
+		t.Errorf("problem = %+v", p)
+	}
+	c.Gateway.Upstreams[0].Tools = List{}
+	if err := c.Validate(); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+	if (*Config)(nil).Validate() == nil {
+		t.Error("nil Config validated")
+	}
+}
+
+// TestValidateValues covers the value checks one problem at a time.
+func TestValidateValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		mut     func(*Config)
+		wantErr string
+	}{
+		{"any interface", func(c *Config) { c.Gateway.Listen.Addr = ":0" }, ""},
+		{"ipv6 listen", func(c *Config) { c.Gateway.Listen.Addr = "[::1]:8787" }, ""},
+		{"no port", func(c *Config) { c.Gateway.Listen.Addr = "127.0.0.1" }, "want host:port"},
+		{"named port", func(c *Config) { c.Gateway.Listen.Addr = "127.0.0.1:http" }, "invalid port"},
+		{"root path", func(c *Config) { c.Gateway.Listen.Path = "/" }, ""},
+		{"trailing slash", func(c *Config) { c.Gateway.Listen.Path = "/mcp/" }, `did you mean "/mcp"?`},
+		{"query in path", func(c *Config) { c.Gateway.Listen.Path = "/mcp?x" }, "without query"},
+		{"hosts", func(c *Config) {
+			c.Gateway.Listen.AllowedHosts = []string{"warden.internal", "warden.internal:8443", "[::1]:8787", "[fe80::1]", "10.0.0.2"}
+		}, ""},
+		{"host with scheme", func(c *Config) { c.Gateway.Listen.AllowedHosts = []string{"http://a.example"} }, "without scheme or path"},
+		{"host wildcard", func(c *Config) { c.Gateway.Listen.AllowedHosts = []string{"*.example.com"} }, "wildcards are not supported"},
+		{"host upper case", func(c *Config) { c.Gateway.Listen.AllowedHosts = []string{"Example.com"} }, "lower case"},
+		{"bare ipv6 host", func(c *Config) { c.Gateway.Listen.AllowedHosts = []string{"::1"} }, "IPv6 address in brackets"},
+		{"origins", func(c *Config) {
+			c.Gateway.Listen.AllowedOrigins = []string{"https://app.example.com", "http://localhost:5173", "vscode-webview://abc"}
+		}, ""},
+		{"null origin", func(c *Config) { c.Gateway.Listen.AllowedOrigins = []string{"null"} }, `"null" is not allowed`},
+		{"origin slash", func(c *Config) { c.Gateway.Listen.AllowedOrigins = []string{"https://a.example/"} }, "drop the trailing '/'"},
+		{"origin no scheme", func(c *Config) { c.Gateway.Listen.AllowedOrigins = []string{"a.example"} }, "want scheme://host[:port]"},
+		{"url credentials", func(c *Config) { c.Gateway.Upstreams[0].URL = "https://u:p@a.example/mcp" }, "credentials in the URL"},
+		{"url fragment", func(c *Config) { c.Gateway.Upstreams[0].URL = "https://a.example/mcp#x" }, "fragment"},
+		{"url no host", func(c *Config) { c.Gateway.Upstreams[0].URL = "http:///mcp" }, "has no host"},
+		{"url env ref", func(c *Config) { c.Gateway.Upstreams[0].URL = "https://a.example/${env:X}" }, "only expanded in env and headers"},
+		{"header name", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"Bad Name": "x"} }, `invalid header name "Bad Name"`},
+		{"header twice", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "1", "x-a": "2"} }, "case-insensitive"},
+		{"header value newline", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "1\nX-B: 2"} }, "control characters"},
+		{"authorization allowed", func(c *Config) {
+			c.Gateway.Upstreams[0].Headers = map[string]string{"Authorization": "Bearer ${env:T}"}
+		}, ""},
+		{"unterminated ref", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "${env:T"} }, "unterminated reference"},
+		{"bad ref name", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "${env:1T}"} }, "not a valid environment variable name"},
+		{"headers on command", func(c *Config) {
+			c.Gateway.Upstreams[0] = Upstream{Name: "a", Command: []string{"a"}, Headers: map[string]string{}, ShutdownTimeout: time.Second}
+		}, "headers only apply to a url upstream"},
+		{"empty command", func(c *Config) {
+			c.Gateway.Upstreams[0] = Upstream{Name: "a", Command: []string{}, ShutdownTimeout: time.Second}
+		}, "command is empty"},
+		{"empty program", func(c *Config) {
+			c.Gateway.Upstreams[0] = Upstream{Name: "a", Command: []string{""}, ShutdownTimeout: time.Second}
+		}, "program name is empty"},
+		{"env name", func(c *Config) {
+			c.Gateway.Upstreams[0] = Upstream{Name: "a", Command: []string{"a"}, Env: map[string]string{"A-B": ""}, ShutdownTimeout: time.Second}
+		}, `invalid variable name "A-B"`},
+		{"pass_env name", func(c *Config) {
+			c.Gateway.Upstreams[0] = Upstream{Name: "a", Command: []string{"a"}, PassEnv: []string{"PATH", "1X"}, ShutdownTimeout: time.Second}
+		}, `pass_env[1]: invalid variable name "1X"`},
+		{"name too long", func(c *Config) { c.Gateway.Upstreams[0].Name = strings.Repeat("a", 64) }, "invalid name"},
+		{"name 63", func(c *Config) { c.Gateway.Upstreams[0].Name = strings.Repeat("a", 63) }, ""},
+		{"zero shutdown", func(c *Config) { c.Gateway.Upstreams[0].ShutdownTimeout = 0 }, "shutdown_timeout: must be greater than zero"},
+		{"negative timeout", func(c *Config) { c.Gateway.Limits.RequestTimeout = -time.Second }, "must be greater than zero, got -1s"},
+		{"limits at bounds", func(c *Config) {
+			c.Gateway.Limits.MaxMessageBytes, c.Gateway.Limits.MaxDepth = 1024, 1000
+		}, ""},
+		{"limits past bounds", func(c *Config) { c.Gateway.Limits.MaxMessageBytes = 1023 }, "between 1024 (1 KiB) and 67108864 (64 MiB), got 1023"},
+		{"level warn", func(c *Config) { c.Log.Level = "warn" }, ""},
+		{"level warning", func(c *Config) { c.Log.Level = "warning" }, `unknown level "warning"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			c.Gateway.Upstreams = []Upstream{{Name: "u", URL: "http://127.0.0.1:18081/mcp", ShutdownTimeout: time.Second}}
+			tt.mut(c)
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("Validate: %v", err)
+				}
+				return
+			}
+			if err == nil || len(*err.(*Problems)) != 1 || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate = %v, want one problem containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestSyntaxErrorLines pins the line numbers reported for YAML syntax
+// errors: the library numbers parser errors from 0 and scanner errors from 1.
+func TestSyntaxErrorLines(t *testing.T) {
+	tests := []struct {
+		src  string
+		want string
+	}{
+		{"a: b: c\n", "f:1: invalid YAML: mapping values are not allowed in this context"},
+		{"version: 1\n\tlog: {}\n", "f:2: invalid YAML: found a tab character that violates indentation"},
+		{"version: 1\nlog: [a\n", "f:2: invalid YAML: did not find expected ',' or ']'"},
+		{"version: 1\nlog: {a: 1\n", "f:2: invalid YAML: did not find expected ',' or '}'"},
+		{"version: 1\nlog:\n  a: 1\n b: 2\n", "f:4: invalid YAML: did not find expected key"},
+		{"- a\nb: c\n", "f:2: invalid YAML: did not find expected '-' indicator"},
+		{"version: 1\nlog:\n  level: \"x\n", "f:3: invalid YAML: found unexpected end of stream"},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.src), "f")
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("Parse(%q) = %v, want %s", tt.src, err, tt.want)
+		}
+	}
+}
+
+func TestProblemString(t *testing.T) {
+	tests := []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{File: "w.yaml", Path: "a.b", Line: 3, Column: 5, Message: "m"}, "w.yaml:3:5: a.b: m"},
+		{Problem{File: "w.yaml", Line: 3, Message: "m"}, "w.yaml:3: m"},
+		{Problem{File: "w.yaml", Path: "a", Message: "m"}, "w.yaml: a: m"},
+		{Problem{Path: "a", Line: 1, Column: 1, Message: "m"}, "1:1: a: m"},
+		{Problem{Path: "a", Message: "m"}, "a: m"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.String(); got != tt.want {
+			t.Errorf("%+v.String() = %q, want %q", tt.p, got, tt.want)
+		}
+	}
+}
+
+func TestParent(t *testing.T) {
+	for path, want := range map[string]string{
+		"gateway.upstreams[2].url":               "gateway.upstreams[2]",
+		"gateway.upstreams[2]":                   "gateway.upstreams",
+		"version":                                "",
+		`gateway.upstreams[0].headers["a.b[c]"]`: "gateway.upstreams[0].headers",
+		`x["a\"]"]`:                              "x",
+	} {
+		if got := parent(path); got != want {
+			t.Errorf("parent(%q) = %q, want %q", path, got, want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "warden.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	var ps *Problems
+	if err == nil || errors.As(err, &ps) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want a wrapped os.ErrNotExist", err)
+	}
+}

@@ -1,0 +1,501 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// decoder walks a YAML node tree into a Config, collecting every problem.
+// Only nodes the schema knows are visited: a problem under an unknown field
+// is reported once, as the unknown field.
+type decoder struct {
+	file  string
+	pos   map[string]position
+	probs Problems
+}
+
+// field is one known key of a YAML mapping and how to decode its value.
+type field struct {
+	name   string
+	decode func(n *yaml.Node, path string)
+}
+
+func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	p := Problem{File: d.file, Path: path, Message: fmt.Sprintf(format, args...)}
+	if n != nil {
+		p.Line, p.Column = n.Line, n.Column
+	}
+	d.probs = append(d.probs, p)
+}
+
+// decodeFile parses data as exactly one YAML document and decodes it into c.
+func (d *decoder) decodeFile(data []byte, c *Config) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := decodeNode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.errorf(nil, "", "the file is empty; a configuration needs at least \"version: 1\" and one upstream")
+		} else {
+			d.yamlError(err)
+		}
+		return
+	}
+	var second yaml.Node
+	switch err := decodeNode(dec, &second); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.yamlError(err)
+	default:
+		d.errorf(&second, "", "a second YAML document starts here; a configuration file holds exactly one")
+	}
+
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" && root.Value == "" && root.Style == 0 {
+		d.errorf(nil, "", "the file is empty; a configuration needs at least \"version: 1\" and one upstream")
+		return
+	}
+	d.config(root, c)
+}
+
+// decodeNode reads the next document from dec. The YAML library has panicked
+// on malformed input in the past; a panic becomes an error here so that a bad
+// file is a problem report, not a crash.
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// yamlParserProblems are the messages of the YAML library's parser (as
+// opposed to its scanner). The library prints their line numbers 0-based and
+// its scanner's 1-based; both leave the number out for the first line.
+var yamlParserProblems = []string{
+	"did not find expected ',' or ']'",
+	"did not find expected ',' or '}'",
+	"did not find expected '-' indicator",
+	"did not find expected <document start>",
+	"did not find expected <stream-start>",
+	"did not find expected key",
+	"did not find expected node content",
+	"found duplicate %TAG directive",
+	"found duplicate %YAML directive",
+	"found incompatible YAML document",
+	"found undefined tag handle",
+}
+
+// yamlError records a YAML syntax error, with the line number corrected from
+// the library's message when it has one.
+func (d *decoder) yamlError(err error) {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	line := 0
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = err.Error()[len(m[0]):]
+	}
+	parserProblem := slices.Contains(yamlParserProblems, msg)
+	switch {
+	case parserProblem:
+		line++
+	case line == 0 && (strings.HasPrefix(msg, "found ") || strings.HasPrefix(msg, "did not find ") ||
+		strings.HasPrefix(msg, "could not find ") || strings.HasSuffix(msg, " in this context")):
+		line = 1 // a scanner problem on the first line
+	}
+	d.probs = append(d.probs, Problem{File: d.file, Line: line, Message: "invalid YAML: " + msg})
+}
+
+// check reports the YAML features warden does not accept on n (aliases,
+// anchors, explicit tags) and records where n is. It returns false when n's
+// value must not be read: an alias stands for another node, and an explicit
+// tag changes what the text means.
+func (d *decoder) check(n *yaml.Node, path string) bool {
+	if _, ok := d.pos[path]; !ok {
+		d.pos[path] = position{n.Line, n.Column}
+	}
+	if n.Kind == yaml.AliasNode {
+		d.errorf(n, path, "alias \"*%s\" is not allowed: write the value out (anchors, aliases and merge keys are not supported)", n.Value)
+		return false
+	}
+	ok := true
+	if n.Anchor != "" {
+		d.errorf(n, path, "anchor \"&%s\" is not allowed (anchors, aliases and merge keys are not supported)", n.Anchor)
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		d.errorf(n, path, "explicit tag %q is not allowed", n.Tag)
+		ok = false
+	}
+	return ok
+}
+
+// describe names what n is, for "expected X, got Y" messages.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+	default:
+		return "an unexpected YAML node"
+	}
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return "the string " + strconv.Quote(n.Value)
+	}
+	switch n.Tag {
+	case "!!null":
+		return "null"
+	case "!!bool":
+		return "the boolean " + n.Value
+	case "!!int":
+		return "the integer " + n.Value
+	case "!!float":
+		return "the number " + n.Value
+	}
+	return "the string " + strconv.Quote(n.Value)
+}
+
+// plain reports whether n is an unquoted scalar.
+func plain(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0
+}
+
+// isNull reports whether n is a YAML null: "~", "null", or nothing at all.
+func isNull(n *yaml.Node) bool { return plain(n) && n.Tag == "!!null" }
+
+// mapping decodes a YAML mapping whose keys are the given fields.
+func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	d.pairs(n, path, func(k string, kn, v *yaml.Node) {
+		for _, f := range fields {
+			if f.name == k {
+				p := join(path, k)
+				if (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && v.Style&yaml.FlowStyle == 0 {
+					// A block collection starts on the line after its key;
+					// a problem with the field as a whole belongs on the key.
+					d.pos[p] = position{kn.Line, kn.Column}
+				}
+				f.decode(v, p)
+				return
+			}
+		}
+		d.errorf(kn, path, "unknown field %q%s", k, suggest(k, fields))
+	})
+}
+
+// pairs calls fn for each key and value of mapping n, in file order, after
+// rejecting non-string keys, merge keys and duplicate keys.
+func (d *decoder) pairs(n *yaml.Node, path string, fn func(k string, kn, v *yaml.Node)) {
+	seen := make(map[string]*yaml.Node)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, v := n.Content[i], n.Content[i+1]
+		if kn.Kind == yaml.ScalarNode && plain(kn) && kn.Tag == "!!merge" {
+			d.errorf(kn, path, "merge key \"<<\" is not allowed: write the fields out (anchors, aliases and merge keys are not supported)")
+			continue
+		}
+		if !d.check(kn, path) {
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode {
+			d.errorf(kn, path, "expected a string key, got %s", describe(kn))
+			continue
+		}
+		k := kn.Value
+		if first, dup := seen[k]; dup {
+			d.errorf(kn, key(path, k), "duplicate key %q (first defined at line %d, column %d)", k, first.Line, first.Column)
+			continue
+		}
+		seen[k] = kn
+		fn(k, kn, v)
+	}
+}
+
+// suggest returns a " (did you mean ...?)" hint for an unknown field, or "".
+func suggest(unknown string, fields []field) string {
+	switch unknown {
+	case "args":
+		return " (put the program and its arguments in one list: command: [\"program\", \"arg\"])"
+	case "cwd":
+		return " (did you mean \"dir\"?)"
+	}
+	if len(unknown) > 64 {
+		return "" // not a typo, and edit distance is quadratic
+	}
+	norm := func(s string) string {
+		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
+	}
+	best, bestDist := "", 3
+	for _, f := range fields {
+		if norm(f.name) == norm(unknown) || len(f.name) >= 3 && strings.HasPrefix(unknown, f.name) {
+			return fmt.Sprintf(" (did you mean %q?)", f.name)
+		}
+		if dist := levenshtein(unknown, f.name); dist < bestDist {
+			best, bestDist = f.name, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// levenshtein returns the edit distance between a and b, counting bytes.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// str decodes a string. Any non-null scalar is accepted, unquoted ones with
+// their text exactly as written.
+func (d *decoder) str(n *yaml.Node, path string, dst *string) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		d.errorf(n, path, "expected a string, got %s", describe(n))
+		return
+	}
+	*dst = n.Value
+}
+
+var decimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// int decodes a base-10 integer written without quotes, leading zeros, signs
+// other than '-', underscores or exponents.
+func (d *decoder) int(n *yaml.Node, path string, dst *int) {
+	if !d.check(n, path) {
+		return
+	}
+	if !plain(n) || isNull(n) {
+		d.errorf(n, path, "expected an integer, got %s", describe(n))
+		return
+	}
+	if !decimal.MatchString(n.Value) {
+		hint := ""
+		if strings.HasPrefix(strings.TrimPrefix(n.Value, "-"), "0") && decimal.MatchString(strings.TrimLeft(strings.TrimPrefix(n.Value, "-"), "0")) {
+			hint = " (leading zeros are not allowed: they mean octal in some YAML readers)"
+		}
+		d.errorf(n, path, "expected a base-10 integer, got %q%s", n.Value, hint)
+		return
+	}
+	i, err := strconv.Atoi(n.Value)
+	if err != nil {
+		d.errorf(n, path, "integer %s is out of range", n.Value)
+		return
+	}
+	*dst = i
+}
+
+// bool decodes exactly true or false, unquoted.
+func (d *decoder) bool(n *yaml.Node, path string, dst *bool) {
+	if !d.check(n, path) {
+		return
+	}
+	if plain(n) && (n.Value == "true" || n.Value == "false") {
+		*dst = n.Value == "true"
+		return
+	}
+	d.errorf(n, path, "expected true or false, got %s", describe(n))
+}
+
+// duration decodes a Go duration string such as "30s" or "1h30m".
+func (d *decoder) duration(n *yaml.Node, path string, dst *time.Duration) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.ScalarNode || isNull(n) {
+		d.errorf(n, path, "expected a duration such as \"30s\" or \"5m\", got %s", describe(n))
+		return
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		hint := ""
+		if decimal.MatchString(n.Value) && n.Value != "0" {
+			hint = " (a unit is required)"
+		}
+		d.errorf(n, path, "expected a duration such as \"30s\", \"5m\" or \"1h30m\", got %q%s", n.Value, hint)
+		return
+	}
+	*dst = v
+}
+
+// strings decodes a list of strings. An empty list gives a non-nil slice, so
+// that "pass_env: []" can be told from leaving pass_env out.
+func (d *decoder) strings(n *yaml.Node, path string, dst *[]string) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		hint := ""
+		if n.Kind == yaml.ScalarNode && !isNull(n) {
+			quoted := make([]string, 0)
+			for _, w := range strings.Fields(n.Value) {
+				quoted = append(quoted, strconv.Quote(w))
+			}
+			hint = " (write a YAML list, such as [" + strings.Join(quoted, ", ") + "])"
+		}
+		d.errorf(n, path, "expected a list of strings, got %s%s", describe(n), hint)
+		return
+	}
+	out := make([]string, len(n.Content))
+	for i, item := range n.Content {
+		d.str(item, index(path, i), &out[i])
+	}
+	*dst = out
+}
+
+// stringMap decodes a mapping of strings to strings. An empty mapping gives
+// a non-nil map.
+func (d *decoder) stringMap(n *yaml.Node, path string, dst *map[string]string) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping of names to strings, got %s", describe(n))
+		return
+	}
+	out := make(map[string]string, len(n.Content)/2)
+	d.pairs(n, path, func(k string, _, v *yaml.Node) {
+		var s string
+		d.str(v, key(path, k), &s)
+		out[k] = s
+	})
+	*dst = out
+}
+
+// patterns decodes a list of patterns, keeping invalid ones for Validate.
+func (d *decoder) patterns(n *yaml.Node, path string, dst *[]Pattern) {
+	var raw []string
+	d.strings(n, path, &raw)
+	if raw == nil {
+		return
+	}
+	out := make([]Pattern, len(raw))
+	for i, s := range raw {
+		out[i] = lenientPattern(s)
+	}
+	*dst = out
+}
+
+func (d *decoder) list(n *yaml.Node, path string, l *List) {
+	d.mapping(n, path, []field{
+		{"allow", func(n *yaml.Node, p string) { d.patterns(n, p, &l.Allow) }},
+		{"deny", func(n *yaml.Node, p string) { d.patterns(n, p, &l.Deny) }},
+	})
+}
+
+func (d *decoder) config(n *yaml.Node, c *Config) {
+	if n.Kind != yaml.MappingNode && n.Kind != yaml.AliasNode {
+		d.check(n, "")
+		d.errorf(n, "", "expected a mapping at the top level, got %s", describe(n))
+		return
+	}
+	d.mapping(n, "", []field{
+		{"version", func(n *yaml.Node, p string) { d.int(n, p, &c.Version) }},
+		{"log", func(n *yaml.Node, p string) { d.log(n, p, &c.Log) }},
+		{"gateway", func(n *yaml.Node, p string) { d.gateway(n, p, &c.Gateway) }},
+	})
+}
+
+func (d *decoder) log(n *yaml.Node, path string, l *LogConfig) {
+	d.mapping(n, path, []field{
+		{"level", func(n *yaml.Node, p string) { d.str(n, p, &l.Level) }},
+		{"format", func(n *yaml.Node, p string) { d.str(n, p, &l.Format) }},
+	})
+}
+
+func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
+	d.mapping(n, path, []field{
+		{"listen", func(n *yaml.Node, p string) { d.listen(n, p, &g.Listen) }},
+		{"limits", func(n *yaml.Node, p string) { d.limits(n, p, &g.Limits) }},
+		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &g.Methods) }},
+		{"default_upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.DefaultUpstream) }},
+		{"upstreams", func(n *yaml.Node, p string) { d.upstreams(n, p, &g.Upstreams) }},
+	})
+}
+
+func (d *decoder) listen(n *yaml.Node, path string, l *ListenConfig) {
+	d.mapping(n, path, []field{
+		{"addr", func(n *yaml.Node, p string) { d.str(n, p, &l.Addr) }},
+		{"path", func(n *yaml.Node, p string) { d.str(n, p, &l.Path) }},
+		{"allowed_hosts", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedHosts) }},
+		{"allowed_origins", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedOrigins) }},
+		{"insecure_disable_host_check", func(n *yaml.Node, p string) { d.bool(n, p, &l.InsecureDisableHostCheck) }},
+	})
+}
+
+func (d *decoder) limits(n *yaml.Node, path string, l *LimitsConfig) {
+	d.mapping(n, path, []field{
+		{"max_message_bytes", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxMessageBytes) }},
+		{"max_depth", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxDepth) }},
+		{"request_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.RequestTimeout) }},
+		{"session_idle_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.SessionIdleTimeout) }},
+	})
+}
+
+func (d *decoder) upstreams(n *yaml.Node, path string, dst *[]Upstream) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "expected a list of upstreams, got %s", describe(n))
+		return
+	}
+	out := make([]Upstream, len(n.Content))
+	for i, item := range n.Content {
+		out[i] = defaultUpstream()
+		d.upstream(item, index(path, i), &out[i])
+	}
+	*dst = out
+}
+
+func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
+	d.mapping(n, path, []field{
+		{"name", func(n *yaml.Node, p string) { d.str(n, p, &u.Name) }},
+		{"command", func(n *yaml.Node, p string) { d.strings(n, p, &u.Command) }},
+		{"env", func(n *yaml.Node, p string) { d.stringMap(n, p, &u.Env) }},
+		{"pass_env", func(n *yaml.Node, p string) { d.strings(n, p, &u.PassEnv) }},
+		{"dir", func(n *yaml.Node, p string) { d.str(n, p, &u.Dir) }},
+		{"url", func(n *yaml.Node, p string) { d.str(n, p, &u.URL) }},
+		{"headers", func(n *yaml.Node, p string) { d.stringMap(n, p, &u.Headers) }},
+		{"shutdown_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &u.ShutdownTimeout) }},
+		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &u.Methods) }},
+		{"tools", func(n *yaml.Node, p string) { d.list(n, p, &u.Tools) }},
+	})
+}

@@ -1,0 +1,474 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net"
+	"net/textproto"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Validate checks everything the decoder cannot: the version, enums, ranges,
+// addresses and URLs, upstream names, command versus url, and patterns. It
+// returns nil or a *Problems holding every problem found, each with its path
+// and, for a Config from Parse, its position in the file. It does not modify
+// c.
+func (c *Config) Validate() error {
+	if c == nil {
+		return &Problems{{Message: "no configuration"}}
+	}
+	v := &validator{c: c}
+	v.version()
+	v.log()
+	v.gateway()
+	if len(v.probs) == 0 {
+		return nil
+	}
+	return &v.probs
+}
+
+type validator struct {
+	c     *Config
+	probs Problems
+}
+
+// errorf records a problem at path, placed at the nearest position the file
+// gave for path or one of its ancestors (a missing field is reported where
+// its parent is).
+func (v *validator) errorf(p, format string, args ...any) {
+	pr := Problem{File: v.c.file, Path: p, Message: fmt.Sprintf(format, args...)}
+	for q := p; v.c.pos != nil; q = parent(q) {
+		if at, ok := v.c.pos[q]; ok {
+			pr.Line, pr.Column = at.line, at.column
+			break
+		}
+		if q == "" {
+			break
+		}
+	}
+	v.probs = append(v.probs, pr)
+}
+
+func (v *validator) version() {
+	switch v.c.Version {
+	case Version:
+	case 0:
+		v.errorf("version", "version is required: add \"version: %d\"", Version)
+	default:
+		v.errorf("version", "unsupported version %d: this warden reads version %d", v.c.Version, Version)
+	}
+}
+
+func (v *validator) log() {
+	l := v.c.Log
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, l.Level) {
+		v.errorf("log.level", "unknown level %q: want debug, info, warn or error", l.Level)
+	}
+	if !slices.Contains([]string{"text", "json"}, l.Format) {
+		v.errorf("log.format", "unknown format %q: want text or json", l.Format)
+	}
+}
+
+func (v *validator) gateway() {
+	g := v.c.Gateway
+	v.listen("gateway.listen", g.Listen)
+	v.limits("gateway.limits", g.Limits)
+	v.list("gateway.methods", g.Methods)
+
+	if len(g.Upstreams) == 0 {
+		v.errorf("gateway.upstreams", "at least one upstream is required")
+	}
+	names := make(map[string]int)
+	for i, u := range g.Upstreams {
+		p := index("gateway.upstreams", i)
+		v.upstream(p, u)
+		if u.Name == "" {
+			continue
+		}
+		if first, dup := names[u.Name]; dup {
+			v.errorf(join(p, "name"), "upstream name %q is already used by gateway.upstreams[%d]", u.Name, first)
+			continue
+		}
+		names[u.Name] = i
+	}
+	if g.DefaultUpstream != "" {
+		if _, ok := names[g.DefaultUpstream]; !ok {
+			v.errorf("gateway.default_upstream", "no upstream is named %q%s", g.DefaultUpstream, nameHint(g.DefaultUpstream, slices.Sorted(maps.Keys(names))))
+		}
+	}
+}
+
+// nameHint suggests the closest of names to s, or lists names when none is
+// close.
+func nameHint(s string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := levenshtein(s, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	switch {
+	case best != "":
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	case len(names) > 0:
+		return " (upstreams: " + strings.Join(names, ", ") + ")"
+	}
+	return ""
+}
+
+func (v *validator) listen(p string, l ListenConfig) {
+	if msg := checkListenAddr(l.Addr); msg != "" {
+		v.errorf(join(p, "addr"), "%s", msg)
+	}
+	if msg := checkURLPath(l.Path); msg != "" {
+		v.errorf(join(p, "path"), "%s", msg)
+	}
+	for i, h := range l.AllowedHosts {
+		if msg := checkHost(h); msg != "" {
+			v.errorf(index(join(p, "allowed_hosts"), i), "%s", msg)
+		}
+	}
+	for i, o := range l.AllowedOrigins {
+		if msg := checkOrigin(o); msg != "" {
+			v.errorf(index(join(p, "allowed_origins"), i), "%s", msg)
+		}
+	}
+}
+
+func (v *validator) limits(p string, l LimitsConfig) {
+	if l.MaxMessageBytes < MinMaxMessageBytes || l.MaxMessageBytes > MaxMaxMessageBytes {
+		v.errorf(join(p, "max_message_bytes"), "must be between %d (1 KiB) and %d (64 MiB), got %d", MinMaxMessageBytes, MaxMaxMessageBytes, l.MaxMessageBytes)
+	}
+	if l.MaxDepth < MinMaxDepth || l.MaxDepth > MaxMaxDepth {
+		v.errorf(join(p, "max_depth"), "must be between %d and %d, got %d", MinMaxDepth, MaxMaxDepth, l.MaxDepth)
+	}
+	v.positive(join(p, "request_timeout"), l.RequestTimeout)
+	v.positive(join(p, "session_idle_timeout"), l.SessionIdleTimeout)
+}
+
+func (v *validator) positive(p string, d time.Duration) {
+	if d <= 0 {
+		v.errorf(p, "must be greater than zero, got %s", d)
+	}
+}
+
+func (v *validator) list(p string, l List) {
+	for _, side := range []struct {
+		name string
+		pats []Pattern
+	}{{"allow", l.Allow}, {"deny", l.Deny}} {
+		for i, pat := range side.pats {
+			if pat.valid() {
+				continue
+			}
+			if _, err := CompilePattern(pat.src); err != nil {
+				v.errorf(index(join(p, side.name), i), "%v", err)
+			}
+		}
+	}
+}
+
+var upstreamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func (v *validator) upstream(p string, u Upstream) {
+	switch {
+	case u.Name == "":
+		v.errorf(join(p, "name"), "name is required")
+	case !upstreamName.MatchString(u.Name):
+		v.errorf(join(p, "name"), "invalid name %q: use 1 to 63 of a-z, 0-9, '_' and '-', starting with a letter or digit", u.Name)
+	}
+
+	hasCmd, hasURL := u.Command != nil, u.URL != ""
+	switch {
+	case hasCmd && hasURL:
+		v.errorf(p, "both command and url are set: set command to run a stdio server, or url to reach an HTTP one, not both")
+	case !hasCmd && !hasURL:
+		v.errorf(p, "neither command nor url is set: set command to run a stdio server, or url to reach an HTTP one")
+	case hasCmd:
+		if u.Headers != nil {
+			v.errorf(join(p, "headers"), "headers only apply to a url upstream; this one runs a command (use env to give it settings)")
+		}
+	case hasURL:
+		if u.Env != nil {
+			v.errorf(join(p, "env"), "env only applies to a command upstream; this one has a url (use headers to send it credentials)")
+		}
+		if u.PassEnv != nil {
+			v.errorf(join(p, "pass_env"), "pass_env only applies to a command upstream; this one has a url")
+		}
+		if u.Dir != "" {
+			v.errorf(join(p, "dir"), "dir only applies to a command upstream; this one has a url")
+		}
+	}
+
+	if hasCmd {
+		v.command(join(p, "command"), u.Command)
+	}
+	if u.Dir != "" {
+		v.literal(join(p, "dir"), u.Dir)
+	}
+	if hasURL {
+		if msg := checkUpstreamURL(u.URL); msg != "" {
+			v.errorf(join(p, "url"), "%s", msg)
+		}
+		v.literal(join(p, "url"), u.URL)
+	}
+	for _, k := range slices.Sorted(maps.Keys(u.Env)) {
+		kp := key(join(p, "env"), k)
+		if !validEnvName(k) {
+			v.errorf(kp, "invalid variable name %q: use letters, digits and '_', not starting with a digit", k)
+		}
+		if strings.IndexByte(u.Env[k], 0) >= 0 {
+			v.errorf(kp, "value contains a NUL byte")
+		}
+		if _, err := expand(u.Env[k], nil); err != nil {
+			v.errorf(kp, "%v", err)
+		}
+	}
+	for i, name := range u.PassEnv {
+		if !validEnvName(name) {
+			v.errorf(index(join(p, "pass_env"), i), "invalid variable name %q: use letters, digits and '_', not starting with a digit", name)
+		}
+	}
+	v.headers(join(p, "headers"), u.Headers)
+	v.positive(join(p, "shutdown_timeout"), u.ShutdownTimeout)
+	v.list(join(p, "methods"), u.Methods)
+	v.list(join(p, "tools"), u.Tools)
+}
+
+func (v *validator) command(p string, cmd []string) {
+	if len(cmd) == 0 {
+		v.errorf(p, "command is empty: write the program and its arguments, such as [\"warden\", \"demo-server\"]")
+		return
+	}
+	if cmd[0] == "" {
+		v.errorf(index(p, 0), "the program name is empty")
+	}
+	for i, arg := range cmd {
+		if strings.IndexByte(arg, 0) >= 0 {
+			v.errorf(index(p, i), "contains a NUL byte")
+		}
+		v.literal(index(p, i), arg)
+	}
+}
+
+// literal reports an ${env:...} reference in a field where it would be taken
+// literally.
+func (v *validator) literal(p, s string) {
+	if strings.Contains(s, "${env:") {
+		v.errorf(p, "${env:NAME} is only expanded in env and headers values; here it would be used literally")
+	}
+}
+
+// headersSetByWarden are the request headers the HTTP transport sets itself.
+var headersSetByWarden = []string{
+	"Accept", "Connection", "Content-Length", "Content-Type", "Host",
+	"Keep-Alive", "Mcp-Protocol-Version", "Mcp-Session-Id", "Proxy-Connection",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade",
+}
+
+func (v *validator) headers(p string, h map[string]string) {
+	canonical := make(map[string]string)
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		hp := key(p, name)
+		if !validHeaderName(name) {
+			v.errorf(hp, "invalid header name %q", name)
+			continue
+		}
+		c := textproto.CanonicalMIMEHeaderKey(name)
+		if slices.Contains(headersSetByWarden, c) {
+			v.errorf(hp, "header %q is set by warden's HTTP transport and cannot be configured", name)
+		}
+		if other, dup := canonical[c]; dup {
+			v.errorf(hp, "header %q is also given as %q: header names are case-insensitive", name, other)
+		}
+		canonical[c] = name
+		if hasCtl(h[name]) {
+			v.errorf(hp, "value contains control characters")
+		}
+		if _, err := expand(h[name], nil); err != nil {
+			v.errorf(hp, "%v", err)
+		}
+	}
+}
+
+// validHeaderName reports whether s is an HTTP field name (RFC 9110 token).
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// checkListenAddr returns what is wrong with a listen address, or "".
+func checkListenAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Sprintf("want host:port, such as %q, got %q", DefaultAddr, addr)
+	}
+	if msg := checkPort(port, 0); msg != "" {
+		return msg
+	}
+	if host == "" {
+		return "" // every interface
+	}
+	if strings.Contains(host, ":") {
+		if net.ParseIP(host) == nil {
+			return fmt.Sprintf("invalid IPv6 address %q", host)
+		}
+		return ""
+	}
+	if !validHostname(strings.ToLower(host)) {
+		return fmt.Sprintf("invalid host %q", host)
+	}
+	return ""
+}
+
+// checkPort returns what is wrong with a decimal port at least minPort, or "".
+func checkPort(port string, minPort int) string {
+	n, err := strconv.Atoi(port)
+	if err != nil || port != strconv.Itoa(n) || n < minPort || n > 65535 {
+		return fmt.Sprintf("invalid port %q: want a number from %d to 65535", port, minPort)
+	}
+	return ""
+}
+
+// validHostname reports whether h is made of lower-case DNS name characters
+// (which covers IPv4 addresses).
+func validHostname(h string) bool {
+	if h == "" || len(h) > 253 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkURLPath returns what is wrong with listen.path, or "".
+func checkURLPath(p string) string {
+	switch {
+	case !strings.HasPrefix(p, "/"):
+		return fmt.Sprintf("must start with '/', got %q", p)
+	case strings.ContainsAny(p, "?#") || strings.IndexFunc(p, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return fmt.Sprintf("must be a plain URL path, without query, fragment, spaces or control characters; got %q", p)
+	case path.Clean(p) != p:
+		return fmt.Sprintf("must be a clean path (no trailing '/', \"//\", \".\" or \"..\"): did you mean %q?", path.Clean(p))
+	}
+	return ""
+}
+
+// checkHost returns what is wrong with an allowed_hosts entry, or "".
+func checkHost(h string) string {
+	switch {
+	case h == "":
+		return "empty host"
+	case strings.Contains(h, "/"):
+		return fmt.Sprintf("want host or host:port, without scheme or path; got %q", h)
+	case strings.Contains(h, "*"):
+		return fmt.Sprintf("wildcards are not supported; list each host (got %q)", h)
+	case h != strings.ToLower(h):
+		return fmt.Sprintf("write %q in lower case", h)
+	}
+	host := h
+	if strings.HasPrefix(h, "[") && strings.HasSuffix(h, "]") {
+		host = h[1 : len(h)-1]
+	} else if strings.Contains(h, ":") {
+		var port string
+		var err error
+		host, port, err = net.SplitHostPort(h)
+		if err != nil {
+			return fmt.Sprintf("want host or host:port, with an IPv6 address in brackets; got %q", h)
+		}
+		if msg := checkPort(port, 1); msg != "" {
+			return msg
+		}
+	}
+	if strings.Contains(host, ":") {
+		if net.ParseIP(host) == nil {
+			return fmt.Sprintf("invalid IPv6 address %q", host)
+		}
+		return ""
+	}
+	if !validHostname(host) {
+		return fmt.Sprintf("invalid host %q", h)
+	}
+	return ""
+}
+
+// checkOrigin returns what is wrong with an allowed_origins entry, or "".
+func checkOrigin(o string) string {
+	switch {
+	case o == "null":
+		return "\"null\" is not allowed: it is the origin of sandboxed and local pages, which any web page can produce"
+	case strings.Contains(o, "*"):
+		return fmt.Sprintf("wildcards are not supported; list each origin (got %q)", o)
+	case o != strings.ToLower(o):
+		return fmt.Sprintf("write %q in lower case, as browsers send it", o)
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Scheme == "" || u.Host == "" || u.Opaque != "" {
+		return fmt.Sprintf("want scheme://host[:port], such as \"https://app.example.com\", got %q", o)
+	}
+	switch {
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return fmt.Sprintf("an origin is only scheme://host[:port], got %q", o)
+	case u.Path == "/":
+		return fmt.Sprintf("an origin has no path: drop the trailing '/' from %q", o)
+	case u.Path != "":
+		return fmt.Sprintf("an origin has no path, got %q", o)
+	}
+	if p := u.Port(); p != "" {
+		if msg := checkPort(p, 1); msg != "" {
+			return msg
+		}
+	}
+	if h := u.Hostname(); !strings.Contains(h, ":") && !validHostname(h) {
+		return fmt.Sprintf("invalid host %q", h)
+	}
+	return ""
+}
+
+// checkUpstreamURL returns what is wrong with an upstream's url, or "".
+func checkUpstreamURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
+		return fmt.Sprintf("invalid URL %q: %v", s, err)
+	}
+	switch {
+	case u.Scheme == "" || u.Opaque != "":
+		return fmt.Sprintf("URL %q must start with http:// or https://", s)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("URL scheme must be http or https, got %q", u.Scheme)
+	case u.Host == "":
+		return fmt.Sprintf("URL %q has no host", s)
+	case u.User != nil:
+		return "credentials in the URL are not allowed: send them in headers, with ${env:NAME} for the secret"
+	case u.Fragment != "":
+		return fmt.Sprintf("URL %q has a fragment, which is never sent to a server", s)
+	}
+	if p := u.Port(); p != "" {
+		if msg := checkPort(p, 1); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
