@@ -187,8 +187,8 @@ func (s *scene) header() {
 func (s *scene) summary() {
 	w := s.opts.Out
 	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
-	fmt.Fprintf(w, "The demo server received get_env %d times; the secret %s never left it.\n",
-		s.res.UpstreamSaw["get_env"], s.canary)
+	fmt.Fprintf(w, "The demo server received get_env %d times: its secret WARDEN_DEMO_SECRET never reached the client.\n",
+		s.res.UpstreamSaw["get_env"])
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")
 		for _, f := range s.res.Failures {

@@ -110,7 +110,7 @@ func (s *scene) raw(ctx context.Context, what, body, session, host string) {
 		return
 	}
 	s.record(Step{Action: what, Outcome: "refused", By: reply.Error.Data.Stage + " (" + reply.Error.Data.Rule + ")",
-		Detail: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, reply.Error.Message)})
+		Detail: firstLine([]byte(fmt.Sprintf("HTTP %d: %s", resp.StatusCode, reply.Error.Message)))})
 }
 
 // summarize renders a tool result in one short line.

@@ -1,0 +1,55 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemoTellsWhatHappened runs the demo as `warden demo` does and checks
+// the account a user reads: what was relayed, what was refused and by which
+// stage, and that the planted secret never reached the client.
+func TestDemoTellsWhatHappened(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	res, err := Run(ctx, Options{Out: &out})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	if len(res.Failures) > 0 {
+		t.Fatalf("demo expectations failed: %v\n%s", res.Failures, out.String())
+	}
+	by := map[string]string{}
+	for _, st := range res.Steps {
+		by[st.Action] = st.Outcome + " " + st.By
+	}
+	for action, want := range map[string]string{
+		`tools/call echo {"message":"hello through warden"}`:            "relayed ",
+		`tools/call get_env {}`:                                         "refused tool-policy (deny \"get_env\")",
+		`a tools/call whose params repeat "name" (echo, then get_env)`:  "refused wire (duplicate-key)",
+		`a request spelled "Method" instead of "method"`:                "refused wire (member-case)",
+		`a request nested 100 levels deep`:                              "refused wire (depth)",
+		`a POST from a web page at http://evil.example (DNS rebinding)`: "refused listener (host)",
+	} {
+		if got := by[action]; got != want {
+			t.Errorf("%s: %q, want %q", action, got, want)
+		}
+	}
+	if res.UpstreamSaw["get_env"] != 0 {
+		t.Errorf("get_env reached the demo server %d times", res.UpstreamSaw["get_env"])
+	}
+	if res.UpstreamSaw["echo"] != 1 {
+		t.Errorf("echo reached the demo server %d times, want 1", res.UpstreamSaw["echo"])
+	}
+	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
+		t.Errorf("the demo's secret %q appears in its output", res.Canary)
+	}
+	for _, want := range []string{"5 relayed, 5 refused.", "refused by tool-policy", "HTTP 403"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the account lacks %q:\n%s", want, out.String())
+		}
+	}
+}
