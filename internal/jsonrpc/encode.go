@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // NewRequest builds a request message. params is raw JSON (nil to omit).
@@ -77,13 +78,23 @@ func (d Detail) Errorf(code int64, message string) *Error {
 	return &Error{Code: code, Message: message, Data: data}
 }
 
-// appendString appends s as a JSON string without HTML escaping.
+// appendString appends s as a JSON string without HTML escaping, escaping
+// only what JSON requires. Invalid UTF-8 becomes U+FFFD, so the result is
+// always valid JSON.
 func appendString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, "\uFFFD"...)
+				continue
+			}
+			b = append(b, s[i:i+size]...)
+			i += size - 1
 		case c == '"' || c == '\\':
 			b = append(b, '\\', c)
 		case c < 0x20:

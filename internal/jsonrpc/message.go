@@ -49,28 +49,35 @@ func (k Kind) String() string {
 
 // ID is a JSON-RPC request id: a string or an integer. Its zero value means
 // "no id" (notifications). IDs compare by their canonical JSON text, so the
-// string "1" and the number 1 are different ids, as JSON-RPC requires.
+// string "1" and the number 1 are different ids, as JSON-RPC requires, and
+// the strings "a\u0062c" and "abc" are the same id, as every peer that
+// decodes them sees it.
 type ID struct {
 	// raw is the canonical JSON text of the id: an integer without leading
-	// zeros or a sign other than '-', or a JSON string exactly as it appeared
-	// on the wire. Empty for the zero ID.
+	// zeros or a sign other than '-', or a JSON string escaped minimally
+	// (only '"', '\\' and control characters, the latter as \n, \r, \t or
+	// \u00XX). Empty for the zero ID.
 	raw string
 }
 
-// StringID returns an ID holding the string s.
+// StringID returns an ID holding the string s. Invalid UTF-8 in s becomes
+// U+FFFD.
 func StringID(s string) ID { return ID{raw: string(appendString(nil, s))} }
 
 // IntID returns an ID holding the integer n.
 func IntID(n int64) ID { return ID{raw: strconv.FormatInt(n, 10)} }
 
 // IDFromRaw returns an ID from its JSON text, which must already have been
-// validated by Decode (a JSON string or an integer literal).
-func IDFromRaw(raw []byte) ID { return ID{raw: string(raw)} }
+// validated by Decode (a JSON string or an integer literal). A string is put
+// in canonical form: IDFromRaw([]byte(`"a\u0062c"`)) == StringID("abc").
+func IDFromRaw(raw []byte) ID { return idFromRaw(raw) }
 
 // IsValid reports whether the ID is set.
 func (id ID) IsValid() bool { return id.raw != "" }
 
-// Raw returns the JSON text of the id, as it appears on the wire.
+// Raw returns the canonical JSON text of the id. It is the text on the wire
+// unless the id was written there with escapes that canonical form does not
+// use; Message.Raw keeps the wire text either way.
 func (id ID) Raw() string { return id.raw }
 
 // String returns the JSON text of the id, or "<none>".
