@@ -1,0 +1,576 @@
+package transport
+
+// The streamable-HTTP client: how warden talks to an HTTP upstream MCP server.
+//
+//	Write(msg) ──POST msg.Raw──────────────► upstream
+//	   │  returns when the response headers arrive
+//	   ▼
+//	202 ───────────── nothing to deliver
+//	200 json ───────► readJSON ─────┐
+//	200 sse ────────► followPOST ───┤   (resumes with GET + Last-Event-ID)
+//	4xx/5xx, error ─► synthesized ──┤
+//	                  error         ├──► in (bounded) ──► Read
+//	standalone GET ─► runStandalone ┘   (opened after notifications/initialized)
+//
+// Every message from the upstream passes jsonrpc.Decode before it is queued;
+// one that does not is logged and dropped. A message that arrived on a
+// request's POST stream carries that request's id in Related; the standalone
+// stream's messages carry the zero ID. When a request's POST cannot produce a
+// response (connection error, HTTP error status, a stream that ended and
+// could not be resumed), a synthesized error response for that id is queued
+// instead, so a caller waiting on the id always gets an answer; an HTTP error
+// whose body is a valid JSON-RPC error response for the request (as
+// 2026-07-28 sends for some errors) is relayed instead.
+//
+// The goroutines that feed the queue block when it is full: a slow reader
+// slows the upstream streams down rather than growing memory.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// HTTPClientOptions configures an HTTPClientConn. The zero value of every
+// field other than URL is a safe default.
+type HTTPClientOptions struct {
+	// URL is the upstream's MCP endpoint.
+	URL string
+	// Client sends the requests. Nil means a client of warden's own: it
+	// bounds connecting, the TLS handshake and the wait for response headers
+	// (5 minutes; an upstream that answers in application/json sends its
+	// headers only with the result), sets no overall timeout (streams last as
+	// long as they need), honours the proxy environment variables as
+	// net/http does, and does not follow redirects, so that the static Header
+	// is never sent to another URL. A caller-supplied Client is used as it
+	// is, redirects included.
+	Client *http.Client
+	// Header holds static headers configured for this upstream, such as an
+	// API key. They go on every request. Entries named Mcp-*, Last-Event-Id,
+	// Content-Type or Accept are ignored: the transport sets those. The MCP
+	// client's own Authorization header never reaches the upstream; only
+	// this configured Header does.
+	Header http.Header
+	// Limits bound every message decoded from the upstream. An SSE event's
+	// data and an application/json body may be at most Limits.MaxBytes long.
+	Limits jsonrpc.Limits
+	// Logger receives dropped messages and stream failures. Nil discards.
+	Logger *slog.Logger
+	// Name names the upstream in logs and in synthesized error messages.
+	// Empty means the URL's host.
+	Name string
+}
+
+// Bounds on the transport's own behaviour.
+const (
+	httpQueueLen          = 64               // messages waiting for Read
+	httpHeaderTimeout     = 5 * time.Minute  // default client: wait for response headers
+	httpDialTimeout       = 10 * time.Second // default client: TCP connect
+	httpDeleteTimeout     = 2 * time.Second  // Close: the session DELETE
+	httpMaxResumes        = 3                // POST stream: reconnects without progress
+	httpMaxStandaloneFail = 5                // standalone stream: failed attempts in a row
+	httpRetryInitial      = 250 * time.Millisecond
+	httpRetryMax          = 10 * time.Second // cap on backoff and on the server's retry:
+	httpStandaloneHealthy = 10 * time.Second // a standalone stream open this long was fine
+)
+
+var _ Conn = (*HTTPClientConn)(nil)
+
+// HTTPClientConn is a Conn to an upstream MCP server over the streamable HTTP
+// transport (revisions 2025-03-26 to 2025-11-25 with sessions, 2026-07-28
+// without). Make one with NewHTTPClient.
+//
+// Read returns ErrClosed after Close and never io.EOF: an HTTP upstream has
+// no stream whose clean end would mean "no more messages".
+type HTTPClientConn struct {
+	// Immutable after NewHTTPClient.
+	url       string
+	client    *http.Client
+	ownClient bool // client was made here; Close closes its idle connections
+	header    http.Header
+	lim       jsonrpc.Limits
+	maxBytes  int
+	log       *slog.Logger
+	name      string
+	in        chan *jsonrpc.Message // bounded queue feeding Read
+	done      chan struct{}         // closed by Close
+	ctx       context.Context       // cancelled by Close; parent of every request
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup // goroutines that feed in; Add only under mu while !closed
+
+	mu         sync.Mutex
+	closed     bool   // Close has begun; no new goroutines
+	sessionID  string // from the initialize response's Mcp-Session-Id
+	version    string // protocolVersion of the initialize result
+	stateful   bool   // an initialize request was answered with 2xx
+	expired    bool   // the upstream answered 404 to our session id
+	standalone bool   // the standalone GET stream has been started
+}
+
+// NewHTTPClient returns a Conn that sends each message written to it as an
+// HTTP POST to opts.URL. It makes no request until the first Write.
+func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &HTTPClientConn{
+		url:      opts.URL,
+		client:   opts.Client,
+		header:   staticHeader(opts.Header),
+		lim:      opts.Limits,
+		maxBytes: opts.Limits.MaxBytes,
+		log:      opts.Logger,
+		name:     opts.Name,
+		in:       make(chan *jsonrpc.Message, httpQueueLen),
+		done:     make(chan struct{}),
+		ctx:      ctx,
+		cancel:   cancel,
+	}
+	if c.client == nil {
+		c.client, c.ownClient = defaultHTTPClient(), true
+	}
+	if c.maxBytes <= 0 {
+		c.maxBytes = jsonrpc.DefaultMaxBytes
+	}
+	if c.name == "" {
+		c.name = "http"
+		if u, err := url.Parse(opts.URL); err == nil && u.Host != "" {
+			c.name = u.Host // never the whole URL: it may carry a key
+		}
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("upstream", c.name)
+	return c
+}
+
+func defaultHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
+	t.ResponseHeaderTimeout = httpHeaderTimeout
+	return &http.Client{
+		Transport: t,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// staticHeader copies h without the headers the transport owns.
+func staticHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for k, v := range h {
+		k = http.CanonicalHeaderKey(k)
+		switch {
+		case strings.HasPrefix(k, "Mcp-"), k == mcp.HeaderLastEventID,
+			k == "Content-Type", k == "Accept":
+			continue
+		}
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// forwardedHeader reports whether a header that travels with a message
+// (Message.Header, from the MCP client) goes on to the upstream. Only the MCP
+// request-description headers do; in particular the client's Mcp-Session-Id
+// (its session with warden, not ours with the upstream) and Authorization
+// never do.
+func forwardedHeader(k string) bool {
+	switch k {
+	case mcp.HeaderProtocolVersion, mcp.HeaderMethod, mcp.HeaderName:
+		return true
+	}
+	return strings.HasPrefix(k, mcp.HeaderParamPrefix)
+}
+
+// Read returns the next message from the upstream, in the order the stream
+// goroutines queued it. It returns ErrClosed after Close, even if messages
+// were still queued, and ctx.Err() when ctx ends first. One goroutine at a
+// time may call Read.
+func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
+	select {
+	case <-c.done:
+		return nil, ErrClosed
+	default:
+	}
+	select {
+	case m := <-c.in:
+		return m, nil
+	case <-c.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write POSTs msg.Raw to the upstream and returns once the response headers
+// have arrived, so that messages written one after another reach the
+// upstream in that order; the response body is read in the background. ctx
+// bounds only the wait for the headers. Some servers send the headers of an
+// SSE response only with its first event, which may be the result: a
+// caller that must not wait for a slow call should not Write from a loop
+// that other messages wait on. Write may be called from several goroutines
+// at once.
+//
+// For a request, Write returning nil means exactly one response for its id
+// will be read from Read (unless the conn is closed first): the upstream's,
+// or, when the POST fails after it was attempted (connection error, HTTP
+// error status, a stream that ended without the response), a synthesized
+// error response. For a notification or a response, Write returns the
+// failure. Write returns ErrClosed after Close and ctx.Err() if ctx ended
+// before the headers came; when Write returns an error, nothing is delivered
+// for msg.
+func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error {
+	if c.isClosed() {
+		return ErrClosed
+	}
+	st := &streamState{init: msg.Kind == jsonrpc.KindRequest && msg.Method == mcp.MethodInitialize}
+	if msg.IsCall() {
+		st.related = msg.ID
+	}
+	req, err := c.newPOST(msg, st)
+	if err != nil {
+		return fmt.Errorf("upstream %s: %w", c.name, err)
+	}
+	// The request lives as long as its stream, not as long as ctx; ctx may
+	// only abandon the wait for headers.
+	reqCtx, cancel := context.WithCancel(c.ctx)
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := c.client.Do(req.WithContext(reqCtx))
+	callerGone := !stop()
+	if err == nil && callerGone {
+		resp.Body.Close()
+	}
+	if err != nil || callerGone {
+		cancel()
+		switch {
+		case c.isClosed():
+			return ErrClosed
+		case callerGone:
+			return ctx.Err()
+		case msg.IsCall():
+			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
+			c.spawn(func() { c.deliverError(st, "connection", "request failed: "+errText(err)) })
+			return nil
+		}
+		return fmt.Errorf("upstream %s: %s: %s", c.name, describe(msg), errText(err))
+	}
+	if st.init && resp.StatusCode/100 == 2 {
+		c.mu.Lock()
+		c.sessionID = resp.Header.Get(mcp.HeaderSessionID)
+		c.stateful, c.expired = true, false
+		c.mu.Unlock()
+	}
+	if !msg.IsCall() {
+		defer cancel()
+		return c.finishOneWay(msg, resp, st)
+	}
+	if !c.spawn(func() { defer cancel(); c.consume(resp, st) }) {
+		resp.Body.Close()
+		cancel()
+		return ErrClosed
+	}
+	return nil
+}
+
+// newPOST builds the POST for msg and records in st what it was sent with.
+func (c *HTTPClientConn) newPOST(msg *jsonrpc.Message, st *streamState) (*http.Request, error) {
+	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(msg.Raw))
+	if err != nil {
+		return nil, err
+	}
+	h := c.header.Clone()
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	for k, v := range msg.Header {
+		if k = http.CanonicalHeaderKey(k); forwardedHeader(k) {
+			h[k] = append([]string(nil), v...)
+		}
+	}
+	// initialize starts a new session: it carries no id or version of an
+	// earlier one.
+	if !st.init {
+		c.mu.Lock()
+		st.sessionID = c.sessionID
+		if h.Get(mcp.HeaderProtocolVersion) == "" && c.version != "" {
+			h.Set(mcp.HeaderProtocolVersion, c.version)
+		}
+		c.mu.Unlock()
+	}
+	if st.sessionID != "" {
+		h.Set(mcp.HeaderSessionID, st.sessionID)
+	}
+	if msg.Method != "" {
+		deriveHeaders(h, msg)
+	}
+	st.version = h.Get(mcp.HeaderProtocolVersion)
+	req.Header = h
+	return req, nil
+}
+
+// deriveHeaders fills in, from the validated body, the request-description
+// headers that neither msg.Header nor the session supplied (an MCP client on
+// stdio sends none): MCP-Protocol-Version from the per-request _meta and, on
+// the stateless revisions that require them, Mcp-Method and Mcp-Name. A header
+// already set is never replaced. Mcp-Param-* headers are not derived: that
+// needs the tool's input schema.
+func deriveHeaders(h http.Header, msg *jsonrpc.Message) {
+	if h.Get(mcp.HeaderProtocolVersion) == "" {
+		if v := lookupString(msg.Params, "_meta", mcp.MetaProtocolVersion); v != "" {
+			h.Set(mcp.HeaderProtocolVersion, v)
+		}
+	}
+	if !mcp.Stateless(h.Get(mcp.HeaderProtocolVersion)) {
+		return
+	}
+	if h.Get(mcp.HeaderMethod) == "" {
+		h.Set(mcp.HeaderMethod, msg.Method)
+	}
+	if h.Get(mcp.HeaderName) != "" {
+		return
+	}
+	var name string
+	switch msg.Method {
+	case mcp.MethodToolsCall, mcp.MethodPromptsGet:
+		name = lookupString(msg.Params, "name")
+	case mcp.MethodResourcesRead:
+		name = lookupString(msg.Params, "uri")
+	}
+	if name != "" {
+		h.Set(mcp.HeaderName, name)
+	}
+}
+
+// lookupString returns the string at path in value, or "".
+func lookupString(value []byte, path ...string) string {
+	if value == nil {
+		return ""
+	}
+	raw, ok := jsonrpc.Lookup(value, path...)
+	if !ok {
+		return ""
+	}
+	s, _ := jsonrpc.String(raw)
+	return s
+}
+
+// finishOneWay handles the response to a POST that expects no answer (a
+// notification or a response): 2xx is success, anything else an error.
+func (c *HTTPClientConn) finishOneWay(msg *jsonrpc.Message, resp *http.Response, st *streamState) error {
+	discard(resp.Body, c.maxBytes)
+	if resp.StatusCode/100 != 2 {
+		if c.sessionGone(resp, st) {
+			return fmt.Errorf("upstream %s: %s: session expired (HTTP 404)", c.name, describe(msg))
+		}
+		return fmt.Errorf("upstream %s: %s: HTTP %s", c.name, describe(msg), resp.Status)
+	}
+	if msg.Method == mcp.NotificationInitialized {
+		c.startStandalone()
+	}
+	return nil
+}
+
+// consume reads the response to a request's POST and queues what it carries.
+func (c *HTTPClientConn) consume(resp *http.Response, st *streamState) {
+	switch ct := mediaType(resp.Header.Get("Content-Type")); {
+	case resp.StatusCode/100 != 2:
+		c.consumeFailure(resp, st)
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		resp.Body.Close()
+		c.deliverError(st, "http-status", "answered a request with HTTP "+resp.Status+" and no response")
+	case ct == "application/json":
+		c.readJSON(resp.Body, st)
+	case ct == "text/event-stream":
+		c.followPOST(resp, st)
+	default:
+		resp.Body.Close()
+		c.deliverError(st, "http-status", fmt.Sprintf("unexpected Content-Type %q", ct))
+	}
+}
+
+// consumeFailure handles an HTTP error status for a request. An upstream that
+// answers with a JSON-RPC error response for the request in the body (as
+// revision 2026-07-28 requires for some errors) has that response relayed;
+// otherwise a synthesized error is queued.
+func (c *HTTPClientConn) consumeFailure(resp *http.Response, st *streamState) {
+	defer resp.Body.Close()
+	if c.sessionGone(resp, st) {
+		c.log.Warn("upstream session expired", "id", st.related)
+		c.deliverError(st, "session-expired", "session expired (HTTP 404)")
+		return
+	}
+	if mediaType(resp.Header.Get("Content-Type")) == "application/json" {
+		if data, ok := c.readBody(resp.Body, st); ok {
+			if m := c.decode(data, st); m != nil && m.Kind == jsonrpc.KindResponse && m.ID == st.related && m.Error != nil {
+				c.deliver(m, st.related)
+				return
+			}
+		}
+	}
+	c.log.Warn("upstream refused request", "id", st.related, "status", resp.StatusCode)
+	c.deliverError(st, "http-status", "HTTP "+resp.Status)
+}
+
+// sessionGone reports whether resp is the upstream saying that the session
+// id the request carried no longer exists, and remembers it if so.
+func (c *HTTPClientConn) sessionGone(resp *http.Response, st *streamState) bool {
+	if resp.StatusCode != http.StatusNotFound || st.sessionID == "" {
+		return false
+	}
+	c.mu.Lock()
+	if c.sessionID == st.sessionID {
+		c.expired = true
+	}
+	c.mu.Unlock()
+	return true
+}
+
+// startStandalone opens the standalone GET stream once, in a stateful session.
+func (c *HTTPClientConn) startStandalone() {
+	c.mu.Lock()
+	start := c.stateful && !c.expired && !c.standalone && !c.closed
+	c.standalone = c.standalone || start
+	c.mu.Unlock()
+	if start {
+		c.spawn(c.runStandalone)
+	}
+}
+
+// Close stops every stream, ends the upstream session with a DELETE if there
+// is one (best effort, bounded by a short timeout; 405 means the upstream
+// does not support it), and waits for the stream goroutines to finish. After
+// Close, Read and Write return ErrClosed. Close may be called more than once
+// and from any goroutine; it always returns nil, logging a failed DELETE.
+func (c *HTTPClientConn) Close() error {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		sid, version, expired := c.sessionID, c.version, c.expired
+		c.mu.Unlock()
+		close(c.done)
+		c.cancel()
+		if sid != "" && !expired {
+			c.deleteSession(sid, version)
+		}
+		c.wg.Wait()
+		if c.ownClient {
+			c.client.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+func (c *HTTPClientConn) deleteSession(sid, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), httpDeleteTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url, nil)
+	if err != nil {
+		return
+	}
+	req.Header = c.header.Clone()
+	req.Header.Set(mcp.HeaderSessionID, sid)
+	if version != "" {
+		req.Header.Set(mcp.HeaderProtocolVersion, version)
+	}
+	resp, err := c.client.Do(req)
+	if err != nil {
+		c.log.Warn("upstream session DELETE failed", "error", errText(err))
+		return
+	}
+	discard(resp.Body, 4<<10)
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+		c.log.Warn("upstream session DELETE refused", "status", resp.StatusCode)
+	}
+}
+
+func (c *HTTPClientConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// spawn runs f in a goroutine that Close waits for, unless Close has begun.
+func (c *HTTPClientConn) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// deliver queues m for Read with Related set to related, blocking while the
+// queue is full. It returns false if the conn was closed first.
+func (c *HTTPClientConn) deliver(m *jsonrpc.Message, related jsonrpc.ID) bool {
+	m.Related = related
+	select {
+	case c.in <- m:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// deliverError queues a synthesized error response for the request of st.
+// A stream that dropped an invalid message and then ended without a response
+// is reported as CodeUpstreamInvalid (the response may have been the invalid
+// message); every other failure as CodeUpstreamUnavailable.
+func (c *HTTPClientConn) deliverError(st *streamState, rule, text string) {
+	code := jsonrpc.CodeUpstreamUnavailable
+	if rule == "stream-ended" && st.invalid {
+		code, rule = jsonrpc.CodeUpstreamInvalid, "invalid-response"
+		text = "sent an invalid message and no valid response; the invalid message was dropped"
+	}
+	e := jsonrpc.Detail{Stage: "upstream", Rule: rule}.Errorf(code, "upstream "+c.name+": "+text)
+	c.deliver(jsonrpc.NewErrorResponse(st.related, e), st.related)
+}
+
+// describe names msg in error messages.
+func describe(msg *jsonrpc.Message) string {
+	if msg.Method != "" {
+		return msg.Kind.String() + " " + msg.Method
+	}
+	return "response " + msg.ID.String()
+}
+
+// errText is err's text without the request URL that net/http adds (it may
+// carry a key) — synthesized errors go back to the MCP client.
+func errText(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return err.Error()
+}
+
+// mediaType returns the media type of a Content-Type value, lower-cased,
+// without parameters.
+func mediaType(v string) string {
+	v, _, _ = strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(v))
+}
+
+// discard reads and closes body, reading at most n bytes so that a
+// connection with a short body can be reused.
+func discard(body io.ReadCloser, n int) {
+	io.Copy(io.Discard, io.LimitReader(body, int64(n)))
+	body.Close()
+}

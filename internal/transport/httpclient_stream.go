@@ -1,0 +1,345 @@
+package transport
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// streamState is what one upstream stream knows about itself across
+// reconnections: a request's POST stream, or the standalone GET stream. One
+// goroutine owns it.
+type streamState struct {
+	related     jsonrpc.ID    // the request the stream answers; zero for the standalone stream
+	init        bool          // the request is initialize: remember the negotiated revision
+	sessionID   string        // Mcp-Session-Id the stream was opened with
+	version     string        // MCP-Protocol-Version it was opened with
+	lastEventID string        // id of the last event seen, for Last-Event-ID
+	retry       time.Duration // the server's last "retry:", 0 if none
+	delivered   int           // messages queued so far
+	invalid     bool          // an invalid message was dropped
+}
+
+// answers reports whether m is the response the stream is waiting for.
+func (st *streamState) answers(m *jsonrpc.Message) bool {
+	return st.related.IsValid() && m.Kind == jsonrpc.KindResponse && m.ID == st.related
+}
+
+// sseEnd says why readSSE stopped.
+type sseEnd int
+
+const (
+	sseEnded    sseEnd = iota // the stream ended or broke; it may be resumed
+	sseAnswered               // the response to the stream's request arrived
+	sseClosed                 // the conn was closed
+	sseBroken                 // framing the reader cannot get past (an oversized event)
+)
+
+// readJSON queues the messages of an application/json response body: one
+// message, or a batch.
+func (c *HTTPClientConn) readJSON(body io.ReadCloser, st *streamState) {
+	defer body.Close()
+	data, ok := c.readBody(body, st)
+	if !ok {
+		if c.ctx.Err() == nil {
+			c.deliverError(st, "stream-ended", "response body could not be read")
+		}
+		return
+	}
+	msgs, _, err := jsonrpc.DecodeBatch(data, c.lim, true)
+	if err != nil {
+		c.dropped(err, st)
+		c.deliverError(st, "stream-ended", "")
+		return
+	}
+	answered := false
+	for _, m := range msgs {
+		c.noteInit(m, st)
+		if !c.deliver(m, st.related) {
+			return
+		}
+		answered = answered || st.answers(m)
+	}
+	if !answered {
+		c.deliverError(st, "stream-ended", "response body did not carry the response")
+	}
+}
+
+// readBody reads a whole body of at most maxBytes.
+func (c *HTTPClientConn) readBody(body io.Reader, st *streamState) ([]byte, bool) {
+	data, err := io.ReadAll(io.LimitReader(body, int64(c.maxBytes)+1))
+	if err != nil {
+		if c.ctx.Err() == nil {
+			c.log.Warn("reading upstream response failed", "related", st.related, "error", err)
+		}
+		return nil, false
+	}
+	if len(data) > c.maxBytes {
+		st.invalid = true
+		c.log.Warn("upstream message dropped", "rule", jsonrpc.RuleSize, "limit", c.maxBytes, "related", st.related)
+		return nil, false
+	}
+	return data, true
+}
+
+// followPOST queues the messages of a request's SSE stream until its response
+// arrives. A stream that ends first is resumed with GET and Last-Event-ID if
+// its events carried ids, up to httpMaxResumes times without progress;
+// otherwise, or when resuming fails, a synthesized error is queued.
+func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
+	prev, attempts := "", 0
+	for {
+		switch c.readSSE(resp.Body, st) {
+		case sseAnswered, sseClosed:
+			return
+		case sseBroken:
+			c.deliverError(st, "stream-ended", "stream broke before the response")
+			return
+		}
+		if st.lastEventID == "" {
+			c.deliverError(st, "stream-ended", "stream ended without the response")
+			return
+		}
+		if st.lastEventID != prev {
+			prev, attempts = st.lastEventID, 0
+		}
+		resp = nil
+		for resp == nil {
+			if attempts++; attempts > httpMaxResumes {
+				c.deliverError(st, "stream-ended", fmt.Sprintf("stream ended without the response; resuming failed %d times", httpMaxResumes))
+				return
+			}
+			if !c.sleep(retryDelay(attempts, st.retry)) {
+				return
+			}
+			r, err := c.get(st)
+			switch {
+			case err != nil:
+				if c.ctx.Err() != nil {
+					return
+				}
+				c.log.Debug("resuming upstream stream failed", "related", st.related, "error", errText(err))
+			case c.sessionGone(r, st):
+				discard(r.Body, 4<<10)
+				c.deliverError(st, "session-expired", "session expired (HTTP 404) while resuming the stream")
+				return
+			case r.StatusCode == http.StatusMethodNotAllowed:
+				discard(r.Body, 4<<10)
+				c.deliverError(st, "stream-ended", "stream ended without the response and cannot be resumed (HTTP 405)")
+				return
+			case r.StatusCode/100 == 2 && mediaType(r.Header.Get("Content-Type")) == "text/event-stream":
+				resp = r
+			default:
+				discard(r.Body, 4<<10)
+				c.log.Debug("resuming upstream stream refused", "related", st.related, "status", r.StatusCode)
+			}
+		}
+	}
+}
+
+// runStandalone keeps the standalone GET stream open for the life of the
+// conn and queues its messages with a zero Related. 405 means the upstream
+// has no such stream. A dropped stream is reopened with Last-Event-ID after a
+// backoff; after httpMaxStandaloneFail failures in a row, or a 4xx, it gives
+// up. A stream that delivered a message or stayed open for a while resets
+// the count.
+func (c *HTTPClientConn) runStandalone() {
+	st := &streamState{}
+	c.mu.Lock()
+	st.sessionID, st.version = c.sessionID, c.version
+	c.mu.Unlock()
+	failures := 0
+	for {
+		resp, err := c.get(st)
+		switch {
+		case err != nil:
+			if c.ctx.Err() != nil {
+				return
+			}
+			failures++
+			c.log.Debug("standalone stream: connecting failed", "error", errText(err))
+		case resp.StatusCode == http.StatusMethodNotAllowed:
+			discard(resp.Body, 4<<10)
+			c.log.Debug("upstream offers no standalone stream (HTTP 405)")
+			return
+		case c.sessionGone(resp, st):
+			discard(resp.Body, 4<<10)
+			c.log.Warn("upstream session expired (standalone stream got HTTP 404)")
+			return
+		case resp.StatusCode/100 == 4:
+			discard(resp.Body, 4<<10)
+			c.log.Warn("upstream refused the standalone stream", "status", resp.StatusCode)
+			return
+		case resp.StatusCode/100 != 2 || mediaType(resp.Header.Get("Content-Type")) != "text/event-stream":
+			discard(resp.Body, 4<<10)
+			failures++
+			c.log.Debug("standalone stream: unusable response", "status", resp.StatusCode,
+				"content_type", resp.Header.Get("Content-Type"))
+		default:
+			opened, before := time.Now(), st.delivered
+			switch c.readSSE(resp.Body, st) {
+			case sseClosed:
+				return
+			case sseBroken:
+				st.lastEventID = "" // replaying would hit the same event again
+				failures++
+			default:
+				if st.delivered > before || time.Since(opened) >= httpStandaloneHealthy {
+					failures = 0
+				} else {
+					failures++
+				}
+			}
+		}
+		if failures >= httpMaxStandaloneFail {
+			c.log.Warn("standalone stream: giving up", "failures", failures)
+			return
+		}
+		if !c.sleep(retryDelay(failures, st.retry)) {
+			return
+		}
+	}
+}
+
+// readSSE queues the messages of one SSE response body, updating st, until
+// the body ends or the response to st.related arrives. Events named other
+// than "message" are skipped; events whose data is not a valid message are
+// logged and dropped.
+func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
+	defer body.Close()
+	er := NewEventReader(body, c.maxBytes)
+	for {
+		ev, err := er.Next()
+		if ms := er.Retry(); ms > 0 {
+			st.retry = time.Duration(ms) * time.Millisecond
+		}
+		if err != nil {
+			switch {
+			case c.ctx.Err() != nil:
+				return sseClosed
+			case errors.Is(err, ErrEventTooLarge):
+				st.invalid = true
+				c.log.Warn("upstream message dropped", "rule", jsonrpc.RuleSize, "limit", c.maxBytes, "related", st.related)
+				return sseBroken
+			case err != io.EOF:
+				c.log.Debug("upstream stream interrupted", "related", st.related, "error", err)
+			}
+			return sseEnded
+		}
+		if ev.ID != "" {
+			st.lastEventID = ev.ID
+		}
+		if ev.Name != "" && ev.Name != "message" {
+			continue
+		}
+		m := c.decode(ev.Data, st)
+		if m == nil {
+			continue
+		}
+		c.noteInit(m, st)
+		if !c.deliver(m, st.related) {
+			return sseClosed
+		}
+		st.delivered++
+		if st.answers(m) {
+			return sseAnswered
+		}
+	}
+}
+
+// get opens (or resumes) an SSE stream with GET.
+func (c *HTTPClientConn) get(st *streamState) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(c.ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header = c.header.Clone()
+	req.Header.Set("Accept", "text/event-stream")
+	if st.sessionID != "" {
+		req.Header.Set(mcp.HeaderSessionID, st.sessionID)
+	}
+	if st.version != "" {
+		req.Header.Set(mcp.HeaderProtocolVersion, st.version)
+	}
+	if st.lastEventID != "" {
+		req.Header.Set(mcp.HeaderLastEventID, st.lastEventID)
+	}
+	return c.client.Do(req)
+}
+
+// noteInit remembers the revision the upstream chose, from the result of
+// the initialize request, before that result is queued (so a caller that has
+// read it writes its next message with the version known).
+func (c *HTTPClientConn) noteInit(m *jsonrpc.Message, st *streamState) {
+	if !st.init || !st.answers(m) || m.Result == nil {
+		return
+	}
+	raw, ok := jsonrpc.Lookup(m.Result, "protocolVersion")
+	if !ok {
+		return
+	}
+	if v, ok := jsonrpc.String(raw); ok && v != "" {
+		c.mu.Lock()
+		c.version = v
+		c.mu.Unlock()
+	}
+}
+
+// decode validates one message from the upstream; nil means it was dropped.
+func (c *HTTPClientConn) decode(data []byte, st *streamState) *jsonrpc.Message {
+	m, err := jsonrpc.Decode(data, c.lim)
+	if err != nil {
+		c.dropped(err, st)
+		return nil
+	}
+	return m
+}
+
+func (c *HTTPClientConn) dropped(err error, st *streamState) {
+	st.invalid = true
+	c.log.Warn("upstream sent an invalid message; dropped", "rule", ruleOf(err), "related", st.related, "error", err)
+}
+
+// ruleOf returns the rule named in a decode error's Detail.
+func ruleOf(err error) string {
+	var e *jsonrpc.Error
+	if errors.As(err, &e) && len(e.Data) > 0 {
+		var d jsonrpc.Detail
+		if json.Unmarshal(e.Data, &d) == nil && d.Rule != "" {
+			return d.Rule
+		}
+	}
+	return "invalid"
+}
+
+// retryDelay is the wait before reconnection attempt n (1-based): the
+// server's retry: value if it sent one, else an exponential backoff, both
+// capped at httpRetryMax.
+func retryDelay(n int, server time.Duration) time.Duration {
+	if server > 0 {
+		return min(server, httpRetryMax)
+	}
+	d := httpRetryInitial
+	for i := 1; i < n && d < httpRetryMax; i++ {
+		d *= 2
+	}
+	return min(d, httpRetryMax)
+}
+
+// sleep waits for d; it returns false if the conn was closed first.
+func (c *HTTPClientConn) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.done:
+		return false
+	}
+}

@@ -1,0 +1,518 @@
+package transport
+
+// The streamable-HTTP listener: HTTP exchanges in, one Conn per MCP session out.
+//
+//	MCP client                    HTTPServer                                  relay
+//	                              Host/Origin check, status codes,
+//	POST {initialize} ──────────► body limit, jsonrpc.DecodeBatch ──► new session ──► OnSession(ctx, conn)
+//	POST {msgs} + Mcp-Session-Id ─► (same checks) ─────────────────► in (bounded) ──► conn.Read
+//	                                                                                      │
+//	◄── SSE "<stream>_<seq>" ◄── pump ◄── stream event log ◄── route ◄──────────────── conn.Write
+//	GET  (standalone stream;      │        (bounded per session,  response      → its request's stream
+//	      Last-Event-ID resumes) ─┘         kept for resumption)  Related/progress → that stream
+//	DELETE ──► end session: conn.Read returns io.EOF, OnSession's ctx is cancelled
+//
+// A session is stateful (created by an initialize POST at a revision before
+// 2026-07-28, addressed by its Mcp-Session-Id) or stateless (one per POST
+// without a session id, ended once that POST's requests are all answered).
+//
+// Every POST that carries requests becomes a stream. What the relay writes is
+// appended to the event log of the stream it is routed to (see
+// httpSession.routeLocked) and written out by the HTTP handler goroutine that
+// holds the stream (pump), so Conn.Write never waits on a client's network.
+// A stream outlives its HTTP request until its requests are answered; its
+// events outlive it until the session's event buffer needs the room, so a GET
+// with Last-Event-ID can pick up where a dropped connection left off. The
+// standalone stream's events that no GET has taken yet are the session's
+// pending buffer.
+//
+// Lock order: HTTPServer.mu and httpSession.mu are never held together.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// HTTPServerOptions configures an HTTPServer. The zero value is safe apart
+// from OnSession, which is required.
+type HTTPServerOptions struct {
+	// Limits bound each request body and each message in it.
+	Limits jsonrpc.Limits
+
+	// AllowedHosts and AllowedOrigins extend the DNS-rebinding protection.
+	// The Host header must be a loopback name (localhost, 127.0.0.1, [::1],
+	// any port) or match an AllowedHosts entry ("host" matches any port,
+	// "host:port" only that port; case-insensitive). An Origin header, when
+	// present, must be a loopback origin (http or https) or equal an
+	// AllowedOrigins entry such as "https://app.example.com".
+	AllowedHosts   []string
+	AllowedOrigins []string
+
+	// InsecureDisableHostCheck turns the Host and Origin checks off.
+	// Risk: any web page the user visits can then drive the gateway through
+	// DNS rebinding. Use it only behind a proxy that validates Host itself.
+	InsecureDisableHostCheck bool
+
+	// SessionIdleTimeout ends stateful sessions that have had no HTTP
+	// request in flight for this long. 0 means 30 minutes.
+	SessionIdleTimeout time.Duration
+
+	// EventBuffer is how many outbound messages a session keeps for
+	// resumption and for delivery to a standalone stream not yet open.
+	// 0 means 1024. The buffer also holds at most 16×Limits.MaxBytes bytes.
+	EventBuffer int
+
+	// Logger receives rejections and session lifecycle events. Nil discards.
+	Logger *slog.Logger
+
+	// ParamBindings, if set, returns the SEP-2243 x-mcp-header bindings of a
+	// tool, as learned from the upstream's tools/list. Requests at 2026-07-28
+	// whose Mcp-Param-* headers disagree with their arguments are then refused
+	// here with HTTP 400 and code -32020. A tool it does not know is left to
+	// the upstream.
+	ParamBindings func(tool string) ([]mcp.ParamBinding, bool)
+
+	// OnSession is called in its own goroutine for each new session
+	// (stateful: on initialize; stateless: per POST). The session lasts until
+	// OnSession returns or conn is closed; the handler must Close conn when
+	// done. ctx is cancelled when the session ends.
+	OnSession func(ctx context.Context, conn Conn, info SessionInfo)
+}
+
+// SessionInfo describes a new session to OnSession.
+type SessionInfo struct {
+	// ID is the Mcp-Session-Id issued to the client; "" when stateless.
+	ID        string
+	Stateless bool
+	// RemoteAddr is the client address of the first request.
+	RemoteAddr string
+	// Header holds the headers of the first request.
+	Header http.Header
+	// ProtocolVersion is the revision the client asked for: the
+	// protocolVersion of initialize, else the MCP-Protocol-Version header.
+	ProtocolVersion string
+}
+
+// Defaults for HTTPServerOptions.
+const (
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	DefaultEventBuffer        = 1024
+)
+
+const (
+	// inboundQueue is how many messages may wait for the relay's Read;
+	// further POSTs wait (back-pressure) rather than grow memory.
+	inboundQueue = 16
+	// maxPendingRequests bounds the unanswered requests of one session.
+	maxPendingRequests = 1024
+	// MCP error codes (SEP-2575) that set an HTTP status (see rpcStatus).
+	codeMissingClientCapabilities  = -32021
+	codeUnsupportedProtocolVersion = -32022
+	// stageListener names this layer in the Detail of its errors.
+	stageListener = "listener"
+)
+
+// HTTPServer is an http.Handler serving MCP's streamable HTTP transport
+// (mount it at the MCP endpoint, e.g. /mcp). It turns the HTTP exchanges of
+// each client session into one Conn, handed to OnSession.
+//
+// Status codes follow the go-sdk's server: 403 Host/Origin, 415 Content-Type,
+// 400 Accept, unknown revision, invalid message or header mismatch, 413 body
+// too large, 404 unknown session, 405 method (with Allow), 409 a second
+// standalone stream, 202 notifications and responses accepted; at 2026-07-28
+// an error response may set the status (rpcStatus). Beyond the go-sdk: 429
+// when a session has too many unanswered requests, 503 after Close.
+type HTTPServer struct {
+	// Immutable after NewHTTPServer.
+	onSession      func(context.Context, Conn, SessionInfo)
+	paramBindings  func(string) ([]mcp.ParamBinding, bool)
+	limits         jsonrpc.Limits
+	idle           time.Duration
+	eventBuffer    int
+	eventBytes     int
+	log            *slog.Logger
+	checkHost      bool
+	allowedHosts   map[string]bool // lower-cased, as configured
+	allowedOrigins map[string]bool // lower-cased, without trailing '/'
+	baseCtx        context.Context
+	cancelBase     context.CancelFunc
+
+	mu        sync.Mutex // guards the fields below
+	closed    bool
+	sessions  map[string]*httpSession // stateful sessions by id
+	ephemeral map[*httpSession]bool   // stateless sessions
+}
+
+// NewHTTPServer returns a listener configured by opts. It panics if
+// opts.OnSession is nil.
+func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
+	if opts.OnSession == nil {
+		panic("transport: HTTPServerOptions.OnSession is nil")
+	}
+	h := &HTTPServer{
+		onSession:      opts.OnSession,
+		paramBindings:  opts.ParamBindings,
+		limits:         opts.Limits,
+		idle:           opts.SessionIdleTimeout,
+		eventBuffer:    opts.EventBuffer,
+		log:            opts.Logger,
+		checkHost:      !opts.InsecureDisableHostCheck,
+		allowedHosts:   make(map[string]bool),
+		allowedOrigins: make(map[string]bool),
+		sessions:       make(map[string]*httpSession),
+		ephemeral:      make(map[*httpSession]bool),
+	}
+	if h.limits.MaxBytes <= 0 {
+		h.limits.MaxBytes = jsonrpc.DefaultMaxBytes
+	}
+	if h.idle <= 0 {
+		h.idle = DefaultSessionIdleTimeout
+	}
+	if h.eventBuffer <= 0 {
+		h.eventBuffer = DefaultEventBuffer
+	}
+	h.eventBytes = 16 * h.limits.MaxBytes
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	for _, a := range opts.AllowedHosts {
+		h.allowedHosts[strings.ToLower(a)] = true
+	}
+	for _, o := range opts.AllowedOrigins {
+		h.allowedOrigins[strings.ToLower(strings.TrimSuffix(o, "/"))] = true
+	}
+	h.baseCtx, h.cancelBase = context.WithCancel(context.Background())
+	return h
+}
+
+// Close ends every session (their Conns' Read return io.EOF and their
+// contexts are cancelled) and refuses new ones with 503. It does not wait
+// for OnSession calls to return.
+func (h *HTTPServer) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	var all []*httpSession
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	for s := range h.ephemeral {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		s.end("server closed", true)
+	}
+	h.cancelBase()
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.checkHost {
+		if rule, msg := h.checkRebinding(r); rule != "" {
+			h.log.Warn("http: request refused", "rule", rule, "host", r.Host,
+				"origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+			writeRPCError(w, http.StatusForbidden, jsonrpc.ID{},
+				jsonrpc.Detail{Stage: stageListener, Rule: rule}.Errorf(jsonrpc.CodeInvalidRequest, msg))
+			return
+		}
+	}
+	// As the go-sdk: an unknown legacy revision is refused; newer ones are
+	// left to the revision's own rules.
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && v < mcp.Rev20260728 && !mcp.Known(v) {
+		http.Error(w, "Bad Request: unsupported protocol version "+strconv.Quote(v)+
+			" (supported: "+strings.Join(mcp.Revisions, ", ")+")", http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePOST(w, r)
+	case http.MethodGet:
+		h.serveGET(w, r)
+	case http.MethodDelete:
+		h.serveDELETE(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// servePOST checks and decodes a POST, then hands its messages to the
+// session they belong to, creating it if there is none.
+func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+		return
+	}
+	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
+		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return
+	}
+	if len(r.Header.Values(mcp.HeaderLastEventID)) > 0 {
+		http.Error(w, "Last-Event-ID is not allowed on POST", http.StatusBadRequest)
+		return
+	}
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+
+	var sess *httpSession
+	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid != "" {
+		if sess = h.lookup(sid); sess == nil {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+	}
+	allowBatch := sess != nil && mcp.AllowsBatch(sess.negotiated())
+	msgs, _, err := jsonrpc.DecodeBatch(body, h.limits, allowBatch)
+	if err != nil {
+		rpcErr := asRPCError(err)
+		h.log.Warn("http: invalid message refused", "error", rpcErr.Message, "session", sid, "remote", r.RemoteAddr)
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.PeekID(body), rpcErr)
+		return
+	}
+	if rpcErr := checkMessageHeaders(r.Header, msgs, h.paramBindings); rpcErr != nil {
+		h.log.Warn("http: header mismatch", "error", rpcErr.Message, "session", sid, "remote", r.RemoteAddr)
+		writeRPCError(w, http.StatusBadRequest, msgs[0].ID, rpcErr)
+		return
+	}
+	hdr := messageHeader(r.Header)
+	for _, m := range msgs {
+		m.Header = cloneHeader(hdr)
+	}
+
+	created := false
+	if sess == nil {
+		// initialize starts a session, except at a stateless revision,
+		// which has no initialize (the upstream answers it "method not found").
+		initialize := len(msgs) == 1 && msgs[0].IsCall() && msgs[0].Method == mcp.MethodInitialize
+		stateless := !initialize || mcp.Stateless(r.Header.Get(mcp.HeaderProtocolVersion))
+		if sess = h.startSession(r, stateless, requestedVersion(r, msgs)); sess == nil {
+			http.Error(w, "server closed", http.StatusServiceUnavailable)
+			return
+		}
+		created = true
+	}
+	if !sess.begin() {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return
+	}
+	defer sess.finish()
+	sess.servePOST(w, r, msgs, created)
+}
+
+// serveGET opens the standalone stream of a session, or resumes a stream
+// after the event named by Last-Event-ID.
+func (h *HTTPServer) serveGET(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && mcp.Stateless(v) {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed: stateless revision "+v+" has no GET stream", http.StatusMethodNotAllowed)
+		return
+	}
+	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK {
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		return
+	}
+	sess, ok := h.sessionOf(w, r)
+	if !ok {
+		return
+	}
+	defer sess.finish()
+	sess.serveGET(w, r)
+}
+
+// serveDELETE ends a session at the client's request.
+func (h *HTTPServer) serveDELETE(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && mcp.Stateless(v) {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed: stateless revision "+v+" has no sessions", http.StatusMethodNotAllowed)
+		return
+	}
+	sess, ok := h.sessionOf(w, r)
+	if !ok {
+		return
+	}
+	sess.finish()
+	sess.end("deleted by client", true)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// sessionOf finds the session named by the request's Mcp-Session-Id and
+// marks a request in flight on it (the caller must call finish). It answers
+// 400 when the header is missing and 404 when the session is unknown.
+func (h *HTTPServer) sessionOf(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
+	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid == "" {
+		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return nil, false
+	}
+	sess := h.lookup(sid)
+	if sess == nil || !sess.begin() {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil, false
+	}
+	return sess, true
+}
+
+// readBody reads the request body within the size limit, answering 413 (with
+// a JSON-RPC error) or 400 itself when it cannot.
+func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := int64(h.limits.MaxBytes)
+	tooLarge := func() ([]byte, bool) {
+		writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{},
+			jsonrpc.Detail{Stage: stageListener, Rule: "size"}.Errorf(jsonrpc.CodeInvalidRequest,
+				"request body larger than "+strconv.FormatInt(limit, 10)+" bytes"))
+		return nil, false
+	}
+	if r.ContentLength > limit {
+		return tooLarge()
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return tooLarge()
+		}
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return nil, false
+	}
+	return body, true
+}
+
+// lookup returns the live stateful session with id sid, or nil.
+func (h *HTTPServer) lookup(sid string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[sid]
+}
+
+// startSession registers a new session and starts OnSession for it. It
+// returns nil once the server is closed.
+func (h *HTTPServer) startSession(r *http.Request, stateless bool, version string) *httpSession {
+	id := ""
+	if !stateless {
+		id = randomHex(16)
+	}
+	s := newHTTPSession(h, id, stateless, version)
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.cancel()
+		return nil
+	}
+	if stateless {
+		h.ephemeral[s] = true
+	} else {
+		h.sessions[id] = s
+	}
+	h.mu.Unlock()
+
+	info := SessionInfo{
+		ID:              id,
+		Stateless:       stateless,
+		RemoteAddr:      r.RemoteAddr,
+		Header:          r.Header.Clone(),
+		ProtocolVersion: version,
+	}
+	if !stateless {
+		h.log.Info("http: session started", "session", id, "remote", r.RemoteAddr, "version", version)
+	}
+	go func() {
+		defer s.Close()
+		h.onSession(s.ctx, s, info)
+	}()
+	return s
+}
+
+// forget removes s from the server's tables.
+func (h *HTTPServer) forget(s *httpSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.stateless {
+		delete(h.ephemeral, s)
+	} else if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+}
+
+// requestedVersion is the revision a new session's first POST asks for.
+func requestedVersion(r *http.Request, msgs []*jsonrpc.Message) string {
+	if m := msgs[0]; len(msgs) == 1 && m.Method == mcp.MethodInitialize {
+		if raw, ok := jsonrpc.Lookup(m.Params, "protocolVersion"); ok {
+			if v, ok := jsonrpc.String(raw); ok {
+				return v
+			}
+		}
+	}
+	return r.Header.Get(mcp.HeaderProtocolVersion)
+}
+
+// accepts reports whether the Accept header values admit JSON and SSE
+// responses, matching media ranges as the go-sdk does.
+func accepts(values []string) (jsonOK, sseOK bool) {
+	for _, v := range values {
+		for token := range strings.SplitSeq(v, ",") {
+			base, _, _ := strings.Cut(token, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK, sseOK
+}
+
+// asRPCError returns err as the *jsonrpc.Error to put on the wire.
+func asRPCError(err error) *jsonrpc.Error {
+	if e, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return e
+	}
+	return jsonrpc.Detail{Stage: "wire", Rule: "decode"}.Errorf(jsonrpc.CodeParseError, err.Error())
+}
+
+// writeRPCError answers with status and a JSON-RPC error response body.
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.EncodeErrorResponse(id, e))
+}
+
+// rpcStatus is the HTTP status with which, from 2026-07-28 on (SEP-2575), a
+// POST answers a request whose response is this error, or 0 to stream it as
+// usual: 404 for "method not found", 400 for invalid params, an unsupported
+// revision or missing client capabilities.
+func rpcStatus(e *jsonrpc.Error) int {
+	switch e.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, codeUnsupportedProtocolVersion, codeMissingClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// randomHex returns n random bytes from crypto/rand, hex-encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return hex.EncodeToString(b)
+}

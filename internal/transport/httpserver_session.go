@@ -1,0 +1,740 @@
+package transport
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// httpSession is one MCP session of an HTTPServer and the Conn handed to
+// OnSession for it.
+type httpSession struct {
+	// Immutable after newHTTPSession.
+	srv       *HTTPServer
+	id        string // "" when stateless
+	stateless bool
+	ctx       context.Context // OnSession's; cancelled when the session ends
+	cancel    context.CancelFunc
+	in        chan *jsonrpc.Message // inbound, in order; bounded
+	ended     chan struct{}         // closed when the client side ended
+	closed    chan struct{}         // closed by Close
+
+	mu         sync.Mutex // guards the fields below
+	isEnded    bool
+	isClosed   bool
+	version    string                     // negotiated revision once the initialize response went out, else the requested one
+	versionSet bool                       // version is the negotiated one
+	initID     string                     // raw id of the initialize request awaiting its response
+	initFailed bool                       // the initialize request was answered with an error
+	requests   map[string]*pendingRequest // unanswered client requests by raw id
+	progress   map[string]string          // progress token key -> raw id of its request
+	open       map[*sseStream]struct{}    // POST streams with unanswered requests
+	streams    map[string]*sseStream      // streams that hold events or unanswered requests, by id
+	standalone *sseStream                 // the GET stream; nil when stateless
+	order      []*sseStream               // the stream of each logged event, oldest first
+	logBytes   int                        // bytes of the logged events
+	active     int                        // HTTP requests in flight for this session
+	lastActive time.Time
+	timer      *time.Timer // idle timer; nil when stateless
+}
+
+// pendingRequest is a client request the relay has not answered yet.
+type pendingRequest struct {
+	stream *sseStream
+	token  string // progress token key, "" if none
+}
+
+// sseStream is one logical SSE stream: the answer to a POST, or the
+// standalone stream. Its fields are guarded by the session's mu.
+type sseStream struct {
+	id       string
+	post     bool          // opened by a POST (else the standalone stream)
+	pending  int           // unanswered requests (POST streams)
+	events   []loggedEvent // logged events, oldest first, seqs increasing
+	nextSeq  uint64        // seq of the next event; seqs start at 1
+	sent     uint64        // every event with seq < sent was written to some client
+	attached *attachment   // the HTTP request writing this stream, if any
+}
+
+type loggedEvent struct {
+	seq    uint64
+	data   []byte
+	status int // rpcStatus of an error response, else 0
+}
+
+// attachment is an HTTP request holding a stream.
+type attachment struct {
+	cursor uint64        // seq of the next event to write
+	wake   chan struct{} // cap 1: new events
+	stop   chan struct{} // closed when another request takes the stream over
+}
+
+var errSessionEnded = errors.New("session ended")
+
+func newHTTPSession(srv *HTTPServer, id string, stateless bool, version string) *httpSession {
+	s := &httpSession{
+		srv:        srv,
+		id:         id,
+		stateless:  stateless,
+		in:         make(chan *jsonrpc.Message, inboundQueue),
+		ended:      make(chan struct{}),
+		closed:     make(chan struct{}),
+		version:    version,
+		requests:   make(map[string]*pendingRequest),
+		progress:   make(map[string]string),
+		open:       make(map[*sseStream]struct{}),
+		streams:    make(map[string]*sseStream),
+		lastActive: time.Now(),
+	}
+	s.ctx, s.cancel = context.WithCancel(srv.baseCtx)
+	if !stateless {
+		s.standalone = &sseStream{id: randomHex(8), nextSeq: 1, sent: 1}
+		s.streams[s.standalone.id] = s.standalone
+		s.timer = time.AfterFunc(srv.idle, s.idleFired)
+	}
+	return s
+}
+
+// Read returns the next message the client sent. It returns io.EOF once the
+// client side has ended the session (DELETE, idle timeout, HTTPServer.Close,
+// or a stateless POST fully answered) and the queued messages are taken, and
+// ErrClosed after Close. One goroutine at a time may call Read.
+func (s *httpSession) Read(ctx context.Context) (*jsonrpc.Message, error) {
+	for {
+		// In order of precedence: Close, queued messages, the session's end.
+		select {
+		case <-s.closed:
+			return nil, ErrClosed
+		default:
+		}
+		select {
+		case m := <-s.in:
+			return m, nil
+		default:
+		}
+		select {
+		case <-s.ended:
+			s.cancel()
+			return nil, io.EOF
+		default:
+		}
+		select {
+		case m := <-s.in:
+			return m, nil
+		case <-s.closed:
+		case <-s.ended:
+		case <-ctx.Done():
+			// ctx may be OnSession's, cancelled because the session
+			// ended: report the end rather than the cancellation.
+			select {
+			case <-s.closed:
+			case <-s.ended:
+			default:
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+// Write routes msg to the client: a response to the stream of its request; a
+// request or notification to the stream of msg.Related, else (progress) of
+// the request that issued its progress token, else the standalone stream if a
+// GET holds it, else the only POST stream still open, else the pending
+// buffer. Write never waits for the network; it may be called concurrently.
+// It returns ErrClosed after Close and io.ErrClosedPipe once the client side
+// has ended the session.
+func (s *httpSession) Write(ctx context.Context, msg *jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.isClosed:
+		return ErrClosed
+	case s.isEnded:
+		return io.ErrClosedPipe
+	}
+	st := s.routeLocked(msg)
+	if msg.Kind == jsonrpc.KindResponse {
+		s.answeredLocked(msg)
+	}
+	if st == nil {
+		s.srv.log.Warn("http: outbound message has no stream; dropped", "session", s.id,
+			"kind", msg.Kind.String(), "method", msg.Method, "id", msg.ID.String())
+		return nil
+	}
+	status := 0
+	if msg.Kind == jsonrpc.KindResponse && msg.Error != nil {
+		status = rpcStatus(msg.Error)
+	}
+	s.appendLocked(st, msg.Raw, status)
+	return nil
+}
+
+// Close ends the session from the relay's side: its HTTP requests end, its
+// id is forgotten (404 from then on), and Read and Write return ErrClosed.
+// It is idempotent.
+func (s *httpSession) Close() error {
+	s.mu.Lock()
+	if s.isClosed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.isClosed = true
+	close(s.closed)
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.srv.forget(s)
+	return nil
+}
+
+// end ends the session from the client's side: Read drains what is queued
+// and then returns io.EOF. cancelNow also cancels OnSession's context at
+// once; otherwise that happens when Read returns io.EOF.
+func (s *httpSession) end(reason string, cancelNow bool) {
+	s.mu.Lock()
+	already := s.isEnded || s.isClosed
+	if !s.isEnded {
+		s.isEnded = true
+		close(s.ended)
+		if s.timer != nil {
+			s.timer.Stop()
+		}
+	}
+	s.mu.Unlock()
+	if cancelNow {
+		s.cancel()
+	}
+	if already {
+		return
+	}
+	s.srv.forget(s)
+	if !s.stateless {
+		s.srv.log.Info("http: session ended", "session", s.id, "reason", reason)
+	}
+}
+
+// begin records an HTTP request in flight for the session, pausing the idle
+// timer. It reports false if the session is over.
+func (s *httpSession) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isEnded || s.isClosed {
+		return false
+	}
+	s.active++
+	if s.active == 1 && s.timer != nil {
+		s.timer.Stop()
+	}
+	return true
+}
+
+// finish records the end of an HTTP request begun with begin.
+func (s *httpSession) finish() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 {
+		s.lastActive = time.Now()
+		if s.timer != nil && !s.isEnded && !s.isClosed {
+			s.timer.Reset(s.srv.idle)
+		}
+	}
+}
+
+// idleFired runs when the idle timer expires.
+func (s *httpSession) idleFired() {
+	s.mu.Lock()
+	if s.active > 0 || s.isEnded || s.isClosed {
+		s.mu.Unlock()
+		return
+	}
+	if left := s.srv.idle - time.Since(s.lastActive); left > 0 { // a stale firing
+		s.timer.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	s.end("idle timeout", true)
+}
+
+// negotiated returns the session's revision once the initialize response
+// has gone out, else "".
+func (s *httpSession) negotiated() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.versionSet {
+		return ""
+	}
+	return s.version
+}
+
+// servePOST hands msgs (already validated) to the relay and answers the POST:
+// 202 when it carries no request, else an SSE stream carrying everything
+// related to its requests until they are all answered. created tells that
+// the session was made for this POST.
+func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, created bool) {
+	ctx := r.Context()
+	var calls []*jsonrpc.Message
+	for _, m := range msgs {
+		if m.IsCall() {
+			calls = append(calls, m)
+		}
+	}
+	// A session made for this POST does not outlive its failure.
+	abandon := func(reason string) {
+		if created {
+			s.end(reason, true)
+		}
+	}
+	if len(calls) == 0 {
+		if _, err := s.enqueue(ctx, msgs); err != nil {
+			abandon("client gone")
+			s.refuseClosing(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		if s.stateless {
+			s.end("answered", false)
+		}
+		return
+	}
+
+	st, status, rpcErr := s.openStream(calls)
+	if rpcErr != nil {
+		abandon("refused")
+		writeRPCError(w, status, rpcErr.id, rpcErr.err)
+		return
+	}
+	if n, err := s.enqueue(ctx, msgs); err != nil {
+		s.unregister(msgs[n:])
+		abandon("client gone")
+		s.refuseClosing(w, err)
+		return
+	}
+
+	s.mu.Lock()
+	att := s.attachLocked(st, 1)
+	s.mu.Unlock()
+	version := r.Header.Get(mcp.HeaderProtocolVersion)
+	open := func() {
+		if created && !s.stateless {
+			w.Header().Set(mcp.HeaderSessionID, s.id)
+		}
+		s.openSSE(w, st, att, version)
+	}
+	// At a stateless revision the answer to one request waits for its first
+	// message: an error response may have to go out with its own status.
+	if !mcp.Stateless(version) || len(calls) > 1 {
+		open()
+		open = nil
+	}
+	finished := s.pump(ctx, w, st, att, open)
+
+	switch {
+	case s.stateless:
+		s.end("answered", !finished)
+	case created && s.initFailedAfter():
+		s.end("initialize failed", true)
+	}
+}
+
+// serveGET serves the standalone stream, or resumes the stream named by
+// Last-Event-ID after that event.
+func (s *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
+	st, att, status, msg := s.claimForGET(r)
+	if att == nil {
+		http.Error(w, msg, status)
+		return
+	}
+	s.openSSE(w, st, att, r.Header.Get(mcp.HeaderProtocolVersion))
+	s.pump(r.Context(), w, st, att, nil)
+}
+
+// claimForGET attaches a GET to the stream it asks for: with Last-Event-ID
+// the stream of that event, after it (taking the stream over from a request
+// still holding it: a client resuming knows its old connection is dead before
+// the server does); without, the standalone stream from its first event no
+// client has been sent, unless another GET holds it (409).
+func (s *httpSession) claimForGET(r *http.Request) (*sseStream, *attachment, int, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(r.Header.Values(mcp.HeaderLastEventID)) == 0 {
+		st := s.standalone
+		if st.attached != nil {
+			return nil, nil, http.StatusConflict, "Conflict: the session's standalone stream is already open"
+		}
+		return st, s.attachLocked(st, st.sent), 0, ""
+	}
+	lastID := r.Header.Get(mcp.HeaderLastEventID)
+	var st *sseStream
+	sid, seq, ok := parseEventID(lastID)
+	if ok {
+		st = s.streams[sid]
+	}
+	if st == nil || seq >= st.nextSeq {
+		return nil, nil, http.StatusBadRequest, "Bad Request: cannot resume after event " + strconv.Quote(lastID) + ": unknown or expired"
+	}
+	if len(st.events) > 0 && st.events[0].seq > seq+1 {
+		s.srv.log.Warn("http: resuming a stream some of whose events were dropped", "session", s.id, "stream", st.id)
+	}
+	return st, s.attachLocked(st, seq+1), 0, ""
+}
+
+// refuseClosing answers a POST whose messages could not be queued.
+func (s *httpSession) refuseClosing(w http.ResponseWriter, err error) {
+	if errors.Is(err, errSessionEnded) {
+		http.Error(w, "session not found", http.StatusNotFound)
+	}
+	// Otherwise the client went away; there is no one to answer.
+}
+
+// enqueue queues msgs for Read, waiting while the queue is full. It returns
+// how many were queued.
+func (s *httpSession) enqueue(ctx context.Context, msgs []*jsonrpc.Message) (int, error) {
+	for i, m := range msgs {
+		select {
+		case s.in <- m:
+		case <-ctx.Done():
+			return i, ctx.Err()
+		case <-s.ended:
+			return i, errSessionEnded
+		case <-s.closed:
+			return i, errSessionEnded
+		}
+	}
+	return len(msgs), nil
+}
+
+// idError is a refusal of a POST: an HTTP status and a JSON-RPC error for id.
+type idError struct {
+	id  jsonrpc.ID
+	err *jsonrpc.Error
+}
+
+// openStream registers a POST stream for calls. It refuses a request id that
+// is already pending (in this POST or earlier) and more pending requests
+// than maxPendingRequests.
+func (s *httpSession) openStream(calls []*jsonrpc.Message) (*sseStream, int, *idError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.requests)+len(calls) > maxPendingRequests {
+		return nil, http.StatusTooManyRequests, &idError{calls[0].ID,
+			jsonrpc.Detail{Stage: stageListener, Rule: "pending-requests"}.Errorf(jsonrpc.CodeInvalidRequest,
+				"too many unanswered requests in this session")}
+	}
+	seen := make(map[string]bool, len(calls))
+	for _, c := range calls {
+		if seen[c.ID.Raw()] || s.requests[c.ID.Raw()] != nil {
+			return nil, http.StatusBadRequest, &idError{c.ID,
+				jsonrpc.Detail{Stage: stageListener, Rule: "duplicate-id"}.Errorf(jsonrpc.CodeInvalidRequest,
+					"request id "+c.ID.Raw()+" is already in flight")}
+		}
+		seen[c.ID.Raw()] = true
+	}
+	st := &sseStream{id: randomHex(8), post: true, pending: len(calls), nextSeq: 1, sent: 1}
+	s.streams[st.id] = st
+	s.open[st] = struct{}{}
+	for _, c := range calls {
+		p := &pendingRequest{stream: st}
+		if raw, ok := jsonrpc.Lookup(c.Params, "_meta", "progressToken"); ok {
+			p.token = progressKey(raw)
+			s.progress[p.token] = c.ID.Raw()
+		}
+		s.requests[c.ID.Raw()] = p
+		if c.Method == mcp.MethodInitialize && !s.stateless {
+			s.initID = c.ID.Raw()
+		}
+	}
+	return st, 0, nil
+}
+
+// unregister forgets the requests among msgs that never reached the relay,
+// so that their stream can finish.
+func (s *httpSession) unregister(msgs []*jsonrpc.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range msgs {
+		if m.IsCall() {
+			s.forgetRequestLocked(m.ID.Raw())
+		}
+	}
+}
+
+// routeLocked picks the stream msg goes to, or nil when it has none.
+func (s *httpSession) routeLocked(msg *jsonrpc.Message) *sseStream {
+	if msg.Kind == jsonrpc.KindResponse {
+		if p := s.requests[msg.ID.Raw()]; p != nil {
+			return p.stream
+		}
+		return nil // answers nothing pending: nowhere to go
+	}
+	if msg.Related.IsValid() {
+		if p := s.requests[msg.Related.Raw()]; p != nil {
+			return p.stream
+		}
+	}
+	if msg.Method == mcp.NotificationProgress {
+		if raw, ok := jsonrpc.Lookup(msg.Params, "progressToken"); ok {
+			if p := s.requests[s.progress[progressKey(raw)]]; p != nil {
+				return p.stream
+			}
+		}
+	}
+	if s.standalone != nil && s.standalone.attached != nil {
+		return s.standalone
+	}
+	if len(s.open) == 1 {
+		for st := range s.open {
+			return st
+		}
+	}
+	return s.standalone // the pending buffer; nil when stateless
+}
+
+// answeredLocked records that the response msg answers its request, and
+// learns the negotiated revision from the initialize response.
+func (s *httpSession) answeredLocked(msg *jsonrpc.Message) {
+	id := msg.ID.Raw()
+	if id != "" && id == s.initID {
+		s.initID = ""
+		if raw, ok := jsonrpc.Lookup(msg.Result, "protocolVersion"); ok {
+			if v, ok := jsonrpc.String(raw); ok {
+				s.version, s.versionSet = v, true
+			}
+		} else if msg.Error != nil {
+			s.initFailed = true
+		}
+	}
+	s.forgetRequestLocked(id)
+}
+
+// forgetRequestLocked removes a pending request and closes its stream once
+// that was the last one.
+func (s *httpSession) forgetRequestLocked(id string) {
+	p := s.requests[id]
+	if p == nil {
+		return
+	}
+	delete(s.requests, id)
+	if p.token != "" && s.progress[p.token] == id {
+		delete(s.progress, p.token)
+	}
+	st := p.stream
+	st.pending--
+	if st.pending == 0 {
+		delete(s.open, st)
+		wakeWriter(st)
+		s.collectLocked(st)
+	}
+}
+
+// appendLocked logs data as the next event of st and wakes its writer,
+// dropping the session's oldest events beyond the buffer's bounds.
+func (s *httpSession) appendLocked(st *sseStream, data []byte, status int) {
+	st.events = append(st.events, loggedEvent{seq: st.nextSeq, data: data, status: status})
+	st.nextSeq++
+	s.order = append(s.order, st)
+	s.logBytes += len(data)
+	for len(s.order) > 1 && (len(s.order) > s.srv.eventBuffer || s.logBytes > s.srv.eventBytes) {
+		old := s.order[0]
+		s.order[0] = nil
+		s.order = s.order[1:]
+		e := old.events[0]
+		old.events[0] = loggedEvent{}
+		old.events = old.events[1:]
+		s.logBytes -= len(e.data)
+		if e.seq >= old.sent {
+			s.srv.log.Warn("http: event buffer full; dropped an undelivered message", "session", s.id, "stream", old.id)
+		}
+		s.collectLocked(old)
+	}
+	wakeWriter(st)
+}
+
+// collectLocked forgets a POST stream that is answered, written out or
+// dropped, and not held by a request.
+func (s *httpSession) collectLocked(st *sseStream) {
+	if st.post && st.pending == 0 && len(st.events) == 0 && st.attached == nil {
+		delete(s.streams, st.id)
+	}
+}
+
+func wakeWriter(st *sseStream) {
+	if st.attached != nil {
+		select {
+		case st.attached.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// attachLocked makes a new request the writer of st from cursor on,
+// stopping the request that held it, if any.
+func (s *httpSession) attachLocked(st *sseStream, cursor uint64) *attachment {
+	if old := st.attached; old != nil {
+		close(old.stop)
+	}
+	att := &attachment{cursor: cursor, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	st.attached = att
+	return att
+}
+
+// openSSE starts an SSE response. From 2025-11-25 on a stateful stream opens
+// with an event that has an id and no data, so that the client can resume
+// even if the connection drops before the first message; otherwise a comment
+// gets the headers through buffering proxies.
+func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachment, headerVersion string) {
+	hdr := w.Header()
+	hdr.Set("Content-Type", "text/event-stream")
+	hdr.Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	s.mu.Lock()
+	version := s.version
+	if version == "" {
+		version = headerVersion
+	}
+	s.mu.Unlock()
+	if !s.stateless && version >= mcp.Rev20251125 && !mcp.Stateless(version) {
+		_ = WriteEvent(w, Event{ID: formatEventID(st.id, att.cursor-1)})
+	} else {
+		_, _ = io.WriteString(w, ": stream open\n\n")
+	}
+	_ = http.NewResponseController(w).Flush()
+}
+
+// pump writes the events of st to w from att.cursor on, until the stream is
+// finished (a POST stream whose requests are answered and written: it
+// returns true), the request ends, the session ends, or another request
+// takes the stream over. A non-nil open starts the response before the first
+// event, unless that event is the stream's only one and an error response
+// with an HTTP status of its own (rpcStatus): that one goes out as a plain
+// JSON body with that status.
+func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseStream, att *attachment, open func()) (finished bool) {
+	rc := http.NewResponseController(w)
+	defer s.detach(st, att)
+	defer func() {
+		if open != nil { // nothing written: still answer with a (empty) stream
+			open()
+		}
+	}()
+	for {
+		s.mu.Lock()
+		i, _ := slices.BinarySearchFunc(st.events, att.cursor, func(e loggedEvent, seq uint64) int {
+			return cmp.Compare(e.seq, seq)
+		})
+		batch := slices.Clone(st.events[i:])
+		next := st.nextSeq
+		done := st.post && st.pending == 0
+		s.mu.Unlock()
+
+		if open != nil && len(batch) > 0 {
+			if e := batch[0]; e.status != 0 && done && len(batch) == 1 {
+				open = nil
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(e.status)
+				_, _ = w.Write(e.data)
+				s.markSent(st, att, next)
+				return true
+			}
+			open()
+			open = nil
+		}
+		for _, e := range batch {
+			ev := Event{Data: e.data}
+			if !s.stateless {
+				ev.ID = formatEventID(st.id, e.seq)
+			}
+			if err := WriteEvent(w, ev); err != nil {
+				return false
+			}
+		}
+		if len(batch) > 0 {
+			if err := rc.Flush(); err != nil {
+				return false
+			}
+			s.markSent(st, att, next)
+		}
+		if done {
+			return true
+		}
+		select {
+		case <-att.wake:
+		case <-att.stop:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-s.ended:
+			return false
+		case <-s.closed:
+			return false
+		}
+	}
+}
+
+// markSent records that the events of st before next went out on att.
+func (s *httpSession) markSent(st *sseStream, att *attachment, next uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	att.cursor = next
+	st.sent = max(st.sent, next)
+}
+
+// detach releases st from att, unless another request took it over.
+func (s *httpSession) detach(st *sseStream, att *attachment) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st.attached == att {
+		st.attached = nil
+		s.collectLocked(st)
+	}
+}
+
+// initFailedAfter reports whether the initialize request was answered with
+// an error, once its stream is over.
+func (s *httpSession) initFailedAfter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initFailed
+}
+
+// eventID formats the SSE id of event seq of stream sid: "<sid>_<seq>".
+func formatEventID(sid string, seq uint64) string {
+	return sid + "_" + strconv.FormatUint(seq, 10)
+}
+
+// parseEventID parses an id made by eventID.
+func parseEventID(id string) (sid string, seq uint64, ok bool) {
+	i := strings.LastIndexByte(id, '_')
+	if i <= 0 {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return id[:i], seq, true
+}
+
+// tokenKey is the map key of a progress token (raw JSON): strings by value,
+// numbers by their text.
+func progressKey(raw []byte) string {
+	if s, ok := jsonrpc.String(raw); ok {
+		return "s" + s
+	}
+	return "n" + strings.TrimSpace(string(raw))
+}

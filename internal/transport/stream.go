@@ -1,0 +1,323 @@
+package transport
+
+// A stream Conn reads and writes newline-delimited JSON-RPC, the MCP stdio
+// framing: one message per line, no newline inside a message.
+//
+//	r ─► reader goroutine: bounded line ─► jsonrpc.Decode ─┬─► msgs ─► Read
+//	                                                        └─ invalid: log, and if
+//	                                                           ReplyInvalid, error line ─► w
+//	Write ─► wmu ─► Raw + '\n' ─► w
+//
+// The reader goroutine is what lets ctx and Close unblock Read although an
+// io.Reader cannot be interrupted: Read waits on a channel, not on r. The
+// goroutine itself returns when r fails or ends, which for a pipe or a file
+// happens when closer closes it.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+)
+
+// StreamOptions configure NewStream. The zero value is valid: default limits,
+// slog.Default(), invalid lines dropped without an answer.
+type StreamOptions struct {
+	// Limits bound each inbound line; Limits.MaxBytes (default
+	// jsonrpc.DefaultMaxBytes) is also the longest line read into memory.
+	// A longer line is skipped up to its newline and treated as invalid.
+	Limits jsonrpc.Limits
+	// Logger receives a Warn record for each invalid line. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Name identifies the stream in log records (attribute "conn").
+	Name string
+	// ReplyInvalid makes the stream answer each invalid line itself, with a
+	// JSON-RPC error response (id taken from the line when it can be read,
+	// else null) written to w. Set it on the client-facing side, where the
+	// peer is waiting for an answer; leave it false towards an upstream
+	// server, whose invalid output is only logged and dropped.
+	ReplyInvalid bool
+}
+
+// NewStream returns a Conn that reads newline-delimited JSON-RPC from r and
+// writes it to w. Close closes closer (which may be nil), once; closer should
+// close r and w so that the goroutine reading r and any Write blocked on w
+// return. A trailing "\r" before the newline is accepted and removed, blank
+// lines are skipped, and a final line without a newline is read as a line.
+//
+// Every line passes jsonrpc.Decode with opts.Limits; an invalid line is never
+// returned by Read (see StreamOptions.ReplyInvalid). NewStream starts a
+// goroutine that reads ahead at most one message.
+func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) Conn {
+	s := &stream{
+		r:            bufio.NewReaderSize(r, 64<<10),
+		w:            bufio.NewWriterSize(w, 64<<10),
+		closer:       closer,
+		lim:          opts.Limits,
+		maxBytes:     opts.Limits.MaxBytes,
+		log:          opts.Logger,
+		name:         opts.Name,
+		replyInvalid: opts.ReplyInvalid,
+		msgs:         make(chan *jsonrpc.Message),
+		wmu:          make(chan struct{}, 1),
+		done:         make(chan struct{}),
+	}
+	if s.maxBytes <= 0 {
+		s.maxBytes = jsonrpc.DefaultMaxBytes
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	go s.readLoop()
+	return s
+}
+
+// Stdio returns a stream Conn on os.Stdin and os.Stdout, for
+// `warden gateway --stdio`. Its Close closes both.
+//
+// os.Stdin and os.Stdout are usually in blocking mode, so closing them does
+// not interrupt a read or write in progress: after Close, Read returns
+// ErrClosed at once, but the reader goroutine stays blocked until stdin yields
+// data or ends, and a Write stuck on a full stdout until the peer reads. That
+// is harmless in a process that is about to exit.
+func Stdio(opts StreamOptions) Conn {
+	return NewStream(os.Stdin, os.Stdout, closers{os.Stdin, os.Stdout}, opts)
+}
+
+// stream is the Conn returned by NewStream.
+type stream struct {
+	// Immutable after NewStream.
+	r            *bufio.Reader // read only by readLoop
+	w            *bufio.Writer // guarded by wmu
+	closer       io.Closer
+	lim          jsonrpc.Limits
+	maxBytes     int
+	log          *slog.Logger
+	name         string
+	replyInvalid bool
+
+	// msgs carries valid messages from readLoop to Read. readLoop closes it
+	// when the input ends, after setting readErr; a receive that sees the
+	// channel closed may read readErr.
+	msgs    chan *jsonrpc.Message
+	readErr error
+
+	// wmu is a one-slot semaphore guarding w, so that each message is
+	// written whole and a Write waiting for its turn still sees ctx and Close.
+	// w buffers one message at a time, and is flushed before wmu is released.
+	wmu chan struct{}
+
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// Read returns the next valid message. It returns io.EOF when r ends,
+// ErrClosed after Close, and ctx.Err() when ctx ends first; a message that
+// arrives meanwhile is kept for the next Read. One goroutine at a time may
+// call Read.
+func (s *stream) Read(ctx context.Context) (*jsonrpc.Message, error) {
+	if s.isClosed() {
+		return nil, ErrClosed
+	}
+	select {
+	case m, ok := <-s.msgs:
+		if !ok {
+			if s.isClosed() {
+				return nil, ErrClosed
+			}
+			return nil, s.readErr
+		}
+		return m, nil
+	case <-s.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Write writes msg.Raw and a newline to w, in one w.Write when they fit the
+// stream's 64 KiB buffer. It refuses a Raw that contains a newline, which
+// would split the frame. Writes from several
+// goroutines are serialized; ctx and Close end a Write that is waiting for its
+// turn, but once the bytes are being written only Close (by closing w)
+// interrupts it. It returns ErrClosed after Close.
+func (s *stream) Write(ctx context.Context, msg *jsonrpc.Message) error {
+	if msg == nil {
+		return errors.New("transport: Write of a nil message")
+	}
+	if bytes.IndexByte(msg.Raw, '\n') >= 0 {
+		return fmt.Errorf("transport %s: message contains a newline and cannot be framed", s.name)
+	}
+	return s.writeLine(ctx, msg.Raw)
+}
+
+// writeLine writes line and a newline to w and flushes them, holding wmu.
+func (s *stream) writeLine(ctx context.Context, line []byte) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	select {
+	case s.wmu <- struct{}{}:
+	case <-s.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.wmu }()
+	if s.isClosed() {
+		return ErrClosed
+	}
+	s.w.Write(line)
+	s.w.WriteByte('\n')
+	if err := s.w.Flush(); err != nil {
+		if s.isClosed() {
+			return ErrClosed
+		}
+		return fmt.Errorf("transport %s: write: %w", s.name, err)
+	}
+	return nil
+}
+
+// Close closes closer once and makes Read and Write return ErrClosed,
+// unblocking those pending. It returns closer's error the first time and nil
+// after. Safe to call from any goroutine, any number of times.
+func (s *stream) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.done)
+		if s.closer != nil {
+			err = s.closer.Close()
+		}
+	})
+	return err
+}
+
+func (s *stream) isClosed() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// readLoop reads lines until r ends or fails, or the stream is closed,
+// sending valid messages to msgs and handling invalid ones.
+func (s *stream) readLoop() {
+	defer close(s.msgs)
+	for {
+		line, tooLong, err := s.readLine()
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				err = fmt.Errorf("transport %s: read: %w", s.name, err)
+			}
+			s.readErr = err
+			return
+		}
+		if !tooLong && isBlank(line) {
+			continue
+		}
+		var m *jsonrpc.Message
+		if tooLong {
+			err = jsonrpc.Detail{Stage: jsonrpc.StageWire, Rule: jsonrpc.RuleSize, Offset: s.maxBytes}.
+				Errorf(jsonrpc.CodeInvalidRequest, "message is larger than the limit of "+strconv.Itoa(s.maxBytes)+" bytes")
+		} else {
+			m, err = jsonrpc.Decode(line, s.lim)
+		}
+		if err != nil {
+			s.invalid(line, tooLong, err)
+			continue
+		}
+		select {
+		case s.msgs <- m:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its "\n" or "\r\n". A line longer
+// than maxBytes is consumed up to its newline but only its first maxBytes
+// bytes are kept, and tooLong is set: memory stays bounded by maxBytes plus
+// the reader's buffer whatever the line's length. Each line is a fresh slice,
+// since a decoded Message keeps it as Raw.
+func (s *stream) readLine() (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := s.r.ReadSlice('\n')
+		if !tooLong {
+			line = append(line, chunk...)
+			if len(line) > s.maxBytes+len("\r\n") {
+				line, tooLong = line[:s.maxBytes], true
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && (len(line) > 0 || tooLong):
+			// The last line, without a newline.
+		default:
+			return nil, false, err
+		}
+		if !tooLong {
+			line = bytes.TrimSuffix(line, []byte("\n"))
+			line = bytes.TrimSuffix(line, []byte("\r"))
+			if len(line) > s.maxBytes {
+				line, tooLong = line[:s.maxBytes], true
+			}
+		}
+		return line, tooLong, nil
+	}
+}
+
+// isBlank reports whether line holds only JSON whitespace.
+func isBlank(line []byte) bool {
+	return len(bytes.Trim(line, " \t\r")) == 0
+}
+
+// invalid logs a line that did not decode and, with ReplyInvalid, answers it,
+// with the line's id when PeekID can read one. For a line over the limit,
+// line holds only its first maxBytes bytes, where the id usually is.
+func (s *stream) invalid(line []byte, tooLong bool, err error) {
+	var jerr *jsonrpc.Error
+	if !errors.As(err, &jerr) {
+		jerr = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()}
+	}
+	s.log.Warn("transport: invalid message dropped",
+		"conn", s.name,
+		"rule", ruleOf(err),
+		"code", jerr.Code,
+		"error", jerr.Message,
+		"bytes", len(line),
+		"too_long", tooLong,
+		"replied", s.replyInvalid)
+	if !s.replyInvalid {
+		return
+	}
+	reply := jsonrpc.EncodeErrorResponse(jsonrpc.PeekID(line), jerr)
+	if err := s.writeLine(context.Background(), reply); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Warn("transport: could not answer an invalid message", "conn", s.name, "error", err)
+	}
+}
+
+// closers closes each of its elements and returns the first error.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
