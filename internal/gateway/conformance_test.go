@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,23 +35,9 @@ func TestOfficialConformanceThroughGateway(t *testing.T) {
 		stateless bool
 		args      []string
 		want      int // checks the server passes directly, per the suite's pinned version
-		// gap lists the checks warden is known to fail where the server
-		// passes. The test fails if any other check differs, and also if a
-		// listed check starts to pass, so that this list cannot go stale.
-		gap []string
 	}{
-		{"2025-11-25", false, []string{"--suite", "active", "--spec-version", "2025-11-25"}, 42, nil},
-		{"2026-07-28", true, []string{"--suite", "all", "--spec-version", "2026-07-28"}, 115, []string{
-			// SEP-2243 Mcp-Param-* headers: the upstream refuses a mismatch with
-			// HTTP 400 and code -32020; warden relays neither the status nor the
-			// upstream's error yet (ARCHITECTURE.md, "Known gaps").
-			"server-http-custom-header-server-validation/sep-2243-server-reject-invalid-param-chars#1",
-			"server-http-custom-header-server-validation/sep-2243-server-reject-param-mismatch#2",
-			"server-http-custom-header-server-validation/sep-2243-server-reject-invalid-param-chars#3",
-			"server-http-custom-header-server-validation/sep-2243-server-reject-param-mismatch#4",
-			"server-http-custom-header-server-validation/sep-2243-server-validate-param-match#7",
-			"server-http-custom-header-server-validation/sep-2243-server-reject-param-mismatch#8",
-		}},
+		{"2025-11-25", false, []string{"--suite", "active", "--spec-version", "2025-11-25"}, 42},
+		{"2026-07-28", true, []string{"--suite", "all", "--spec-version", "2026-07-28"}, 115},
 	}
 	for _, leg := range legs {
 		t.Run(leg.name, func(t *testing.T) {
@@ -71,16 +56,12 @@ func TestOfficialConformanceThroughGateway(t *testing.T) {
 
 			t.Logf("direct: %d passed, %d failed; through warden: %d passed, %d failed",
 				direct.passed, direct.failed, through.passed, through.failed)
-			if through.passed != direct.passed-len(leg.gap) || through.failed != direct.failed+len(leg.gap) {
-				t.Errorf("through warden %d passed, %d failed; the server alone %d passed, %d failed; known gap %d",
-					through.passed, through.failed, direct.passed, direct.failed, len(leg.gap))
+			if through.passed != direct.passed || through.failed != direct.failed {
+				t.Errorf("through warden %d passed, %d failed; the server alone %d passed, %d failed",
+					through.passed, through.failed, direct.passed, direct.failed)
 			}
 			for id, st := range direct.checks {
-				got := through.checks[id]
-				switch known := slices.Contains(leg.gap, id); {
-				case known && got == st:
-					t.Errorf("check %s now passes through warden: remove it from the known gap", id)
-				case !known && got != st:
+				if got := through.checks[id]; got != st {
 					t.Errorf("check %s: %s directly, %q through warden", id, st, got)
 				}
 			}

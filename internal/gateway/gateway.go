@@ -40,6 +40,8 @@ type Upstream struct {
 	Dial func(ctx context.Context, stateless bool) (transport.Conn, error)
 	// Pipeline checks every client message bound for this upstream.
 	Pipeline *Pipeline
+
+	tools *toolIndex // what its tools/list answers said; set by New
 }
 
 // Options configures a Gateway. The zero value of every field is the safe
@@ -110,6 +112,7 @@ func New(opts Options) (*Gateway, error) {
 		if u.Pipeline == nil {
 			u.Pipeline = NewPipeline()
 		}
+		u.tools = newToolIndex()
 		g.upstreams[u.Name] = u
 	}
 	if g.opts.Default == "" && len(opts.Upstreams) == 1 {
@@ -155,6 +158,7 @@ func (g *Gateway) listener(u *Upstream) *transport.HTTPServer {
 		AllowedOrigins:           g.opts.AllowedOrigins,
 		InsecureDisableHostCheck: g.opts.InsecureDisableHostCheck,
 		SessionIdleTimeout:       g.opts.SessionIdleTimeout,
+		ParamBindings:            u.tools.paramBindings,
 		Logger:                   g.log,
 		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
 			if err := g.ServeConn(ctx, conn, u.Name, info.ID, info.Stateless); err != nil {
@@ -190,6 +194,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Pipeline:       u.Pipeline,
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
+		OnResult:       u.tools.learn,
 		Logger:         g.log,
 	})
 	err = relay.Run(ctx)

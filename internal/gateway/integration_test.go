@@ -182,8 +182,16 @@ func exerciseDemo(t *testing.T, ctx context.Context, cs *mcp.ClientSession, prog
 	if err != nil || text(t, res) != "counted 3" {
 		t.Fatalf("slow_count: %v %v", res, err)
 	}
-	if got := progress.get(); serverToClient && !slices.Equal(got, []float64{1, 2, 3}) {
-		t.Errorf("progress notifications through warden: %v, want [1 2 3]", got)
+	// The client may run its notification handler after CallTool returns,
+	// so wait a little for the last step.
+	if serverToClient {
+		deadline := time.Now().Add(3 * time.Second)
+		for len(progress.get()) < 3 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := progress.get(); !slices.Equal(got, []float64{1, 2, 3}) {
+			t.Errorf("progress notifications through warden: %v, want [1 2 3]", got)
+		}
 	}
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"question": "proceed?"}})
 	if err != nil || res.IsError || !strings.Contains(text(t, res), "yes") {

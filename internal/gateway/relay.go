@@ -39,6 +39,7 @@ type Relay struct {
 	session          string
 	timeout          time.Duration
 	observe          func(Decision)
+	onResult         func(method string, result []byte)
 	log              *slog.Logger
 
 	mu      sync.Mutex
@@ -48,8 +49,9 @@ type Relay struct {
 }
 
 type pendingCall struct {
-	id    jsonrpc.ID
-	timer *time.Timer // nil without a request timeout
+	id     jsonrpc.ID
+	method string
+	timer  *time.Timer // nil without a request timeout
 }
 
 // RelayOptions configures a Relay.
@@ -63,7 +65,12 @@ type RelayOptions struct {
 	// Observe, if set, is called for every message handled, synchronously, in
 	// the goroutine relaying that direction. It must not block.
 	Observe func(Decision)
-	Logger  *slog.Logger
+	// OnResult, if set, sees the result of every successful response the
+	// upstream sends to a client request, with the request's method (the tool
+	// index learns tool schemas from tools/list this way). It must not block
+	// and must not keep result.
+	OnResult func(method string, result []byte)
+	Logger   *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -82,6 +89,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		session:      opts.Session,
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
+		onResult:     opts.OnResult,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
@@ -146,7 +154,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if call != nil {
 		d.Tool = call.Tool
 	}
-	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID) {
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method) {
 		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
 		d.Denial = denial
@@ -164,7 +172,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	}
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
-		if msg.Kind == jsonrpc.KindRequest && r.untrack(msg.ID) {
+		if _, ok := r.untrack(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {
 			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "upstream", Rule: "write"}.
 				Errorf(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())))
 		}
@@ -209,12 +217,17 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			ID: msg.ID, Direction: "upstream"}
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
-			if !r.untrack(msg.ID) {
+			method, ok := r.untrack(msg.ID)
+			if !ok {
 				d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
 					Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
 				r.emit(d)
 				r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
 				continue
+			}
+			d.Method = method
+			if r.onResult != nil && msg.Result != nil {
+				r.onResult(method, msg.Result)
 			}
 		case jsonrpc.KindRequest:
 			r.mu.Lock()
@@ -227,7 +240,7 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 }
 
 // track records a pending client request; false if the id is already pending.
-func (r *Relay) track(id jsonrpc.ID) bool {
+func (r *Relay) track(id jsonrpc.ID, method string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -236,7 +249,7 @@ func (r *Relay) track(id jsonrpc.ID) bool {
 	if _, dup := r.pending[id.Raw()]; dup {
 		return false
 	}
-	p := &pendingCall{id: id}
+	p := &pendingCall{id: id, method: method}
 	if r.timeout > 0 {
 		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
 	}
@@ -244,25 +257,26 @@ func (r *Relay) track(id jsonrpc.ID) bool {
 	return true
 }
 
-// untrack removes a pending client request; false if it was not pending.
-func (r *Relay) untrack(id jsonrpc.ID) bool {
+// untrack removes a pending client request and returns its method; ok is
+// false if it was not pending.
+func (r *Relay) untrack(id jsonrpc.ID) (method string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pending[id.Raw()]
 	if !ok {
-		return false
+		return "", false
 	}
 	if p.timer != nil {
 		p.timer.Stop()
 	}
 	delete(r.pending, id.Raw())
-	return true
+	return p.method, true
 }
 
 // expire answers a request the upstream did not answer in time, and tells the
 // upstream to stop working on it.
 func (r *Relay) expire(id jsonrpc.ID) {
-	if !r.untrack(id) {
+	if _, ok := r.untrack(id); !ok {
 		return
 	}
 	ctx := context.Background()

@@ -1,0 +1,56 @@
+package gateway
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/agentwarden/warden/internal/mcp"
+)
+
+// toolIndex remembers what an upstream's tools/list answers said about each
+// tool. For now that is the SEP-2243 header bindings the listener checks;
+// manifest pinning will keep its hashes here too. One index serves every
+// session of an upstream, so a stateless request can be checked against a
+// list that another request fetched.
+type toolIndex struct {
+	mu       sync.RWMutex
+	bindings map[string][]mcp.ParamBinding // by tool name; guarded by mu
+}
+
+func newToolIndex() *toolIndex {
+	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding)}
+}
+
+// learn records the tools of one tools/list result (one page of it).
+func (x *toolIndex) learn(method string, result []byte) {
+	if method != mcp.MethodToolsList {
+		return
+	}
+	var page struct {
+		Tools []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	// The bytes passed the strict decoder already, so encoding/json cannot
+	// read them differently (no duplicate keys, no invalid UTF-8).
+	if json.Unmarshal(result, &page) != nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, t := range page.Tools {
+		if t.Name != "" {
+			x.bindings[t.Name] = mcp.ParamBindings(t.InputSchema)
+		}
+	}
+}
+
+// paramBindings returns the header bindings of tool, if its definition has
+// been seen.
+func (x *toolIndex) paramBindings(tool string) ([]mcp.ParamBinding, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	b, ok := x.bindings[tool]
+	return b, ok
+}
