@@ -34,9 +34,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -245,6 +247,9 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 	if err != nil {
 		return fmt.Errorf("upstream %s: %w", c.name, err)
 	}
+	if msg.IsCall() && !st.init {
+		return c.writeCall(ctx, msg, req, st)
+	}
 	// The request lives as long as its stream, not as long as ctx; ctx may
 	// only abandon the wait for headers.
 	reqCtx, cancel := context.WithCancel(c.ctx)
@@ -284,6 +289,52 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 		return ErrClosed
 	}
 	return nil
+}
+
+// writeCall sends a request other than initialize. It returns once the
+// request has been written to the connection, not when the upstream starts
+// answering: a server may hold its response headers until a long tool call
+// ends, and the caller must stay free to send other messages meanwhile (a
+// ping, or the cancellation of that very call). The POST and its stream then
+// run in their own goroutine, which delivers the response or an error.
+func (c *HTTPClientConn) writeCall(ctx context.Context, msg *jsonrpc.Message, req *http.Request, st *streamState) error {
+	wrote := make(chan struct{})
+	var once sync.Once
+	markWritten := func() { once.Do(func() { close(wrote) }) }
+	var abandoned atomic.Bool // the caller gave up before the request was written
+	reqCtx, cancel := context.WithCancel(c.ctx)
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { markWritten() }}
+	req = req.WithContext(httptrace.WithClientTrace(reqCtx, trace))
+	ok := c.spawn(func() {
+		defer cancel()
+		defer markWritten()
+		resp, err := c.client.Do(req)
+		if err != nil {
+			if c.isClosed() || abandoned.Load() {
+				return
+			}
+			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
+			c.deliverError(st, "connection", "request failed: "+errText(err))
+			return
+		}
+		if abandoned.Load() {
+			resp.Body.Close()
+			return
+		}
+		c.consume(resp, st)
+	})
+	if !ok {
+		cancel()
+		return ErrClosed
+	}
+	select {
+	case <-wrote:
+		return nil
+	case <-ctx.Done():
+		abandoned.Store(true)
+		cancel()
+		return ctx.Err()
+	}
 }
 
 // newPOST builds the POST for msg and records in st what it was sent with.

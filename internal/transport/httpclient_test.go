@@ -722,10 +722,57 @@ func TestHTTPClientWriteContext(t *testing.T) {
 	c := newHC(t, ts.URL, HTTPClientOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if err := c.Write(ctx, jsonrpc.NewRequest(jsonrpc.IntID(1), "ping", nil)); !errors.Is(err, context.DeadlineExceeded) {
+	// A notification waits for the upstream's 202, so ctx bounds that wait.
+	if err := c.Write(ctx, jsonrpc.NewNotification("notifications/initialized", nil)); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Write = %v, want DeadlineExceeded", err)
 	}
 	hcExpectNothing(t, c)
+}
+
+// TestHTTPClientSlowCallDoesNotBlockWrites: an upstream may hold its
+// response headers until a long tool call ends. Write must return once the
+// request is sent, so that other messages (a ping, a cancellation) can go
+// out meanwhile, and the slow answer still arrives later.
+func TestHTTPClientSlowCallDoesNotBlockWrites(t *testing.T) {
+	release := make(chan struct{})
+	ts, _ := serveHCFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m, err := jsonrpc.Decode(body, jsonrpc.Limits{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if m.Method == "tools/call" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(jsonrpc.NewResult(m.ID, []byte(`{}`)).Raw)
+	})
+	c := newHC(t, ts.URL, HTTPClientOptions{})
+	slow := jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/call", []byte(`{"name":"slow"}`))
+	done := make(chan error, 1)
+	go func() { done <- c.Write(context.Background(), slow) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Write of the slow call: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("Write of a call blocked until the upstream answered it")
+	}
+	hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(2), "ping", nil))
+	if got := hcRead(t, c); got.ID != jsonrpc.IntID(2) {
+		t.Fatalf("first answer is %s, want the ping's", got.Raw)
+	}
+	close(release)
+	if got := hcRead(t, c); got.ID != jsonrpc.IntID(1) {
+		t.Fatalf("second answer is %s, want the slow call's", got.Raw)
+	}
 }
 
 func TestHTTPClientCloseUnblocksRead(t *testing.T) {
