@@ -21,7 +21,7 @@ import (
 // Exit codes. `warden help` lists them; scripts may rely on them.
 const (
 	ExitOK       = 0 // success
-	ExitFindings = 1 // the command ran and found something: a refused call in the demo, an exploited target
+	ExitFindings = 1 // the command ran and found something: an exploited target, a violated property
 	ExitUsage    = 2 // bad command line
 	ExitConfig   = 3 // the configuration file is invalid
 	ExitUpstream = 4 // an upstream or the listener could not be started
@@ -34,7 +34,7 @@ var exitCodes = []struct {
 	text string
 }{
 	{ExitOK, "ok", "success"},
-	{ExitFindings, "findings", "ran, and found something (a refused call, an exploited target)"},
+	{ExitFindings, "findings", "ran, and found something (an exploited target, a violated property)"},
 	{ExitUsage, "usage", "bad command line"},
 	{ExitConfig, "config", "the configuration is invalid"},
 	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},

@@ -53,6 +53,15 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 		return code, err
 	}
 
+	switch {
+	case f.stdio && fs.NArg() == 0:
+		return ExitUsage, errors.New("--stdio needs the server command after --, e.g. warden gateway --stdio -- npx -y @modelcontextprotocol/server-everything")
+	case !f.stdio && fs.NArg() > 0:
+		return ExitUsage, fmt.Errorf("unexpected arguments %q (a server command needs --stdio)", fs.Args())
+	case !f.stdio && f.configPath == "":
+		return ExitUsage, errors.New("need --config FILE, or --stdio -- CMD (see warden help gateway)")
+	}
+
 	cfg := config.Default()
 	if f.configPath != "" {
 		var err error
@@ -67,16 +76,7 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 
 	if f.stdio {
-		if fs.NArg() == 0 {
-			return ExitUsage, errors.New("--stdio needs the server command after --, e.g. warden gateway --stdio -- npx -y @modelcontextprotocol/server-everything")
-		}
 		return serveStdio(ctx, env, cfg, &f, fs.Args(), logger)
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q (a server command needs --stdio)", fs.Args())
-	}
-	if f.configPath == "" {
-		return ExitUsage, errors.New("need --config FILE, or --stdio -- CMD (see warden help gateway)")
 	}
 	return serveHTTP(ctx, env, cfg, f.listen, logger)
 }

@@ -58,13 +58,12 @@ type Step struct {
 
 // scene is one demo run's moving parts.
 type scene struct {
-	opts    Options
-	root    string
-	canary  string
-	url     string
-	res     *Result
-	mu      sync.Mutex // guards res.UpstreamSaw
-	gateway *gateway.Gateway
+	opts   Options
+	root   string
+	canary string
+	url    string
+	res    *Result
+	mu     sync.Mutex // guards res.UpstreamSaw
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -128,12 +127,10 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		}},
 		RequestTimeout: 30 * time.Second,
 		Logger:         logger,
-		Observe:        s.observe,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.gateway = g
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -148,10 +145,6 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		g.Close()
 	}, nil
 }
-
-// observe receives the gateway's decisions. The demo only needs the counts;
-// the account itself comes from what the client saw.
-func (s *scene) observe(d gateway.Decision) {}
 
 // countingConn counts the tools/call requests that reach the demo server, so
 // the demo can show that a refused call never arrived.
