@@ -260,6 +260,23 @@ gateway:
 	exerciseDemo(t, ctx, cs, progress, true)
 }
 
+// TestGoSDKStatelessThroughHTTPGatewayToStdioUpstream: a 2026-07-28 client
+// in front of a stdio server. Each stateless POST gets its own child today
+// (ARCHITECTURE.md, known gaps), so state does not carry across calls, but
+// every call works.
+func TestGoSDKStatelessThroughHTTPGatewayToStdioUpstream(t *testing.T) {
+	ctx := testCtx(t)
+	url := startGateway(t, fmt.Sprintf(`version: 1
+gateway:
+  upstreams:
+    - name: demo
+      command: [%q, demo-server, --root, %q]
+      tools: {deny: [get_env]}
+`, wardenBin, t.TempDir()))
+	cs, progress := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: url}, "2026-07-28")
+	exerciseDemo(t, ctx, cs, progress, false)
+}
+
 // stdioGateway returns a go-sdk transport that runs `warden gateway --stdio`
 // in front of argv, the way a desktop client would.
 func stdioGateway(env []string, flags []string, argv ...string) *mcp.CommandTransport {
