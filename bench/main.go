@@ -1,0 +1,329 @@
+// Command bench measures warden's gateway against the same MCP server reached
+// directly, side by side in one run, and writes bench/results.json and
+// BENCHMARKS.md. Run it with `make bench`.
+//
+// Every measurement pairs a direct run with a run through warden, with the
+// same client (go-sdk), the same server (the demo server's echo tool) and the
+// same load, so the ratios are measured rather than assumed.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentwarden/warden/internal/demoserver"
+	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Result is one row of bench/results.json.
+type Result struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Unit   string  `json:"unit"`
+	Target string  `json:"target,omitempty"`
+	Met    *bool   `json:"met,omitempty"`
+	Note   string  `json:"note,omitempty"`
+}
+
+type report struct {
+	Date    string   `json:"date"`
+	Go      string   `json:"go"`
+	CPUs    int      `json:"cpus"`
+	Results []Result `json:"results"`
+}
+
+func main() {
+	calls := flag.Int("calls", 3000, "sequential calls per latency run")
+	workers := flag.Int("workers", 8, "concurrent sessions per throughput run")
+	perWorker := flag.Int("per-worker", 1000, "calls per session in throughput runs")
+	rounds := flag.Int("rounds", 3, "interleaved direct/warden rounds per measure; medians are reported")
+	out := flag.String("out", "bench", "directory for results.json")
+	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
+	flag.Parse()
+
+	ctx := context.Background()
+	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), CPUs: runtime.NumCPU()}
+	add := func(r Result) {
+		rep.Results = append(rep.Results, r)
+		log.Printf("%-48s %12.2f %s", r.Name, r.Value, r.Unit)
+	}
+
+	// HTTP keep-alive: go-sdk client → (warden →) go-sdk streamable handler.
+	upstream := serveDemoHTTP()
+	gw := serveGateway(upstream)
+	lat := func(url string) []time.Duration { return latencies(ctx, httpTransport(url), *calls) }
+	var directLat, gwLat []time.Duration
+	for range *rounds { // interleaved, so both sides see the same background noise
+		directLat = append(directLat, lat(upstream)...)
+		gwLat = append(gwLat, lat(gw)...)
+	}
+	p50d, p99d := pct(directLat, 50), pct(directLat, 99)
+	p50g, p99g := pct(gwLat, 50), pct(gwLat, 99)
+	add(Result{Name: "http p50 direct", Value: us(p50d), Unit: "µs"})
+	add(Result{Name: "http p50 through warden", Value: us(p50g), Unit: "µs"})
+	add(target(Result{Name: "http added p50", Value: us(p50g - p50d), Unit: "µs", Target: "≤ 100 µs"}, us(p50g-p50d) <= 100))
+	add(Result{Name: "http added p99", Value: us(p99g - p99d), Unit: "µs"})
+
+	var directTPs, gwTPs []float64
+	var directAllocs, gwAllocs uint64
+	for range *rounds {
+		tp, allocs := measureThroughput(ctx, func() mcp.Transport { return httpTransport(upstream) }, *workers, *perWorker)
+		directTPs, directAllocs = append(directTPs, tp), directAllocs+allocs
+		tp, allocs = measureThroughput(ctx, func() mcp.Transport { return httpTransport(gw) }, *workers, *perWorker)
+		gwTPs, gwAllocs = append(gwTPs, tp), gwAllocs+allocs
+	}
+	directTP, gwTP := median(directTPs), median(gwTPs)
+	add(Result{Name: "http throughput direct", Value: directTP, Unit: "calls/s"})
+	add(Result{Name: "http throughput through warden", Value: gwTP, Unit: "calls/s"})
+	add(target(Result{Name: "http throughput ratio", Value: gwTP / directTP, Unit: "×", Target: "≥ 0.8"}, gwTP/directTP >= 0.8))
+	msgs := float64(2 * *workers * *perWorker * *rounds) // a request and a response per call
+	add(Result{Name: "allocations per relayed message (http, whole gateway path)",
+		Value: (float64(gwAllocs) - float64(directAllocs)) / msgs, Unit: "allocs",
+		Note: "extra allocations of the gateway run over the direct run, per message relayed; includes warden's HTTP listener and upstream client"})
+
+	// stdio: go-sdk client → (warden gateway --stdio →) warden demo-server.
+	bin := buildWarden()
+	defer os.RemoveAll(filepath.Dir(bin))
+	root, _ := os.MkdirTemp("", "warden-bench-")
+	defer os.RemoveAll(root)
+	stdioDirect := func() mcp.Transport {
+		return &mcp.CommandTransport{Command: exec.Command(bin, "demo-server", "--root", root)}
+	}
+	stdioGW := func() mcp.Transport {
+		return &mcp.CommandTransport{Command: exec.Command(bin, "gateway", "--stdio", "--log-level", "error", "--", bin, "demo-server", "--root", root)}
+	}
+	var sd, sg []time.Duration
+	for range *rounds {
+		sd = append(sd, latencies(ctx, stdioDirect(), *calls)...)
+		sg = append(sg, latencies(ctx, stdioGW(), *calls)...)
+	}
+	add(Result{Name: "stdio p50 direct", Value: us(pct(sd, 50)), Unit: "µs"})
+	add(Result{Name: "stdio p50 through warden", Value: us(pct(sg, 50)), Unit: "µs"})
+	add(Result{Name: "stdio added p50", Value: us(pct(sg, 50) - pct(sd, 50)), Unit: "µs"})
+	add(Result{Name: "stdio added p99", Value: us(pct(sg, 99) - pct(sd, 99)), Unit: "µs"})
+	var stpDs, stpGs []float64
+	for range *rounds {
+		tp, _ := measureThroughput(ctx, stdioDirect, 2, *perWorker)
+		stpDs = append(stpDs, tp)
+		tp, _ = measureThroughput(ctx, stdioGW, 2, *perWorker)
+		stpGs = append(stpGs, tp)
+	}
+	stpD, stpG := median(stpDs), median(stpGs)
+	add(Result{Name: "stdio throughput direct", Value: stpD, Unit: "calls/s"})
+	add(Result{Name: "stdio throughput through warden", Value: stpG, Unit: "calls/s"})
+	add(target(Result{Name: "stdio throughput ratio", Value: stpG / stpD, Unit: "×", Target: "≥ 0.8"}, stpG/stpD >= 0.8))
+
+	rss := idleRSS(bin, root)
+	add(target(Result{Name: "idle gateway RSS", Value: rss, Unit: "MB", Target: "< 30 MB"}, rss < 30))
+
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	data, _ := json.MarshalIndent(rep, "", "  ")
+	if err := os.WriteFile(filepath.Join(*out, "results.json"), append(data, '\n'), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.WriteFile(*doc, []byte(markdown(rep, *rounds, *calls, *workers, *perWorker)), 0o644); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func target(r Result, met bool) Result { r.Met = &met; return r }
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func pct(d []time.Duration, p int) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[(len(s)-1)*p/100]
+}
+
+func httpTransport(url string) mcp.Transport {
+	return &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+}
+
+func connect(ctx context.Context, t mcp.Transport) *mcp.ClientSession {
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		log.Fatalf("connect: %v", err)
+	}
+	return cs
+}
+
+func echo(ctx context.Context, cs *mcp.ClientSession) {
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "bench"}}); err != nil {
+		log.Fatalf("echo: %v", err)
+	}
+}
+
+// latencies makes n sequential calls on one session, after a warm-up.
+func latencies(ctx context.Context, t mcp.Transport, n int) []time.Duration {
+	cs := connect(ctx, t)
+	defer cs.Close()
+	for range 200 {
+		echo(ctx, cs)
+	}
+	d := make([]time.Duration, n)
+	for i := range d {
+		start := time.Now()
+		echo(ctx, cs)
+		d[i] = time.Since(start)
+	}
+	return d
+}
+
+// measureThroughput is throughput plus the allocations made in this process
+// while it ran.
+func measureThroughput(ctx context.Context, newT func() mcp.Transport, workers, perWorker int) (float64, uint64) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	tp := throughput(ctx, newT, workers, perWorker)
+	runtime.ReadMemStats(&after)
+	return tp, after.Mallocs - before.Mallocs
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// throughput runs workers sessions making perWorker calls each, concurrently.
+func throughput(ctx context.Context, newT func() mcp.Transport, workers, perWorker int) float64 {
+	sessions := make([]*mcp.ClientSession, workers)
+	for i := range sessions {
+		sessions[i] = connect(ctx, newT())
+		echo(ctx, sessions[i])
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perWorker {
+				echo(ctx, cs)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, cs := range sessions {
+		cs.Close()
+	}
+	return float64(workers*perWorker) / elapsed.Seconds()
+}
+
+func listen() net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return ln
+}
+
+func serveDemoHTTP() string {
+	dir, _ := os.MkdirTemp("", "warden-bench-up-")
+	server := demoserver.New(demoserver.Options{Root: dir, Env: func() []string { return nil }})
+	ln := listen()
+	go http.Serve(ln, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	return "http://" + ln.Addr().String()
+}
+
+func serveGateway(upstream string) string {
+	g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{{
+		Name: "demo", Transport: "http",
+		Dial: func(context.Context, bool) (transport.Conn, error) {
+			return transport.NewHTTPClient(transport.HTTPClientOptions{URL: upstream, Name: "demo"}), nil
+		},
+	}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln := listen()
+	go http.Serve(ln, g.Handler())
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+func buildWarden() string {
+	dir, _ := os.MkdirTemp("", "warden-bench-bin-")
+	bin := filepath.Join(dir, "warden")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/warden")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		log.Fatalf("building warden: %v", err)
+	}
+	return bin
+}
+
+// idleRSS starts `warden gateway --config` with one stdio upstream and no
+// client, lets it settle, and reads its resident set size.
+func idleRSS(bin, root string) float64 {
+	cfg := filepath.Join(root, "idle.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("version: 1\ngateway:\n  listen: {addr: \"127.0.0.1:0\"}\n  upstreams:\n    - name: demo\n      command: [%q, demo-server]\n", bin)), 0o644)
+	cmd := exec.Command(bin, "gateway", "--config", cfg)
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	time.Sleep(time.Second)
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return -1
+}
+
+func markdown(rep *report, rounds, calls, workers, perWorker int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (bench/main.go); the numbers below are from the last run and also in bench/results.json.\n\n")
+	fmt.Fprintf(&b, "Run: %s, %s, %d CPUs. Every row that compares pairs a direct run and a run through warden in the same process, same client (go-sdk), same server (the demo server's `echo` tool), in %d interleaved rounds (direct, warden, direct, warden, …) so that both sides see the same background noise. Latency: percentiles over %d sequential calls per round on one session, after 200 warm-up calls. Throughput: the median round of %d concurrent sessions × %d calls over HTTP keep-alive, and of 2 × %d over stdio.\n\n",
+		rep.Date, rep.Go, rep.CPUs, rounds, calls, workers, perWorker, perWorker)
+	fmt.Fprintf(&b, "| measure | value | target | met |\n|---|---|---|---|\n")
+	for _, r := range rep.Results {
+		met := ""
+		if r.Met != nil {
+			met = map[bool]string{true: "yes", false: "**no**"}[*r.Met]
+		}
+		val := fmt.Sprintf("%.2f %s", r.Value, r.Unit)
+		if r.Unit == "" {
+			val = "—"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, val, r.Target, met)
+	}
+	fmt.Fprintf(&b, "\nNotes:\n\n")
+	for _, r := range rep.Results {
+		if r.Note != "" {
+			fmt.Fprintf(&b, "- %s: %s.\n", r.Name, r.Note)
+		}
+	}
+	fmt.Fprintf(&b, "- docker/mcp-gateway as a peer: not measured. The Go module proxy refuses github.com/docker/mcp-gateway (403 \"This module version is not available\"), so it cannot be built here.\n")
+	fmt.Fprintf(&b, "- HTTP added p50 misses its 100 µs target: warden adds a second HTTP round trip on loopback, SSE framing on both hops and several goroutine hand-offs. Planned: answer single-request POSTs with application/json when the upstream did, and cut hand-offs between the listener, the relay and the upstream client.\n")
+	fmt.Fprintf(&b, "- stdio runs include the child process's own work; the added latency is warden's extra hop (one more process, two more pipe crossings).\n")
+	fmt.Fprintf(&b, "- Throughput ratios are CPU-bound on this 2-core machine: client, warden and server share both cores, so a ratio below 1 is mostly warden's own CPU per message (two HTTP stacks and SSE framing on the HTTP path, about 80 allocations per relayed message) rather than waiting. Rounds vary by ±0.15 between runs; the median is reported. Cutting allocations on the HTTP path is the next performance step.\n")
+	return b.String()
+}
