@@ -296,6 +296,16 @@ func TestGoSDKThroughStdioGateway(t *testing.T) {
 	exerciseDemo(t, ctx, cs, progress, true)
 }
 
+func TestGoSDKStatelessThroughStdioGateway(t *testing.T) {
+	ctx := testCtx(t)
+	tr := stdioGateway(os.Environ(), []string{"--deny-tool", "get_env"}, wardenBin, "demo-server", "--root", t.TempDir())
+	cs, progress := connect(t, ctx, tr, "2026-07-28")
+	if got := cs.InitializeResult().ProtocolVersion; got != "2026-07-28" {
+		t.Fatalf("negotiated %s through the stdio gateway, want 2026-07-28", got)
+	}
+	exerciseDemo(t, ctx, cs, progress, false)
+}
+
 func TestStdioGatewayPassesOnlyAllowlistedEnvironment(t *testing.T) {
 	ctx := testCtx(t)
 	env := append(os.Environ(), "WARDEN_PARENT_SECRET=canary-parent")
