@@ -31,7 +31,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		Logger:                   logger,
 	}
 	for _, u := range gc.Upstreams {
-		dial, err := dialer(u, limits, logger)
+		dial, closeFn, err := dialer(u, limits, logger)
 		if err != nil {
 			return Options{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
@@ -39,6 +39,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			Name:      u.Name,
 			Transport: u.Transport(),
 			Dial:      dial,
+			Close:     closeFn,
 			Pipeline: NewPipeline(
 				MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
 				ToolPolicy{List: u.Tools},
@@ -48,15 +49,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	return opts, nil
 }
 
-// dialer returns the function that opens a session's connection to u.
-// Secrets referenced as ${env:NAME} are resolved here, at start, not when the
-// file is parsed.
-func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func(context.Context, bool) (transport.Conn, error), error) {
+// dialer returns the function that opens a session's connection to u, and
+// the function that releases what it keeps between sessions (nil if none).
+// A stdio upstream serves stateful sessions with a child each, and all
+// stateless sessions with one shared child. Secrets referenced as
+// ${env:NAME} are resolved here, at start, not when the file is parsed.
+func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func(context.Context, bool) (transport.Conn, error), func(), error) {
 	switch u.Transport() {
 	case config.TransportStdio:
 		env, err := u.ResolvedEnv(os.LookupEnv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		spec := transport.CommandSpec{
 			Path: u.Command[0], Args: u.Command[1:], Dir: u.Dir,
@@ -64,13 +67,18 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func
 			Limits: limits, Logger: logger, Name: u.Name,
 			ShutdownTimeout: u.ShutdownTimeout,
 		}
-		return func(context.Context, bool) (transport.Conn, error) {
-			return transport.Command(spec)
-		}, nil
+		start := func(context.Context) (transport.Conn, error) { return transport.Command(spec) }
+		shared := newSharedUpstream(u.Name, start, logger)
+		return func(ctx context.Context, stateless bool) (transport.Conn, error) {
+			if stateless {
+				return shared.session(), nil
+			}
+			return start(ctx)
+		}, shared.Close, nil
 	case config.TransportHTTP:
 		headers, err := u.ResolvedHeaders(os.LookupEnv)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		h := http.Header{}
 		for k, v := range headers {
@@ -81,7 +89,7 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func
 			return transport.NewHTTPClient(transport.HTTPClientOptions{
 				URL: u.URL, Client: client, Header: h.Clone(), Limits: limits, Logger: logger, Name: u.Name,
 			}), nil
-		}, nil
+		}, nil, nil
 	}
-	return nil, fmt.Errorf("unknown transport %q", u.Transport())
+	return nil, nil, fmt.Errorf("unknown transport %q", u.Transport())
 }

@@ -40,6 +40,9 @@ type Upstream struct {
 	Dial func(ctx context.Context, stateless bool) (transport.Conn, error)
 	// Pipeline checks every client message bound for this upstream.
 	Pipeline *Pipeline
+	// Close, if set, releases what Dial keeps between sessions (the child
+	// shared by stateless sessions). Gateway.Close calls it.
+	Close func()
 
 	tools *toolIndex // what its tools/list answers said; set by New
 }
@@ -225,6 +228,11 @@ func (g *Gateway) Close() error {
 		l.Close()
 	}
 	g.sessions.Wait()
+	for _, u := range g.upstreams {
+		if u.Close != nil {
+			u.Close()
+		}
+	}
 	return nil
 }
 

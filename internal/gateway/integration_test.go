@@ -261,9 +261,9 @@ gateway:
 }
 
 // TestGoSDKStatelessThroughHTTPGatewayToStdioUpstream: a 2026-07-28 client
-// in front of a stdio server. Each stateless POST gets its own child today
-// (ARCHITECTURE.md, known gaps), so state does not carry across calls, but
-// every call works.
+// in front of a stdio server. Every stateless POST goes to one shared child,
+// so the server's state carries across calls: the second transfer is the
+// ledger's second.
 func TestGoSDKStatelessThroughHTTPGatewayToStdioUpstream(t *testing.T) {
 	ctx := testCtx(t)
 	url := startGateway(t, fmt.Sprintf(`version: 1
@@ -275,6 +275,11 @@ gateway:
 `, wardenBin, t.TempDir()))
 	cs, progress := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: url}, "2026-07-28")
 	exerciseDemo(t, ctx, cs, progress, false)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds",
+		Arguments: map[string]any{"account_id": "ACC_123", "amount": 500, "recipient": "second@example.com"}})
+	if err != nil || !strings.Contains(text(t, res), "txn-0002") {
+		t.Fatalf("second transfer: %v %v; want txn-0002 from the same child", res, err)
+	}
 }
 
 // stdioGateway returns a go-sdk transport that runs `warden gateway --stdio`
