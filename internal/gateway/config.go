@@ -84,7 +84,7 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func
 		for k, v := range headers {
 			h.Set(k, v)
 		}
-		client := &http.Client{Transport: http.DefaultTransport}
+		client := transport.UpstreamHTTPClient() // one keep-alive pool for all of u's sessions
 		return func(context.Context, bool) (transport.Conn, error) {
 			return transport.NewHTTPClient(transport.HTTPClientOptions{
 				URL: u.URL, Client: client, Header: h.Clone(), Limits: limits, Logger: logger, Name: u.Name,

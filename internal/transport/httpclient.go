@@ -140,7 +140,7 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 		cancel:   cancel,
 	}
 	if c.client == nil {
-		c.client, c.ownClient = defaultHTTPClient(), true
+		c.client, c.ownClient = UpstreamHTTPClient(), true
 	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = jsonrpc.DefaultMaxBytes
@@ -158,7 +158,13 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 	return c
 }
 
-func defaultHTTPClient() *http.Client {
+// UpstreamHTTPClient returns the HTTP client warden uses for upstreams: it
+// never follows redirects (a redirect would carry the upstream's configured
+// headers, such as an API key, to another server; Go strips only
+// Authorization and cookies), bounds dialing and the wait for response
+// headers, and sets no overall timeout, since SSE streams are long. Share
+// one per upstream so that its sessions share a keep-alive pool.
+func UpstreamHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	t.ResponseHeaderTimeout = httpHeaderTimeout
