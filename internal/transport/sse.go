@@ -55,7 +55,9 @@ type EventReader struct {
 // NewEventReader returns a reader whose events carry at most maxData bytes of
 // data. Lines longer than that are rejected without being buffered whole.
 func NewEventReader(r io.Reader, maxData int) *EventReader {
-	return &EventReader{r: bufio.NewReaderSize(r, 64<<10), max: maxData}
+	// A small buffer: one is made per stream, that is per relayed request on
+	// HTTP; longer lines are assembled from several reads.
+	return &EventReader{r: bufio.NewReaderSize(r, 4<<10), max: maxData}
 }
 
 // Retry returns the last reconnection delay the server asked for, in
