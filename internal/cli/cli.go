@@ -65,6 +65,7 @@ func commands() []command {
 		{name: "demo", usage: "[--verbose]",
 			short: "run the embedded demo: a demo MCP server behind the gateway, and a scripted client", run: runDemo},
 		{name: "config", usage: "check FILE", short: "validate a configuration file and report every problem", run: runConfig},
+		{name: "token", usage: "hash --params JSON", short: "zero-trust tokens: the parameters_hash of a tool call's arguments", run: runToken},
 		{name: "version", short: "print the version", run: runVersion},
 		{name: "help", usage: "[COMMAND]", short: "show help", run: runHelp},
 		{name: "demo-server", usage: "[--root DIR] [--http ADDR] [--stateless]",

@@ -118,3 +118,20 @@ func TestGatewayListenerFailureExits4(t *testing.T) {
 		t.Errorf("gateway on an impossible address exited %d, want %d: %s", code, ExitUpstream, stderr)
 	}
 }
+
+func TestTokenHash(t *testing.T) {
+	const want = "bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"
+	for _, params := range []string{
+		`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`,
+		`{"recipient":"vendor@example.com","amount":1000.00,"account_id":"ACC_123"}`,
+	} {
+		code, out, stderr := run(t, "token", "hash", "--params", params)
+		if code != ExitOK || strings.TrimSpace(out) != want {
+			t.Errorf("token hash %s: exit %d, %q (stderr %s); want %s", params, code, out, stderr, want)
+		}
+	}
+	code, _, stderr := run(t, "token", "hash", "--params", `{"amount":1,"amount":1000}`)
+	if code != ExitUsage || !strings.Contains(stderr, "duplicate key") {
+		t.Errorf("duplicate keys: exit %d, stderr %q", code, stderr)
+	}
+}

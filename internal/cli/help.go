@@ -31,6 +31,14 @@ Error codes are listed in docs/errors.md.
       are errors) and validates it, printing every problem with its path and
       position. Exit code 0 when valid, 3 when not.
 `,
+	"token": `  warden token hash --params JSON [--canonical]
+      Prints the parameters_hash that binds an approval to a tool call's exact
+      arguments: the lowercase hex SHA-256 of their RFC 8785 (JCS) canonical
+      form, absent arguments counting as {}. Key order, whitespace and number
+      spelling do not change it; any changed value does. Refused, with exit
+      code 2: duplicate keys, invalid UTF-8, lone surrogates, and numbers
+      beyond ±2^53 (send those as strings).
+`,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback
       listener, and runs a scripted MCP client session through it. It prints
