@@ -47,7 +47,8 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"5 relayed, 5 refused.", "refused by tool-policy", "HTTP 403"} {
+	for _, want := range []string{"5 relayed, 5 refused.", "refused by tool-policy", "HTTP 403",
+		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())
 		}

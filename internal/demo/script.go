@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // script is the client session the demo plays. Each step says what a user
@@ -39,6 +41,9 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "relayed")
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
 	s.call(ctx, cs, "transfer_funds", map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}, "relayed")
+	s.hashes(`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`,
+		`{"recipient":"vendor@example.com","amount":1000.0,"account_id":"ACC_123"}`,
+		`{"account_id":"ACC_123","amount":1001,"recipient":"vendor@example.com"}`)
 
 	// Raw HTTP: what a hostile or broken client might send.
 	sid := cs.ID()
@@ -54,6 +59,24 @@ func (s *scene) script(ctx context.Context) error {
 
 	s.expect(s.res.UpstreamSaw["get_env"] == 0, "get_env reached the demo server %d times", s.res.UpstreamSaw["get_env"])
 	return nil
+}
+
+// hashes shows the zero-trust parameters_hash of the transfer: the same
+// arguments in another order and spelling hash alike, a changed amount does
+// not. Tokens bound to this hash, and approvals, come with issue 3.
+func (s *scene) hashes(approved, reordered, tampered string) {
+	h1, _, err1 := zerotrust.ParamsHash([]byte(approved))
+	h2, _, err2 := zerotrust.ParamsHash([]byte(reordered))
+	h3, _, err3 := zerotrust.ParamsHash([]byte(tampered))
+	if err1 != nil || err2 != nil || err3 != nil {
+		s.expect(false, "hashing the transfer's arguments: %v %v %v", err1, err2, err3)
+		return
+	}
+	s.expect(h1 == h2 && h1 != h3, "parameters_hash does not bind the arguments")
+	w := s.opts.Out
+	fmt.Fprintf(w, "        parameters_hash of those arguments: %s\n", h1)
+	fmt.Fprintf(w, "        the same arguments reordered, 1000.0 for 1000:  %s (same: an approval binds values, not spelling)\n", h2[:16]+"…")
+	fmt.Fprintf(w, "        amount 1001 instead:                            %s (different: a token for 1000 cannot run 1001)\n", h3[:16]+"…")
 }
 
 // call makes one tool call and records what happened.
