@@ -54,7 +54,7 @@ func main() {
 	calls := flag.Int("calls", 3000, "sequential calls per latency run")
 	workers := flag.Int("workers", 8, "concurrent sessions per throughput run")
 	perWorker := flag.Int("per-worker", 1000, "calls per session in throughput runs")
-	rounds := flag.Int("rounds", 3, "interleaved direct/warden rounds per measure; medians are reported")
+	rounds := flag.Int("rounds", 5, "interleaved direct/warden rounds per measure; medians are reported")
 	out := flag.String("out", "bench", "directory for results.json")
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")

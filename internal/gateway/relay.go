@@ -20,6 +20,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -207,6 +208,7 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				// The upstream ended on its own: it crashed or exited.
+				err = fmt.Errorf("upstream %s ended the session%s: %w", quote(r.upstreamName), exitStatus(r.upstream), err)
 				r.log.Warn("upstream ended", "upstream", r.upstreamName, "err", err)
 				r.failPending(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" ended the session")
 				r.client.Close()
@@ -324,6 +326,22 @@ func (r *Relay) writeClient(ctx context.Context, msg *jsonrpc.Message) {
 	if err := r.client.Write(ctx, msg); err != nil && !errors.Is(err, transport.ErrClosed) {
 		r.log.Debug("client write failed", "err", err)
 	}
+}
+
+// exitStatus describes how a child-process upstream exited, if it has.
+func exitStatus(c transport.Conn) string {
+	p, ok := c.(interface{ ExitCode() int })
+	if !ok {
+		return ""
+	}
+	// Stdout closes a moment before the process is reaped.
+	for range 20 {
+		if code := p.ExitCode(); code >= 0 {
+			return fmt.Sprintf(" (its process exited with status %d)", code)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return ""
 }
 
 func (r *Relay) emit(d Decision) {
