@@ -38,6 +38,43 @@ Error codes are listed in docs/errors.md.
       spelling do not change it; any changed value does. Refused, with exit
       code 2: duplicate keys, invalid UTF-8, lone surrogates, and numbers
       beyond ±2^53 (send those as strings).
+
+  warden token issue --sub USER --tool TOOL --params JSON [--ttl 30s]
+                     [--dpop-jkt JKT] [--aud A] [--iss I] [--persona P]
+                     [--classification 1..5] [--binding-mode M] [--data-dir DIR]
+      Prints a compact JWS (typ "wzt+jwt") signed with the active key of
+      'warden keys', authorizing USER to call TOOL once with exactly these
+      arguments. Claims: iss, aud, sub, iat, nbf, exp, jti, tool,
+      parameters_hash, hash_alg, binding_mode, persona, classification,
+      cnf.jkt, txn. The lifetime is at most 30s.
+
+  warden token verify --token T|- --sub USER --tool TOOL --params JSON
+                      [--aud A] [--iss I] [--persona P] [--skew 5s] [--data-dir DIR]
+      Checks the token against exactly that call: signature (EdDSA or ES256
+      only), iss and aud, INV-1 sub and tool, persona, INV-2 nbf/exp, INV-3
+      parameters_hash. Exit code 0 when valid, 1 with the failed invariant,
+      for example
+        INV-3 parameter integrity: parameters_hash does not match the arguments (step 5)
+      It does not consume the jti (INV-4) or check DPoP (INV-5).
+
+  warden token inspect TOKEN|-
+      Prints the header and claims, decoded but UNVERIFIED.
+`,
+	"keys": `  warden keys generate [--alg EdDSA|ES256] [--data-dir DIR]
+      Creates a signing key and makes it the active one; the previous key is
+      retired and still verifies for an hour. Prints the new kid (the key's
+      RFC 7638 thumbprint).
+
+  warden keys list [--data-dir DIR]
+      Lists the keys that still verify, the active one marked.
+
+  warden keys jwks [--data-dir DIR]
+      Prints the public keys as a JWK Set.
+
+Keys live in DIR/keys (private key files mode 0600; a key readable by group
+or others is refused). DIR defaults to $WARDEN_DATA_DIR, else
+$XDG_DATA_HOME/warden, else ~/.local/share/warden (macOS: ~/Library/Application
+Support/warden).
 `,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback

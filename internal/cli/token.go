@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,17 +12,23 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
-// runToken dispatches `warden token SUBCOMMAND`. Only hash exists so far;
-// issue, verify and inspect follow with the token service.
+// runToken dispatches `warden token SUBCOMMAND`: hash, issue, verify and
+// inspect zero-trust invocation tokens.
 func runToken(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
-		return ExitUsage, errors.New("usage: warden token hash --params JSON")
+		return ExitUsage, errors.New("usage: warden token hash|issue|verify|inspect (see warden help token)")
 	}
 	switch args[0] {
 	case "hash":
 		return runTokenHash(ctx, env, args[1:])
+	case "issue":
+		return runTokenIssue(ctx, env, args[1:])
+	case "verify":
+		return runTokenVerify(ctx, env, args[1:])
+	case "inspect":
+		return runTokenInspect(ctx, env, args[1:])
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want hash)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want hash, issue, verify or inspect)", args[0])
 }
 
 // runTokenHash prints the parameters_hash of a tool call's arguments: the
@@ -35,12 +43,9 @@ func runTokenHash(_ context.Context, env *Env, args []string) (int, error) {
 	if fs.NArg() > 0 {
 		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	in := []byte(*params)
-	if *params == "-" {
-		var err error
-		if in, err = io.ReadAll(io.LimitReader(env.Stdin, 4<<20+1)); err != nil {
-			return ExitUsage, err
-		}
+	in, err := readArg(env, *params)
+	if err != nil {
+		return ExitUsage, err
 	}
 	hash, form, err := zerotrust.ParamsHash(in)
 	if err != nil {
@@ -49,6 +54,142 @@ func runTokenHash(_ context.Context, env *Env, args []string) (int, error) {
 	fmt.Fprintln(env.Stdout, hash)
 	if *canonical {
 		fmt.Fprintln(env.Stdout, string(form))
+	}
+	return ExitOK, nil
+}
+
+// readArg returns v, or standard input when v is "-".
+func readArg(env *Env, v string) ([]byte, error) {
+	if v != "-" {
+		return []byte(v), nil
+	}
+	return io.ReadAll(io.LimitReader(env.Stdin, 4<<20+1))
+}
+
+// runTokenIssue signs a token for one call with the active key.
+func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "token issue", "--sub USER --tool TOOL --params JSON|- [--ttl D] [--dpop-jkt JKT] [--aud A] [--data-dir DIR]")
+	sub := fs.String("sub", "", "the user the token is for (required)")
+	tool := fs.String("tool", "", "the canonical upstream tool it authorizes (required)")
+	params := fs.String("params", "", "the approved `arguments` as JSON, or - for stdin (absent: {})")
+	ttl := fs.Duration("ttl", zerotrust.MaxTTL, "lifetime, at most 30s")
+	jkt := fs.String("dpop-jkt", "", "bind the token to this DPoP key thumbprint (cnf.jkt)")
+	aud := fs.String("aud", zerotrust.DefaultAudience, "audience")
+	iss := fs.String("iss", zerotrust.DefaultIssuer, "issuer")
+	persona := fs.String("persona", "", "role of the presenter, checked at step 3a")
+	class := fs.Int("classification", 0, "data classification 1..5 (0: none)")
+	mode := fs.String("binding-mode", zerotrust.BindingAdHoc, "ad-hoc, pre-defined or hybrid")
+	keysDir := dataDirFlag(env, fs)
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *sub == "" || *tool == "" {
+		return ExitUsage, errors.New("--sub and --tool are required")
+	}
+	in, err := readArg(env, *params)
+	if err != nil {
+		return ExitUsage, err
+	}
+	ring, code, err := loadRing(keysDir)
+	if err != nil {
+		return code, err
+	}
+	if len(ring.Keys()) == 0 {
+		return ExitConfig, errors.New("no signing key: run 'warden keys generate' first")
+	}
+	tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{
+		Sub: *sub, Tool: *tool, Arguments: in, TTL: *ttl, Aud: *aud, Iss: *iss,
+		Persona: *persona, Classification: *class, DPoPJKT: *jkt, BindingMode: *mode,
+	})
+	if err != nil {
+		return ExitUsage, errors.New(strings.TrimPrefix(err.Error(), "arguments: jsonrpc -32700: "))
+	}
+	fmt.Fprintln(env.Stdout, tok)
+	return ExitOK, nil
+}
+
+// runTokenVerify checks a token against exactly one call. It exits 0 when
+// the token authorizes the call, 1 naming the failed invariant when not.
+func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "token verify", "--token T|- --sub USER --tool TOOL --params JSON [--data-dir DIR]")
+	token := fs.String("token", "", "the token, or - for stdin (required)")
+	sub := fs.String("sub", "", "the authenticated user (required)")
+	tool := fs.String("tool", "", "the tool being called (required)")
+	params := fs.String("params", "", "the call's `arguments` as JSON (absent: {})")
+	aud := fs.String("aud", zerotrust.DefaultAudience, "expected audience")
+	iss := fs.String("iss", zerotrust.DefaultIssuer, "expected issuer")
+	persona := fs.String("persona", "", "when set, the role the token must name (step 3a)")
+	skew := fs.Duration("skew", zerotrust.DefaultSkew, "tolerated clock skew")
+	keysDir := dataDirFlag(env, fs)
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *token == "" || *sub == "" || *tool == "" {
+		return ExitUsage, errors.New("--token, --sub and --tool are required")
+	}
+	if *token == "-" && *params == "-" {
+		return ExitUsage, errors.New("only one of --token and --params can read stdin")
+	}
+	tok, err := readArg(env, *token)
+	if err != nil {
+		return ExitUsage, err
+	}
+	in, err := readArg(env, *params)
+	if err != nil {
+		return ExitUsage, err
+	}
+	ring, code, err := loadRing(keysDir)
+	if err != nil {
+		return code, err
+	}
+	c, verr := zerotrust.Verify(ring, strings.TrimSpace(string(tok)), zerotrust.Expect{
+		Sub: *sub, Tool: *tool, Arguments: in, Aud: *aud, Iss: *iss, Persona: *persona, Skew: *skew,
+	})
+	if verr != nil {
+		fmt.Fprintln(env.Stdout, verr.Error())
+		return ExitFindings, nil
+	}
+	fmt.Fprintf(env.Stdout, "valid: signature, INV-1 identity-tool binding, INV-2 temporal validity, INV-3 parameter integrity (jti %s)\n", c.ID)
+	fmt.Fprintln(env.Stdout, "not checked here: INV-4 single use (the jti is not consumed)")
+	if c.Confirmation != nil {
+		fmt.Fprintf(env.Stdout, "not checked here: INV-5 DPoP proof for cnf.jkt %s\n", c.Confirmation.JKT)
+	}
+	return ExitOK, nil
+}
+
+// runTokenInspect prints a token's header and claims without verifying them.
+func runTokenInspect(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "token inspect", "TOKEN|-")
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() != 1 {
+		return ExitUsage, errors.New("usage: warden token inspect TOKEN|-")
+	}
+	tok, err := readArg(env, fs.Arg(0))
+	if err != nil {
+		return ExitUsage, err
+	}
+	header, claims, err := zerotrust.Inspect(strings.TrimSpace(string(tok)))
+	if err != nil {
+		return ExitUsage, err
+	}
+	fmt.Fprintln(env.Stdout, "UNVERIFIED: decoded only; the signature, times and bindings were not checked.")
+	for _, part := range []struct {
+		name string
+		raw  []byte
+	}{{"header", header}, {"claims", claims}} {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, part.raw, "", "  "); err != nil {
+			return ExitUsage, fmt.Errorf("%s: %v", part.name, err)
+		}
+		fmt.Fprintf(env.Stdout, "%s (unverified):\n%s\n", part.name, buf.Bytes())
 	}
 	return ExitOK, nil
 }

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/agentwarden/warden/internal/zerotrust"
+)
+
+// runKeys dispatches `warden keys SUBCOMMAND`: the signing keys of
+// zero-trust invocation tokens.
+func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
+	if len(args) == 0 {
+		return ExitUsage, errors.New("usage: warden keys generate|list|jwks [--data-dir DIR]")
+	}
+	switch args[0] {
+	case "generate":
+		return runKeysGenerate(ctx, env, args[1:])
+	case "list":
+		return runKeysList(ctx, env, args[1:])
+	case "jwks":
+		return runKeysJWKS(ctx, env, args[1:])
+	}
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list or jwks)", args[0])
+}
+
+// dataDirFlag adds --data-dir to fs and returns a function that resolves it
+// to the key directory.
+func dataDirFlag(env *Env, fs *flag.FlagSet) func() (string, error) {
+	dir := fs.String("data-dir", "", "warden's data directory (default $WARDEN_DATA_DIR, else the per-user data directory)")
+	return func() (string, error) {
+		d := *dir
+		if d == "" {
+			d = zerotrust.DataDirFrom(env.Getenv)
+		}
+		if d == "" {
+			return "", errors.New("no data directory: set WARDEN_DATA_DIR or pass --data-dir")
+		}
+		return zerotrust.KeysDir(d), nil
+	}
+}
+
+// loadRing parses no flags; it loads the key ring or maps the failure to
+// ExitConfig.
+func loadRing(keysDir func() (string, error)) (*zerotrust.KeyRing, int, error) {
+	dir, err := keysDir()
+	if err != nil {
+		return nil, ExitUsage, err
+	}
+	ring, err := zerotrust.LoadKeyRing(dir)
+	if err != nil {
+		return nil, ExitConfig, err
+	}
+	return ring, ExitOK, nil
+}
+
+func runKeysGenerate(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "keys generate", "[--alg EdDSA|ES256] [--data-dir DIR]")
+	alg := fs.String("alg", zerotrust.AlgEdDSA, "signature algorithm: EdDSA (Ed25519) or ES256 (P-256)")
+	keysDir := dataDirFlag(env, fs)
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *alg != zerotrust.AlgEdDSA && *alg != zerotrust.AlgES256 {
+		return ExitUsage, fmt.Errorf("--alg %q (want %s or %s)", *alg, zerotrust.AlgEdDSA, zerotrust.AlgES256)
+	}
+	ring, code, err := loadRing(keysDir)
+	if err != nil {
+		return code, err
+	}
+	k, err := ring.Rotate(*alg)
+	if err != nil {
+		return ExitInternal, err
+	}
+	fmt.Fprintln(env.Stdout, k.Kid)
+	return ExitOK, nil
+}
+
+func runKeysList(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "keys list", "[--data-dir DIR]")
+	keysDir := dataDirFlag(env, fs)
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	ring, code, err := loadRing(keysDir)
+	if err != nil {
+		return code, err
+	}
+	keys := ring.Keys()
+	if len(keys) == 0 {
+		dir, _ := keysDir()
+		fmt.Fprintf(env.Stdout, "no keys in %s; run 'warden keys generate'\n", dir)
+		return ExitOK, nil
+	}
+	for _, k := range keys {
+		state := "active"
+		if !k.Active {
+			state = "retired, verifies until " + k.Expires.UTC().Format(time.RFC3339)
+		}
+		fmt.Fprintf(env.Stdout, "%s  %-5s  created %s  %s\n", k.Kid, k.Alg, k.Created.UTC().Format(time.RFC3339), state)
+	}
+	return ExitOK, nil
+}
+
+func runKeysJWKS(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "keys jwks", "[--data-dir DIR]")
+	keysDir := dataDirFlag(env, fs)
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	ring, code, err := loadRing(keysDir)
+	if err != nil {
+		return code, err
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", ring.PublicJWKS())
+	return ExitOK, nil
+}
