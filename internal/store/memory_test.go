@@ -1,0 +1,46 @@
+package store
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Memory holds only unexpired ids: a burst of short-lived ids is dropped
+// once they expire, without a background goroutine.
+func TestMemoryBoundedByExpiry(t *testing.T) {
+	m := NewMemory()
+	defer m.Close()
+	const n = 5000
+	for i := range n {
+		if !mustConsume(t, m, NSProof, fmt.Sprint("burst-", i), 100*time.Millisecond) {
+			t.Fatalf("first Consume of burst-%d: ok = false", i)
+		}
+	}
+	mustConsume(t, m, NSToken, "kept", time.Hour)
+	if got := m.Len(); got != n+1 {
+		t.Fatalf("Len before expiry = %d, want %d", got, n+1)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := m.Len(); got != 1 {
+		t.Fatalf("Len after expiry = %d, want 1 (only the unexpired id)", got)
+	}
+	if mustConsume(t, m, NSToken, "kept", time.Hour) {
+		t.Fatal("unexpired id forgotten by the sweep")
+	}
+}
+
+func TestExpiryHeapOrder(t *testing.T) {
+	var h expiryHeap
+	for _, e := range []int64{5, 3, 9, 1, 7, 3, 8, 2, 6, 4, 0} {
+		h.push(memEntry{exp: e})
+	}
+	prev := int64(-1)
+	for len(h) > 0 {
+		e := h.pop()
+		if e.exp < prev {
+			t.Fatalf("pop returned %d after %d", e.exp, prev)
+		}
+		prev = e.exp
+	}
+}

@@ -1,0 +1,272 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// SQLite is a Store in an SQLite database file: the default embedded store.
+// Several processes may open the same file; SQLite's file locks serialise
+// their writers, so the first INSERT of (ns, id) wins everywhere. The
+// database runs in WAL mode with synchronous=FULL, so a Consume that
+// returned ok survives a crash or power loss, and busy_timeout lets a writer
+// wait for another process's transaction instead of failing at once.
+//
+// One row per consumed id:
+//
+//	CREATE TABLE consumed(ns TEXT, id TEXT, expires INTEGER, PRIMARY KEY(ns, id))
+//
+// Consume is one statement, INSERT … ON CONFLICT(ns, id) DO UPDATE … WHERE
+// the existing row has expired: the conflict on the primary key is the
+// replay, reported as ok == false by a zero change count rather than by
+// parsing a constraint error. The only row an INSERT may overwrite is an
+// expired one, which the contract allows to be forgotten. A goroutine
+// deletes expired rows periodically so the file stays bounded.
+//
+// Within a process one writer goroutine owns the write connection and
+// commits the Consumes that queued meanwhile in one transaction (group
+// commit), so concurrent callers share an fsync; Consume returns only after
+// its transaction committed.
+//
+//	Consume ─┐
+//	Consume ─┼─▶ reqs ─▶ writer: BEGIN IMMEDIATE; INSERT×n; COMMIT (fsync) ─▶ replies
+//	Consume ─┘
+type SQLite struct {
+	// immutable after OpenSQLite
+	db    *sql.DB
+	reqs  chan *sqliteReq // to the writer; unbuffered, so every request sent is answered
+	stop  chan struct{}   // closed by Close
+	done  sync.WaitGroup  // the writer and the sweeper
+	wconn *sql.Conn       // owned by the writer goroutine
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// sqliteReq is one Consume waiting for the writer (group commit: the
+// writer takes every request that queued during the previous commit into
+// one transaction, so one fsync serves them all).
+type sqliteReq struct {
+	ns, id       string
+	expires, now int64 // Unix milliseconds
+	reply        chan sqliteReply
+}
+
+type sqliteReply struct {
+	ok  bool
+	err error
+}
+
+// sqliteMaxBatch bounds the Consumes committed in one transaction.
+const sqliteMaxBatch = 512
+
+// sqliteSweepEvery is how often expired rows are deleted.
+const sqliteSweepEvery = time.Minute
+
+const (
+	sqliteSchema = `CREATE TABLE IF NOT EXISTS consumed (
+	ns      TEXT    NOT NULL,
+	id      TEXT    NOT NULL,
+	expires INTEGER NOT NULL, -- Unix milliseconds
+	PRIMARY KEY (ns, id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS consumed_expires ON consumed (expires);`
+
+	// ?4 is now in Unix milliseconds: only a row that has expired by then
+	// may be taken over.
+	sqliteConsume = `INSERT INTO consumed (ns, id, expires) VALUES (?1, ?2, ?3)
+ON CONFLICT (ns, id) DO UPDATE SET expires = excluded.expires WHERE consumed.expires <= ?4`
+
+	sqliteSweep = `DELETE FROM consumed WHERE expires <= ?1`
+)
+
+// OpenSQLite opens (creating if needed) the store in the database file at
+// path. It fails if the file cannot be put in WAL mode.
+func OpenSQLite(path string) (*SQLite, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
+		return nil, fmt.Errorf("store: sqlite path %q: want a plain file path", path)
+	}
+	// busy_timeout comes first (the driver applies it before the other
+	// pragmas), so that switching to WAL waits for a concurrent opener.
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
+	}
+	// Two connections per handle: one owned by the writer goroutine, which
+	// serialises this process's Consumes, and one for the sweeper. Other
+	// processes contend through SQLite's locks and busy_timeout.
+	db.SetMaxOpenConns(2)
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: create schema: %w", path, err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: journal_mode is %q, want wal", path, mode)
+	}
+	wconn, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
+	}
+	s := &SQLite{db: db, reqs: make(chan *sqliteReq), stop: make(chan struct{}), wconn: wconn}
+	s.done.Add(2)
+	go s.writeLoop()
+	go s.sweepLoop(sqliteSweepEvery)
+	return s, nil
+}
+
+// Consume implements Store.
+func (s *SQLite) Consume(ctx context.Context, ns, id string, expires time.Time) (bool, error) {
+	now := time.Now()
+	if s.closed.Load() {
+		return false, ErrClosed
+	}
+	if err := check(ctx, ns, id, expires, now); err != nil {
+		return false, err
+	}
+	req := &sqliteReq{ns: ns, id: id, expires: ceilMilli(expires), now: now.UnixMilli(), reply: make(chan sqliteReply, 1)}
+	select {
+	case s.reqs <- req:
+	case <-s.stop:
+		return false, ErrClosed
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	// The writer always answers; a caller that stops waiting denies, even
+	// though its id may still be recorded.
+	select {
+	case r := <-req.reply:
+		return r.ok, r.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// writeLoop commits queued Consumes in batches until Close.
+func (s *SQLite) writeLoop() {
+	defer s.done.Done()
+	batch := make([]*sqliteReq, 0, sqliteMaxBatch)
+	for {
+		select {
+		case <-s.stop:
+			return
+		case r := <-s.reqs:
+			batch = append(batch[:0], r)
+		}
+	fill:
+		for len(batch) < sqliteMaxBatch {
+			select {
+			case r := <-s.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		oks, err := s.commit(batch)
+		for i, r := range batch {
+			if err != nil {
+				r.reply <- sqliteReply{err: fmt.Errorf("store: sqlite consume: %w", err)}
+			} else {
+				r.reply <- sqliteReply{ok: oks[i]}
+			}
+			batch[i] = nil
+		}
+	}
+}
+
+// commit runs batch in one IMMEDIATE transaction (the write lock is taken
+// up front, waiting up to busy_timeout for other processes) and reports
+// which requests were first uses. On any error nothing is reported as ok.
+func (s *SQLite) commit(batch []*sqliteReq) (oks []bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := s.wconn
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			c.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
+		}
+	}()
+	oks = make([]bool, len(batch))
+	for i, r := range batch {
+		res, err := c.ExecContext(ctx, sqliteConsume, r.ns, r.id, r.expires, r.now)
+		if err != nil {
+			return nil, err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return nil, err
+		}
+		oks[i] = n == 1
+	}
+	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+		return nil, err
+	}
+	return oks, nil
+}
+
+// Sweep deletes the rows that have expired by now and reports how many.
+// It runs periodically on its own; it is exported for tests and tools.
+func (s *SQLite) Sweep(ctx context.Context, now time.Time) (int64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	res, err := s.db.ExecContext(ctx, sqliteSweep, now.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("store: sqlite sweep: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+func (s *SQLite) sweepLoop(every time.Duration) {
+	defer s.done.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			if _, err := s.Sweep(ctx, now); err != nil && !errors.Is(err, ErrClosed) {
+				slog.Warn("store: sqlite sweep failed", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Close stops the sweeper and closes the database. Consume after Close
+// returns ErrClosed.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		close(s.stop)
+		s.done.Wait()
+		s.closeErr = errors.Join(s.wconn.Close(), s.db.Close())
+	})
+	return s.closeErr
+}
