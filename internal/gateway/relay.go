@@ -171,6 +171,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if msg.Method == mcp.NotificationCancelled {
 		r.forgetCancelled(msg)
 	}
+	if call != nil && call.Forward != nil {
+		msg = call.Forward
+	}
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
 		if _, ok := r.untrack(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {

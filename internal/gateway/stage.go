@@ -31,6 +31,11 @@ type Call struct {
 	// and Arguments the raw JSON of its params.arguments (nil when absent).
 	Tool      string
 	Arguments []byte
+
+	// Forward, when a stage sets it, is the message sent upstream in place
+	// of Msg (the zero-trust stage forwards canonical arguments). Stages
+	// after it still see Msg.
+	Forward *jsonrpc.Message
 }
 
 // newCall prepares the view of msg that stages share. A tools/call whose name

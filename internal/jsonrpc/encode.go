@@ -78,6 +78,10 @@ func (d Detail) Errorf(code int64, message string) *Error {
 	return &Error{Code: code, Message: message, Data: data}
 }
 
+// Quote returns s as a JSON string, escaping only what JSON requires (no
+// HTML escaping); invalid UTF-8 becomes U+FFFD.
+func Quote(s string) []byte { return appendString(nil, s) }
+
 // appendString appends s as a JSON string without HTML escaping, escaping
 // only what JSON requires. Invalid UTF-8 becomes U+FFFD, so the result is
 // always valid JSON.

@@ -1,0 +1,175 @@
+package gateway
+
+// The zero-trust stage enforces the Zero-Trust Tool Invocation Standard on
+// tools/call: a call to a tool that requires it must carry a short-lived
+// token bound to the caller, the tool and the hash of these exact arguments,
+// and usable once.
+//
+//	token from params._meta["io.agentwarden/token"]
+//	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+tool, persona,
+//	     INV-2 time, INV-3 parameters_hash over the call's arguments
+//	  ─► (DPoP and client signatures: next)
+//	  ─► store.Consume(jti)   LAST (D4): nobody can burn a token they could not use;
+//	                          a store error denies (fail-secure)
+//	  ─► forward: arguments replaced by the canonical bytes that were hashed
+//	     (D1), warden's _meta key removed, everything else unchanged
+//
+// Until authentication lands (AASM P1), the principal a call acts for comes
+// from ZeroTrust.Subject.
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/store"
+	"github.com/agentwarden/warden/internal/zerotrust"
+)
+
+// MetaTokenKey is the params._meta member that carries the invocation token
+// on every transport. warden removes it before forwarding.
+const MetaTokenKey = "io.agentwarden/token"
+
+// ZeroTrust is the "zero-trust" stage.
+type ZeroTrust struct {
+	Keys  zerotrust.KeySet
+	Store store.Store
+	// Requires selects the tools that need a token; nil means every tool.
+	Requires Permitter
+	// Subject returns the authenticated principal of the call. A call with
+	// no principal is refused.
+	Subject func(c *Call) (string, bool)
+	// Audience and Issuer are what tokens must carry; "" means warden's
+	// defaults.
+	Audience, Issuer string
+	// Skew is the clock tolerance for nbf and exp.
+	Skew time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Name implements Stage.
+func (ZeroTrust) Name() string { return "zero-trust" }
+
+// Check implements Stage. On success it sets c.Forward to the message to
+// send upstream.
+func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
+	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
+		return nil
+	}
+	if z.Requires != nil {
+		if ok, _ := z.Requires.Permits(c.Tool); !ok {
+			return nil
+		}
+	}
+	raw, ok := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
+	token, isString := jsonrpc.String(raw)
+	if !ok || !isString || token == "" {
+		return &Denial{Rule: "token-missing",
+			Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
+	}
+	sub, ok := "", false
+	if z.Subject != nil {
+		sub, ok = z.Subject(c)
+	}
+	if !ok {
+		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
+	}
+	now := time.Now()
+	if z.Now != nil {
+		now = z.Now()
+	}
+	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
+		Sub: sub, Tool: c.Tool, Arguments: c.Arguments,
+		Aud: z.Audience, Iss: z.Issuer, Now: now, Skew: z.Skew,
+	})
+	if verr != nil {
+		return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
+	}
+	// The canonical form is what was hashed; build what will be forwarded
+	// before consuming, so that nothing after the consume can fail.
+	forward, err := canonicalCall(c.Msg)
+	if err != nil {
+		return &Denial{Rule: "INV-3", Reason: "arguments cannot be canonicalized: " + err.Error()}
+	}
+	// Last: consume the token. An undecided store denies.
+	fresh, err := z.Store.Consume(ctx, store.NSToken, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
+	if err != nil {
+		return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
+	}
+	if !fresh {
+		return &Denial{Rule: "INV-4", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
+	}
+	c.Forward = forward
+	return nil
+}
+
+// canonicalCall rebuilds a tools/call so that its arguments are their
+// canonical bytes and its _meta lacks warden's token. Every other member of
+// params keeps its exact bytes and order.
+func canonicalCall(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
+	args, _ := jsonrpc.Lookup(msg.Params, "arguments")
+	canonical, err := zerotrust.Canonicalize(args)
+	if err != nil {
+		return nil, err
+	}
+	params := []byte{'{'}
+	first := true
+	add := func(name string, value []byte) {
+		if !first {
+			params = append(params, ',')
+		}
+		first = false
+		params = appendJSONString(params, name)
+		params = append(params, ':')
+		params = append(params, value...)
+	}
+	sawArgs := false
+	jsonrpc.Members(msg.Params, func(name string, value []byte) {
+		switch name {
+		case "arguments":
+			sawArgs = true
+			add(name, canonical)
+		case "_meta":
+			if meta := withoutMember(value, MetaTokenKey); meta != nil {
+				add(name, meta)
+			}
+		default:
+			add(name, value)
+		}
+	})
+	if !sawArgs {
+		add("arguments", canonical)
+	}
+	params = append(params, '}')
+	return jsonrpc.NewRequest(msg.ID, msg.Method, params), nil
+}
+
+// withoutMember returns obj without the member name, or nil if nothing is
+// left.
+func withoutMember(obj []byte, name string) []byte {
+	out := []byte{'{'}
+	n := 0
+	jsonrpc.Members(obj, func(k string, v []byte) {
+		if k == name {
+			return
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendJSONString(out, k)
+		out = append(out, ':')
+		out = append(out, v...)
+	})
+	if n == 0 {
+		return nil
+	}
+	return append(out, '}')
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	return append(b, jsonrpc.Quote(s)...)
+}

@@ -1,0 +1,168 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/store"
+	"github.com/agentwarden/warden/internal/zerotrust"
+)
+
+const transferArgs = `{"recipient":"vendor@example.com","amount":1000,"account_id":"ACC_123"}`
+
+type ztFixture struct {
+	ring  *zerotrust.KeyRing
+	stage ZeroTrust
+}
+
+func newZT(t *testing.T, st store.Store) *ztFixture {
+	t.Helper()
+	ring, err := zerotrust.LoadKeyRing(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ring.Rotate("EdDSA"); err != nil {
+		t.Fatal(err)
+	}
+	if st == nil {
+		st = store.NewMemory()
+		t.Cleanup(func() { st.Close() })
+	}
+	return &ztFixture{ring: ring, stage: ZeroTrust{
+		Keys: ring, Store: st,
+		Requires: mustList(t, []string{"transfer_funds"}, nil),
+		Subject:  func(*Call) (string, bool) { return "alice", true },
+		Skew:     2 * time.Second,
+	}}
+}
+
+func (f *ztFixture) token(t *testing.T, sub, tool, args string) string {
+	t.Helper()
+	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: sub, Tool: tool, Arguments: []byte(args)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func call(id, tool, args, token string) string {
+	meta := `{"progressToken":"p1"}`
+	if token != "" {
+		meta = `{"progressToken":"p1","io.agentwarden/token":"` + token + `"}`
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `,"_meta":` + meta + `}}`
+}
+
+func TestZeroTrustForwardsTheCanonicalCallOnce(t *testing.T) {
+	f := newZT(t, nil)
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	tok := f.token(t, "alice", "transfer_funds", transferArgs)
+
+	h.send(h.client, call("1", "transfer_funds", transferArgs, tok))
+	got := h.recv(h.upstream)
+	want := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer_funds","arguments":{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"},"_meta":{"progressToken":"p1"}}}`
+	if string(got.Raw) != want {
+		t.Fatalf("upstream got\n%s\nwant the canonical arguments and no token:\n%s", got.Raw, want)
+	}
+	h.send(h.upstream, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	h.recv(h.client)
+
+	// The same token again: refused, and the upstream sees nothing.
+	h.send(h.client, call("2", "transfer_funds", transferArgs, tok))
+	if _, d := detailOf(t, h.recv(h.client)); d.Stage != "zero-trust" || d.Rule != "INV-4" {
+		t.Fatalf("replay: detail %+v, want zero-trust INV-4", d)
+	}
+	h.nothing(h.upstream, "a replayed token")
+}
+
+func TestZeroTrustRefusals(t *testing.T) {
+	f := newZT(t, nil)
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	good := f.token(t, "alice", "transfer_funds", transferArgs)
+	cases := []struct {
+		name, msg, rule string
+	}{
+		{"no token", call("1", "transfer_funds", transferArgs, ""), "token-missing"},
+		{"one changed amount", call("2", "transfer_funds", `{"recipient":"vendor@example.com","amount":1001,"account_id":"ACC_123"}`, good), "INV-3"},
+		{"another tool", call("3", "transfer_funds", transferArgs, f.token(t, "alice", "get_balance", transferArgs)), "INV-1"},
+		{"another user", call("4", "transfer_funds", transferArgs, f.token(t, "mallory", "transfer_funds", transferArgs)), "INV-1"},
+		{"garbage", call("5", "transfer_funds", transferArgs, "not.a.token"), "signature"},
+	}
+	for _, tc := range cases {
+		h.send(h.client, tc.msg)
+		if _, d := detailOf(t, h.recv(h.client)); d.Stage != "zero-trust" || d.Rule != tc.rule {
+			t.Errorf("%s: detail %+v, want rule %s", tc.name, d, tc.rule)
+		}
+	}
+	h.nothing(h.upstream, "refused calls")
+
+	// The token was not burned by the failed attempts (consume runs last):
+	// with the approved arguments it still works, once.
+	h.send(h.client, call("6", "transfer_funds", transferArgs, good))
+	if got := h.recv(h.upstream); got.ID.Raw() != "6" {
+		t.Fatalf("upstream got %s", got.Raw)
+	}
+
+	// A tool that needs no token passes with its bytes untouched.
+	plain := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"b":1, "a":2}}}`
+	h.send(h.client, plain)
+	if got := h.recv(h.upstream); string(got.Raw) != plain {
+		t.Fatalf("echo was rewritten: %s", got.Raw)
+	}
+}
+
+// failingStore cannot decide anything.
+type failingStore struct{}
+
+func (failingStore) Consume(context.Context, string, string, time.Time) (bool, error) {
+	return false, errors.New("connection refused")
+}
+func (failingStore) Close() error { return nil }
+
+func TestZeroTrustFailsSecureWhenTheStoreIsDown(t *testing.T) {
+	f := newZT(t, failingStore{})
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	h.send(h.client, call("1", "transfer_funds", transferArgs, f.token(t, "alice", "transfer_funds", transferArgs)))
+	if _, d := detailOf(t, h.recv(h.client)); d.Rule != "store" {
+		t.Fatalf("detail %+v, want rule store", d)
+	}
+	h.nothing(h.upstream, "a call whose token could not be consumed")
+}
+
+// TestZeroTrustConcurrentPresentation: a thousand goroutines present the
+// same token for the same call; exactly one gets through.
+func TestZeroTrustConcurrentPresentation(t *testing.T) {
+	f := newZT(t, nil)
+	tok := f.token(t, "alice", "transfer_funds", transferArgs)
+	raw := call("1", "transfer_funds", transferArgs, tok)
+	var passed atomic.Int64
+	var wg sync.WaitGroup
+	for range 1000 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			msg, err := jsonrpc.Decode([]byte(raw), jsonrpc.Limits{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			c, denial := newCall(msg, "up", "")
+			if denial != nil {
+				t.Error(denial.Reason)
+				return
+			}
+			if f.stage.Check(context.Background(), c) == nil {
+				passed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := passed.Load(); n != 1 {
+		t.Fatalf("%d presentations of one token passed, want exactly 1", n)
+	}
+}
