@@ -135,3 +135,13 @@ func TestTokenHash(t *testing.T) {
 		t.Errorf("duplicate keys: exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestGatewayZeroTrustWithoutKeyExits3(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "zt.yaml")
+	os.WriteFile(cfg, []byte("version: 1\ngateway:\n  zero_trust: {data_dir: \""+dir+"\", subject: alice}\n  upstreams:\n    - name: demo\n      command: [warden, demo-server]\n      require_token: [transfer_funds]\n"), 0o644)
+	code, _, stderr := run(t, "gateway", "--config", cfg)
+	if code != ExitConfig || !strings.Contains(stderr, "warden keys generate --data-dir") {
+		t.Errorf("exit %d, stderr %q; want %d and the command that fixes it", code, stderr, ExitConfig)
+	}
+}

@@ -120,6 +120,56 @@ type GatewayConfig struct {
 	// Upstreams are the MCP servers behind the gateway, each served at
 	// Listen.Path + "/" + Name. A valid Config has at least one.
 	Upstreams []Upstream
+	// ZeroTrust configures the zero-trust stage for the upstreams whose
+	// RequireToken lists tools.
+	ZeroTrust ZeroTrustConfig
+}
+
+// ZeroTrustConfig configures the Zero-Trust Tool Invocation Standard: where
+// the signing keys live, where used token ids are recorded, and whom calls
+// act for.
+type ZeroTrustConfig struct {
+	// DataDir holds the key ring (DataDir/keys) and, for the sqlite store,
+	// the state file. "" means the platform default ($WARDEN_DATA_DIR, else
+	// the user's data directory).
+	DataDir string
+	// Store records used token ids: "sqlite" (default, durable), "memory"
+	// (lost on restart: a token could be replayed after one) or "redis"
+	// (shared by several gateways).
+	Store string
+	// StorePath is the sqlite file; "" means DataDir/state.db.
+	StorePath string
+	// RedisURL is the Redis server for Store "redis" (redis://, rediss://
+	// or unix://).
+	RedisURL string
+	// Subject is the principal every call acts for, compared with a token's
+	// sub. Required while warden does not authenticate clients itself.
+	Subject string
+	// Skew is the clock tolerance for a token's nbf and exp; 0..60s.
+	Skew time.Duration
+	// Audience and Issuer are what tokens must carry; "" means warden's
+	// defaults ("warden-gateway", "warden").
+	Audience, Issuer string
+}
+
+// Zero-trust stores.
+const (
+	StoreSQLite = "sqlite"
+	StoreMemory = "memory"
+	StoreRedis  = "redis"
+)
+
+// DefaultSkew is the default clock tolerance for tokens.
+const DefaultSkew = 5 * time.Second
+
+// RequiresTokens reports whether any upstream requires zero-trust tokens.
+func (g GatewayConfig) RequiresTokens() bool {
+	for _, u := range g.Upstreams {
+		if len(u.RequireToken.Allow) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // DefaultUpstreamName returns the name of the upstream served at
@@ -237,6 +287,9 @@ type Upstream struct {
 	Methods List
 	// Tools limits tools/call by tool name.
 	Tools List
+	// RequireToken lists (in Allow) the tools whose calls need a zero-trust
+	// token bound to the caller, the tool and the exact arguments.
+	RequireToken List
 }
 
 // Transport returns TransportStdio for an upstream with a Command,
@@ -266,6 +319,7 @@ func Default() *Config {
 				RequestTimeout:     DefaultRequestTimeout,
 				SessionIdleTimeout: DefaultSessionIdleTimeout,
 			},
+			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew},
 		},
 	}
 }

@@ -133,6 +133,7 @@ func TestDefaults(t *testing.T) {
 				Command:         []string{"a"},
 				ShutdownTimeout: 2 * time.Second,
 			}},
+			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second},
 		},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{}, Pattern{})); diff != "" {
@@ -510,5 +511,52 @@ func TestLoadMissingFile(t *testing.T) {
 	var ps *Problems
 	if err == nil || errors.As(err, &ps) || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) = %v, want a wrapped os.ErrNotExist", err)
+	}
+}
+
+func TestZeroTrustConfig(t *testing.T) {
+	good := `version: 1
+gateway:
+  zero_trust: {subject: alice, store: memory, skew: 2s}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+      require_token: [transfer_funds, "refund_*"]
+`
+	cfg, err := Parse([]byte(good), "zt.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatalf("valid zero-trust config refused: %v", err)
+	}
+	if ok, _ := cfg.Gateway.Upstreams[0].RequireToken.Permits("refund_all"); !ok || !cfg.Gateway.RequiresTokens() {
+		t.Error("require_token patterns not applied")
+	}
+	if ok, _ := cfg.Gateway.Upstreams[0].RequireToken.Permits("echo"); ok {
+		t.Error("require_token matched a tool it does not list")
+	}
+
+	bad := `version: 1
+gateway:
+  zero_trust: {store: redis, skew: 2m, store_path: /x.db}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+      require_token: [transfer_funds]
+`
+	cfg, err = Parse([]byte(bad), "zt.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	for _, want := range []string{
+		"gateway.zero_trust.redis_url: store: redis needs redis_url",
+		"gateway.zero_trust.store_path: store_path is only for store: sqlite",
+		"gateway.zero_trust.skew: skew must be between 0s and 60s",
+		"gateway.zero_trust.subject: an upstream has require_token",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems %v lack %q", err, want)
+		}
 	}
 }

@@ -447,6 +447,20 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &g.Methods) }},
 		{"default_upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.DefaultUpstream) }},
 		{"upstreams", func(n *yaml.Node, p string) { d.upstreams(n, p, &g.Upstreams) }},
+		{"zero_trust", func(n *yaml.Node, p string) { d.zeroTrust(n, p, &g.ZeroTrust) }},
+	})
+}
+
+func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
+	d.mapping(n, path, []field{
+		{"data_dir", func(n *yaml.Node, p string) { d.str(n, p, &z.DataDir) }},
+		{"store", func(n *yaml.Node, p string) { d.str(n, p, &z.Store) }},
+		{"store_path", func(n *yaml.Node, p string) { d.str(n, p, &z.StorePath) }},
+		{"redis_url", func(n *yaml.Node, p string) { d.str(n, p, &z.RedisURL) }},
+		{"subject", func(n *yaml.Node, p string) { d.str(n, p, &z.Subject) }},
+		{"skew", func(n *yaml.Node, p string) { d.duration(n, p, &z.Skew) }},
+		{"audience", func(n *yaml.Node, p string) { d.str(n, p, &z.Audience) }},
+		{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &z.Issuer) }},
 	})
 }
 
@@ -497,5 +511,6 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
 		{"shutdown_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &u.ShutdownTimeout) }},
 		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &u.Methods) }},
 		{"tools", func(n *yaml.Node, p string) { d.list(n, p, &u.Tools) }},
+		{"require_token", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireToken.Allow) }},
 	})
 }

@@ -103,6 +103,44 @@ func (v *validator) gateway() {
 			v.errorf("gateway.default_upstream", "no upstream is named %q%s", g.DefaultUpstream, nameHint(g.DefaultUpstream, slices.Sorted(maps.Keys(names))))
 		}
 	}
+	v.zeroTrust("gateway.zero_trust", g)
+}
+
+func (v *validator) zeroTrust(p string, g GatewayConfig) {
+	z := g.ZeroTrust
+	for i, u := range g.Upstreams {
+		for j, pat := range u.RequireToken.Allow {
+			if !pat.valid() {
+				if _, err := CompilePattern(pat.src); err != nil {
+					v.errorf(index(join(index("gateway.upstreams", i), "require_token"), j), "%v", err)
+				}
+			}
+		}
+	}
+	switch z.Store {
+	case StoreSQLite, StoreMemory:
+		if z.RedisURL != "" {
+			v.errorf(join(p, "redis_url"), "redis_url is only for store: redis (store is %q)", z.Store)
+		}
+	case StoreRedis:
+		switch {
+		case z.RedisURL == "":
+			v.errorf(join(p, "redis_url"), "store: redis needs redis_url, e.g. redis://127.0.0.1:6379/0")
+		case !strings.HasPrefix(z.RedisURL, "redis://") && !strings.HasPrefix(z.RedisURL, "rediss://") && !strings.HasPrefix(z.RedisURL, "unix://"):
+			v.errorf(join(p, "redis_url"), "redis_url must start with redis://, rediss:// or unix://")
+		}
+	default:
+		v.errorf(join(p, "store"), "store must be sqlite, memory or redis, not %q", z.Store)
+	}
+	if z.StorePath != "" && z.Store != StoreSQLite {
+		v.errorf(join(p, "store_path"), "store_path is only for store: sqlite")
+	}
+	if z.Skew < 0 || z.Skew > time.Minute {
+		v.errorf(join(p, "skew"), "skew must be between 0s and 60s, not %s", z.Skew)
+	}
+	if g.RequiresTokens() && z.Subject == "" {
+		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (warden does not authenticate clients itself yet)")
+	}
 }
 
 // nameHint suggests the closest of names to s, or lists names when none is

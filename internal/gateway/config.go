@@ -2,14 +2,20 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // FromConfig turns a validated configuration into gateway Options: one
@@ -30,7 +36,25 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		InsecureDisableHostCheck: gc.Listen.InsecureDisableHostCheck,
 		Logger:                   logger,
 	}
+	var zt ZeroTrust
+	if gc.RequiresTokens() {
+		var closer io.Closer
+		var err error
+		if zt, closer, err = zeroTrustStage(gc.ZeroTrust); err != nil {
+			return Options{}, fmt.Errorf("gateway.zero_trust: %w", err)
+		}
+		opts.Closers = append(opts.Closers, closer)
+	}
 	for _, u := range gc.Upstreams {
+		stages := []Stage{
+			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
+			ToolPolicy{List: u.Tools},
+		}
+		if len(u.RequireToken.Allow) > 0 {
+			z := zt
+			z.Requires = u.RequireToken
+			stages = append(stages, z)
+		}
 		dial, closeFn, err := dialer(u, limits, logger)
 		if err != nil {
 			return Options{}, fmt.Errorf("upstream %q: %w", u.Name, err)
@@ -40,13 +64,57 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			Transport: u.Transport(),
 			Dial:      dial,
 			Close:     closeFn,
-			Pipeline: NewPipeline(
-				MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
-				ToolPolicy{List: u.Tools},
-			),
+			Pipeline:  NewPipeline(stages...),
 		})
 	}
 	return opts, nil
+}
+
+// zeroTrustStage opens the key ring and the replay store of the zero-trust
+// configuration z, and returns the stage (without its tool list) and the
+// store to close when the gateway stops.
+func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, error) {
+	dir := z.DataDir
+	if dir == "" {
+		dir = zerotrust.DefaultDataDir()
+	}
+	if dir == "" {
+		return ZeroTrust{}, nil, errors.New("no data directory: set data_dir or WARDEN_DATA_DIR")
+	}
+	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dir))
+	if err != nil {
+		return ZeroTrust{}, nil, err
+	}
+	if len(ring.Keys()) == 0 {
+		return ZeroTrust{}, nil, fmt.Errorf("no signing key in %s: run warden keys generate --data-dir %s", zerotrust.KeysDir(dir), dir)
+	}
+	var st store.Store
+	switch z.Store {
+	case config.StoreMemory:
+		st = store.NewMemory()
+	case config.StoreRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		st, err = store.OpenRedis(ctx, z.RedisURL)
+	default:
+		path := z.StorePath
+		if path == "" {
+			if err = os.MkdirAll(dir, 0o700); err != nil {
+				return ZeroTrust{}, nil, err
+			}
+			path = filepath.Join(dir, "state.db")
+		}
+		st, err = store.OpenSQLite(path)
+	}
+	if err != nil {
+		return ZeroTrust{}, nil, fmt.Errorf("replay store: %w", err)
+	}
+	subject := z.Subject
+	return ZeroTrust{
+		Keys: ring, Store: st,
+		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
+		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
+	}, st, nil
 }
 
 // dialer returns the function that opens a session's connection to u, and

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -68,6 +69,10 @@ type Options struct {
 	// InsecureDisableHostCheck turns off the Host and Origin checks. Any web
 	// page a user visits can then reach the gateway through DNS rebinding.
 	InsecureDisableHostCheck bool
+
+	// Closers are closed by Gateway.Close once every session has ended (the
+	// zero-trust replay store, for one).
+	Closers []io.Closer
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
@@ -233,7 +238,13 @@ func (g *Gateway) Close() error {
 			u.Close()
 		}
 	}
-	return nil
+	var errs []error
+	for _, c := range g.opts.Closers {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Routes lists the MCP endpoints a listener at base serves, for the CLI and
