@@ -27,7 +27,9 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/inprocess"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // Options configures a demo run.
@@ -63,7 +65,8 @@ type scene struct {
 	canary string
 	url    string
 	res    *Result
-	mu     sync.Mutex // guards res.UpstreamSaw
+	ring   *zerotrust.KeyRing // signs the demo's tokens
+	mu     sync.Mutex         // guards res.UpstreamSaw
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -111,6 +114,28 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	tools := config.List{Deny: []config.Pattern{getEnv}}
+	transfer, err := config.CompilePattern("transfer_funds")
+	if err != nil {
+		return nil, err
+	}
+	// Zero-trust: a throwaway key ring in the demo's temp dir, and an
+	// in-memory replay store. The demo client plays the platform that
+	// issues tokens once "alice" approves a transfer.
+	ring, err := zerotrust.LoadKeyRing(filepath.Join(s.root, ".warden-keys"))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.ring = ring
+	replay := store.NewMemory()
+	zt := gateway.ZeroTrust{
+		Keys: ring, Store: replay,
+		Requires: config.List{Allow: []config.Pattern{transfer}},
+		Subject:  func(*gateway.Call) (string, bool) { return "alice", true },
+		Skew:     5 * time.Second,
+	}
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
 		Upstreams: []gateway.Upstream{{
@@ -123,10 +148,11 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				}
 				return &countingConn{Conn: c, scene: s}, nil
 			},
-			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}),
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}, zt),
 		}},
 		RequestTimeout: 30 * time.Second,
 		Logger:         logger,
+		Closers:        []io.Closer{replay},
 	})
 	if err != nil {
 		return nil, err
@@ -172,8 +198,9 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
-	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy\n")
-	fmt.Fprintf(w, "  policy    tool get_env is denied on upstream demo\n\n")
+	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → zero-trust\n")
+	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
+	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard)\n\n")
 	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
 }
 
@@ -182,6 +209,8 @@ func (s *scene) summary() {
 	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
 	fmt.Fprintf(w, "The demo server received get_env %d times: its secret WARDEN_DEMO_SECRET never reached the client.\n",
 		s.res.UpstreamSaw["get_env"])
+	fmt.Fprintf(w, "It received transfer_funds %d time(s): only the approved call, with the arguments that were hashed.\n",
+		s.res.UpstreamSaw["transfer_funds"])
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")
 		for _, f := range s.res.Failures {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
@@ -40,10 +41,25 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "read_file", map[string]any{"path": "notes/plan.md"}, "relayed")
 	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "relayed")
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
-	s.call(ctx, cs, "transfer_funds", map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}, "relayed")
+	// Zero-trust: transfer_funds runs only with a token bound to the exact
+	// arguments, once.
+	approved := map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}
+	s.callWith(ctx, cs, "transfer_funds without a token", "transfer_funds", approved, "", "refused")
+	token, err := s.issue("alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
+	if err != nil {
+		return err
+	}
+	s.callWith(ctx, cs, "transfer_funds with alice's token for exactly these arguments", "transfer_funds", approved, token, "relayed")
 	s.hashes(`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`,
 		`{"recipient":"vendor@example.com","amount":1000.0,"account_id":"ACC_123"}`,
 		`{"account_id":"ACC_123","amount":1001,"recipient":"vendor@example.com"}`)
+	s.callWith(ctx, cs, "the same token again (replay)", "transfer_funds", approved, token, "refused")
+	fresh, err := s.issue("alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
+	if err != nil {
+		return err
+	}
+	tampered := map[string]any{"account_id": "ACC_123", "amount": 1001, "recipient": "vendor@example.com"}
+	s.callWith(ctx, cs, "a fresh token for 1000, presented with amount 1001", "transfer_funds", tampered, fresh, "refused")
 
 	// Raw HTTP: what a hostile or broken client might send.
 	sid := cs.ID()
@@ -79,11 +95,27 @@ func (s *scene) hashes(approved, reordered, tampered string) {
 	fmt.Fprintf(w, "        amount 1001 instead:                            %s (different: a token for 1000 cannot run 1001)\n", h3[:16]+"…")
 }
 
+// issue plays the platform provider: a token for sub to call tool with
+// exactly args.
+func (s *scene) issue(sub, tool, args string) (string, error) {
+	token, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: sub, Tool: tool, Arguments: []byte(args)})
+	return token, err
+}
+
 // call makes one tool call and records what happened.
 func (s *scene) call(ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any, want string) {
 	argJSON, _ := json.Marshal(args)
-	action := fmt.Sprintf("tools/call %s %s", tool, argJSON)
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	s.callWith(ctx, cs, fmt.Sprintf("tools/call %s %s", tool, argJSON), tool, args, "", want)
+}
+
+// callWith makes one tool call, with a zero-trust token when token is set,
+// and records it under action.
+func (s *scene) callWith(ctx context.Context, cs *mcp.ClientSession, action, tool string, args map[string]any, token, want string) {
+	p := &mcp.CallToolParams{Name: tool, Arguments: args}
+	if token != "" {
+		p.Meta = mcp.Meta{gateway.MetaTokenKey: token}
+	}
+	res, err := cs.CallTool(ctx, p)
 	if err != nil {
 		stage, rule, msg, ok := refusal(err)
 		if !ok {
