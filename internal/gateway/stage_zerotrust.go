@@ -80,19 +80,22 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if z.Now != nil {
 		now = z.Now()
 	}
+	// Hash once: the canonical form is both what the token must bind and
+	// what is forwarded.
+	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
+	if err != nil {
+		return &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
+	}
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
-		Sub: sub, Tool: c.Tool, Arguments: c.Arguments,
+		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash,
 		Aud: z.Audience, Iss: z.Issuer, Now: now, Skew: z.Skew,
 	})
 	if verr != nil {
 		return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
 	}
-	// The canonical form is what was hashed; build what will be forwarded
-	// before consuming, so that nothing after the consume can fail.
-	forward, err := canonicalCall(c.Msg)
-	if err != nil {
-		return &Denial{Rule: "INV-3", Reason: "arguments cannot be canonicalized: " + err.Error()}
-	}
+	// Build what will be forwarded before consuming, so that nothing after
+	// the consume can fail.
+	forward := canonicalCall(c.Msg, canonical)
 	// Last: consume the token. An undecided store denies.
 	fresh, err := z.Store.Consume(ctx, store.NSToken, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
 	if err != nil {
@@ -105,15 +108,10 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	return nil
 }
 
-// canonicalCall rebuilds a tools/call so that its arguments are their
-// canonical bytes and its _meta lacks warden's token. Every other member of
+// canonicalCall rebuilds a tools/call so that its arguments are canonical
+// (their RFC 8785 form) and its _meta lacks warden's token. Every other member of
 // params keeps its exact bytes and order.
-func canonicalCall(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
-	args, _ := jsonrpc.Lookup(msg.Params, "arguments")
-	canonical, err := zerotrust.Canonicalize(args)
-	if err != nil {
-		return nil, err
-	}
+func canonicalCall(msg *jsonrpc.Message, canonical []byte) *jsonrpc.Message {
 	params := []byte{'{'}
 	first := true
 	add := func(name string, value []byte) {
@@ -143,7 +141,7 @@ func canonicalCall(msg *jsonrpc.Message) (*jsonrpc.Message, error) {
 		add("arguments", canonical)
 	}
 	params = append(params, '}')
-	return jsonrpc.NewRequest(msg.ID, msg.Method, params), nil
+	return jsonrpc.NewRequest(msg.ID, msg.Method, params)
 }
 
 // withoutMember returns obj without the member name, or nil if nothing is

@@ -228,9 +228,13 @@ type Expect struct {
 	Sub       string // the authenticated principal (D7); empty never matches
 	Tool      string // the canonical upstream tool; empty never matches
 	Arguments []byte // the arguments that will be forwarded; nil or empty means {}
-	Aud       string // zero means DefaultAudience
-	Iss       string // zero means DefaultIssuer
-	Persona   string // when set, the token's persona must equal it (step 3a)
+	// ParametersHash, when set, is ParamsHash(Arguments) already computed by
+	// the caller (the gateway hashes once per call and forwards the canonical
+	// bytes); Arguments is then not hashed again.
+	ParametersHash string
+	Aud            string // zero means DefaultAudience
+	Iss            string // zero means DefaultIssuer
+	Persona        string // when set, the token's persona must equal it (step 3a)
 
 	Now  time.Time     // zero means time.Now()
 	Skew time.Duration // tolerated clock skew; zero tolerates none (DefaultSkew is typical)
@@ -423,9 +427,12 @@ func checkClaims(c *Claims, want Expect) *VerifyError {
 	if c.HashAlg != HashAlgSHA256 {
 		return fail("INV-3", "5", "hash_alg %q is not supported (want %s)", c.HashAlg, HashAlgSHA256)
 	}
-	hash, _, err := ParamsHash(want.Arguments)
-	if err != nil {
-		return fail("INV-3", "5", "the arguments cannot be hashed: %v", strings.TrimPrefix(err.Error(), "jsonrpc -32700: "))
+	hash := want.ParametersHash
+	if hash == "" {
+		var err error
+		if hash, _, err = ParamsHash(want.Arguments); err != nil {
+			return fail("INV-3", "5", "the arguments cannot be hashed: %v", strings.TrimPrefix(err.Error(), "jsonrpc -32700: "))
+		}
 	}
 	if subtle.ConstantTimeCompare([]byte(hash), []byte(c.ParametersHash)) != 1 {
 		return fail("INV-3", "5", "parameters_hash does not match the arguments")

@@ -365,3 +365,22 @@ func TestInspectIsUnverified(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyWithPrecomputedHash: a caller that hashed the arguments already
+// passes the hash; Verify trusts it instead of the arguments, so a hash of
+// other arguments must fail INV-3.
+func TestVerifyWithPrecomputedHash(t *testing.T) {
+	r := newRing(t, "EdDSA")
+	tok, _ := issue(t, r, IssueRequest{})
+	good, _, _ := ParamsHash([]byte(exampleArgs))
+	e := expect()
+	e.ParametersHash = good
+	if _, verr := Verify(r, tok, e); verr != nil {
+		t.Fatalf("precomputed matching hash refused: %v", verr)
+	}
+	other, _, _ := ParamsHash([]byte(`{"amount":1}`))
+	e.ParametersHash = other
+	if _, verr := Verify(r, tok, e); verr == nil || verr.Invariant != "INV-3" {
+		t.Fatalf("precomputed hash of other arguments: %v, want INV-3", verr)
+	}
+}
