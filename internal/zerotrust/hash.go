@@ -22,10 +22,8 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 
 	"github.com/gowebpki/jcs"
@@ -71,27 +69,56 @@ func ParamsHash(arguments []byte) (hash string, canonical []byte, err error) {
 }
 
 // checkNumbers refuses numbers whose exact value lies beyond ±2^53. data is
-// valid JSON.
+// valid JSON (jsonrpc.Validate passed), so a byte scan that skips strings
+// finds every number token.
 func checkNumbers(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		n, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		// The exact decimal value, not its nearest double: 9007199254740993
-		// must not pass as 2^53.
-		v, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
-		if err != nil || v.IsInf() || new(big.Float).Abs(v).Cmp(maxExactInteger) > 0 {
-			return fmt.Errorf("number %s is beyond ±2^53 and would lose precision in the hash; send it as a string", n)
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(data) && isNumberByte(data[j]) {
+				j++
+			}
+			if err := checkNumber(data[i:j]); err != nil {
+				return err
+			}
+			i = j - 1
 		}
 	}
+	return nil
+}
+
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// checkNumber checks one number token. Without an exponent, fifteen digits
+// cannot exceed 2^53 (which has sixteen); only longer numbers, and numbers
+// with an exponent, are compared exactly.
+func checkNumber(n []byte) error {
+	digits, exp := 0, false
+	for _, c := range n {
+		switch {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == 'e' || c == 'E':
+			exp = true
+		}
+	}
+	if !exp && digits <= 15 {
+		return nil
+	}
+	// The exact decimal value, not its nearest double: 9007199254740993
+	// must not pass as 2^53.
+	v, _, err := big.ParseFloat(string(n), 10, 256, big.ToNearestEven)
+	if err != nil || v.IsInf() || new(big.Float).Abs(v).Cmp(maxExactInteger) > 0 {
+		return fmt.Errorf("number %s is beyond ±2^53 and would lose precision in the hash; send it as a string", n)
+	}
+	return nil
 }
