@@ -427,11 +427,41 @@ func strictJSON(data []byte, v any, strict bool) error {
 	if err := jsonrpc.Validate(data, jsonrpc.Limits{MaxBytes: maxTokenBytes}); err != nil {
 		return errors.New(strings.TrimPrefix(err.Error(), "jsonrpc -32700: "))
 	}
+	// encoding/json matches member names case-insensitively, so {"sub":"a",
+	// "SUB":"b"} would decode as b. Only exact names may fill a field.
+	if err := exactNames(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
 	return dec.Decode(v)
+}
+
+// knownNames are the member names of token headers and claims, at any level.
+var knownNames = []string{"alg", "kid", "typ", "crit", "b64", "iss", "aud", "sub", "iat", "nbf", "exp", "jti",
+	"tool", "parameters_hash", "hash_alg", "binding_mode", "persona", "classification", "cnf", "jkt", "txn", "id", "timestamp"}
+
+// exactNames refuses, in valid JSON, any object member whose name equals a
+// known name only when case is ignored.
+func exactNames(data []byte) error {
+	var err error
+	var walk func(obj []byte)
+	walk = func(obj []byte) {
+		jsonrpc.Members(obj, func(name string, value []byte) {
+			for _, k := range knownNames {
+				if name != k && strings.EqualFold(name, k) && err == nil {
+					err = fmt.Errorf("member %q differs from %q only in case", name, k)
+				}
+			}
+			if len(value) > 0 && value[0] == '{' {
+				walk(value)
+			}
+		})
+	}
+	walk(data)
+	return err
 }
 
 // checkClaims runs steps 1 (iss, aud) to 5 on verified claims.

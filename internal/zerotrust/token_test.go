@@ -300,6 +300,8 @@ func TestVerifyRefusesForgedTokens(t *testing.T) {
 		{"unknown claim", signRaw(t, r, TokenType, []byte(mustJSON(withExtra))), "claims"},
 		{"duplicate claim", signRaw(t, r, TokenType, []byte(strings.Replace(mustJSON(c), `{"iss"`, `{"sub":"alice","iss"`, 1))), "claims"},
 		{"missing jti", signRaw(t, r, TokenType, []byte(strings.Replace(mustJSON(c), `"jti":"`+c.ID+`",`, "", 1))), "claims"},
+		// encoding/json alone would let the later "sub" win and accept it.
+		{"case variant of a claim", signRaw(t, r, TokenType, []byte(strings.Replace(mustJSON(c), `{"iss"`, `{"SUB":"mallory","iss"`, 1))), "claims"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			want := expect()
