@@ -150,6 +150,14 @@ type ZeroTrustConfig struct {
 	// Audience and Issuer are what tokens must carry; "" means warden's
 	// defaults ("warden-gateway", "warden").
 	Audience, Issuer string
+	// RequireDPoP refuses tokens that are not bound to a DPoP key (cnf.jkt).
+	// Tokens that are bound always need a valid proof.
+	RequireDPoP bool
+	// PublicURL is how clients reach the listener (scheme and host, e.g.
+	// https://gw.example.com), for the htu of DPoP proofs; "" means
+	// http://<listen.addr>. It is configured, never taken from a client's
+	// Host header.
+	PublicURL string
 }
 
 // Zero-trust stores.

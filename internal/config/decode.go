@@ -461,6 +461,8 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"skew", func(n *yaml.Node, p string) { d.duration(n, p, &z.Skew) }},
 		{"audience", func(n *yaml.Node, p string) { d.str(n, p, &z.Audience) }},
 		{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &z.Issuer) }},
+		{"require_dpop", func(n *yaml.Node, p string) { d.bool(n, p, &z.RequireDPoP) }},
+		{"public_url", func(n *yaml.Node, p string) { d.str(n, p, &z.PublicURL) }},
 	})
 }
 

@@ -138,6 +138,11 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	if z.Skew < 0 || z.Skew > time.Minute {
 		v.errorf(join(p, "skew"), "skew must be between 0s and 60s, not %s", z.Skew)
 	}
+	if z.PublicURL != "" {
+		if u, err := url.Parse(z.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			v.errorf(join(p, "public_url"), "public_url must be an http or https URL with a host and nothing after the path, e.g. https://gw.example.com")
+		}
+	}
 	if g.RequiresTokens() && z.Subject == "" {
 		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (warden does not authenticate clients itself yet)")
 	}

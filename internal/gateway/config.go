@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentwarden/warden/internal/config"
@@ -53,6 +55,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if len(u.RequireToken.Allow) > 0 {
 			z := zt
 			z.Requires = u.RequireToken
+			z.URLs = upstreamURLs(gc, u.Name)
 			stages = append(stages, z)
 		}
 		dial, closeFn, err := dialer(u, limits, logger)
@@ -114,7 +117,30 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, error) {
 		Keys: ring, Store: st,
 		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
+		RequireDPoP: z.RequireDPoP,
 	}, st, nil
+}
+
+// upstreamURLs returns the URLs by which clients reach upstream name on the
+// listener, for the htu of DPoP proofs: <public>/<path>/<name>, and
+// <public>/<path> when it is the default upstream. The base comes from the
+// configuration, never from a request's Host header.
+func upstreamURLs(gc config.GatewayConfig, name string) func(*Call) []*url.URL {
+	base := gc.ZeroTrust.PublicURL
+	if base == "" {
+		base = "http://" + gc.Listen.Addr
+	}
+	base = strings.TrimSuffix(base, "/")
+	var urls []*url.URL
+	for _, s := range []string{base + gc.Listen.Path + "/" + name, base + gc.Listen.Path} {
+		if s == base+gc.Listen.Path && gc.DefaultUpstreamName() != name {
+			continue
+		}
+		if u, err := url.Parse(s); err == nil {
+			urls = append(urls, u)
+		}
+	}
+	return func(*Call) []*url.URL { return urls }
 }
 
 // dialer returns the function that opens a session's connection to u, and

@@ -8,9 +8,13 @@ package gateway
 //	token from params._meta["io.agentwarden/token"]
 //	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+tool, persona,
 //	     INV-2 time, INV-3 parameters_hash over the call's arguments
-//	  ─► (DPoP and client signatures: next)
-//	  ─► store.Consume(jti)   LAST (D4): nobody can burn a token they could not use;
-//	                          a store error denies (fail-secure)
+//	  ─► INV-5 DPoP, when the token is bound to a key (cnf.jkt) or RequireDPoP:
+//	     the proof in the HTTP DPoP header must be valid for POST on one of
+//	     the upstream's URLs, carry ath of this token, and be signed by the
+//	     key the token names (a stolen token with the thief's proof fails)
+//	  ─► (client signatures: next)
+//	  ─► store.Consume(proof jti, then token jti)   LAST (D4): nobody can burn
+//	                          a token they could not use; a store error denies
 //	  ─► forward: arguments replaced by the canonical bytes that were hashed
 //	     (D1), warden's _meta key removed, everything else unchanged
 //
@@ -19,12 +23,16 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/zerotrust"
+	"github.com/agentwarden/warden/internal/zerotrust/dpop"
 )
 
 // MetaTokenKey is the params._meta member that carries the invocation token
@@ -47,6 +55,16 @@ type ZeroTrust struct {
 	Skew time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// RequireDPoP refuses tokens that are not bound to a DPoP key.
+	RequireDPoP bool
+	// URLs returns the absolute URLs by which a client reaches the call's
+	// upstream; a DPoP proof's htu must be one of them. nil means DPoP-bound
+	// tokens are refused (there is no HTTP request to bind them to, as on
+	// stdio).
+	URLs func(c *Call) []*url.URL
+	// DPoP configures proof checks (algorithms, iat window, nonce).
+	DPoP dpop.Options
 }
 
 // Name implements Stage.
@@ -93,10 +111,30 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if verr != nil {
 		return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
 	}
+	var proof *dpop.Proof
+	if claims.Confirmation != nil || z.RequireDPoP {
+		var d *Denial
+		if proof, d = z.checkDPoP(c, token, claims); d != nil {
+			return d
+		}
+	}
 	// Build what will be forwarded before consuming, so that nothing after
 	// the consume can fail.
 	forward := canonicalCall(c.Msg, canonical)
-	// Last: consume the token. An undecided store denies.
+	// Last: consume the proof, then the token. An undecided store denies.
+	if proof != nil {
+		window := z.DPoP.IATWindow
+		if window <= 0 {
+			window = dpop.DefaultIATWindow
+		}
+		fresh, err := z.Store.Consume(ctx, store.NSProof, proof.JTI, proof.IAT.Add(2*window))
+		if err != nil {
+			return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
+		}
+		if !fresh {
+			return &Denial{Rule: "INV-5", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
+		}
+	}
 	fresh, err := z.Store.Consume(ctx, store.NSToken, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
 	if err != nil {
 		return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
@@ -106,6 +144,38 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.Forward = forward
 	return nil
+}
+
+// checkDPoP is INV-5: a valid proof, for this token, by the token's key.
+func (z ZeroTrust) checkDPoP(c *Call, token string, claims *zerotrust.Claims) (*dpop.Proof, *Denial) {
+	deny := func(format string, args ...any) (*dpop.Proof, *Denial) {
+		return nil, &Denial{Rule: "INV-5", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
+	}
+	if claims.Confirmation == nil || claims.Confirmation.JKT == "" {
+		return deny("DPoP is required, but the token is not bound to a key (no cnf.jkt)")
+	}
+	if z.URLs == nil {
+		return deny("a DPoP-bound token needs an HTTP request to bind to; this transport has none")
+	}
+	h := http.Header(c.Msg.Header)
+	if len(h.Values(dpop.HeaderName)) == 0 {
+		return deny("the token is bound to a key, but the request has no DPoP proof header")
+	}
+	var proof *dpop.Proof
+	var perr *dpop.Error
+	for _, u := range z.URLs(c) {
+		proof, perr = dpop.Verify(h, dpop.Request{Method: http.MethodPost, URL: u, AccessToken: token}, z.DPoP)
+		if perr == nil || perr.Rule != dpop.RuleHTU {
+			break
+		}
+	}
+	if perr != nil {
+		return deny("%s", perr.Error())
+	}
+	if !proof.BoundTo(claims.Confirmation.JKT) {
+		return deny("the proof is signed by another key than the one the token is bound to")
+	}
+	return proof, nil
 }
 
 // canonicalCall rebuilds a tools/call so that its arguments are canonical

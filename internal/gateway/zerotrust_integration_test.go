@@ -3,16 +3,26 @@
 package gateway_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/zerotrust"
+	"github.com/agentwarden/warden/internal/zerotrust/dpop"
 )
 
 // TestZeroTrustThroughTheGateway: a go-sdk client calls transfer_funds on
@@ -96,5 +106,115 @@ gateway:
 	}
 	if b, _ := ledger.Balance("ACC_123"); b != 97500 {
 		t.Fatalf("balance %d, want 97500: the transfer must have run exactly once", b)
+	}
+}
+
+// TestZeroTrustDPoPOverHTTP: a DPoP-bound token through the real listener.
+// The proof travels in the DPoP header; the stolen token with the thief's
+// own proof is refused, the owner's proof works once.
+func TestZeroTrustDPoPOverHTTP(t *testing.T) {
+	dataDir := t.TempDir()
+	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, ledger := demoUpstream(t, false)
+	// The listener's address must be known before the configuration names
+	// it as public_url, so build the server around a handler set later.
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+gateway:
+  zero_trust: {data_dir: %q, subject: alice, store: memory, require_dpop: true, public_url: %q}
+  upstreams:
+    - name: demo
+      url: %s
+      require_token: [transfer_funds]
+`, dataDir, srv.URL, up)), "dpop.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gateway.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	handler = g.Handler()
+	endpoint := srv.URL + "/mcp"
+
+	var post func(body, session, proof string) []byte
+	post = func(body, session, proof string) []byte {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		if proof != "" {
+			req.Header.Set("DPoP", proof)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if s := resp.Header.Get("Mcp-Session-Id"); s != "" && session == "" {
+			post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, s, "")
+			return []byte(s)
+		}
+		return readReply(t, resp)
+	}
+	session := string(post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "", ""))
+
+	key := func() (*ecdsa.PrivateKey, string) {
+		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		jkt, _ := dpop.Thumbprint(&jose.JSONWebKey{Key: &k.PublicKey})
+		return k, jkt
+	}
+	aliceKey, aliceJKT := key()
+	thiefKey, _ := key()
+	args := `{"account_id":"ACC_123","amount":2500,"recipient":"vendor@example.com"}`
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args), DPoPJKT: aliceJKT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proof := func(k *ecdsa.PrivateKey) string {
+		u, _ := url.Parse(endpoint)
+		p, err := dpop.NewProof(k, dpop.Request{Method: "POST", URL: u, AccessToken: token}, rand.Text(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	body := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"transfer_funds","arguments":` + args +
+			`,"_meta":{"` + gateway.MetaTokenKey + `":"` + token + `"}}}`
+	}
+	if got := post(body("1"), session, proof(thiefKey)); !strings.Contains(string(got), `"rule":"INV-5"`) {
+		t.Fatalf("stolen token with the thief's proof: %s", got)
+	}
+	if got := post(body("2"), session, ""); !strings.Contains(string(got), `"rule":"INV-5"`) {
+		t.Fatalf("bound token without a proof: %s", got)
+	}
+	if got := post(body("3"), session, proof(aliceKey)); !strings.Contains(string(got), "txn-0001") {
+		t.Fatalf("alice's own proof: %s", got)
+	}
+	if got := post(body("4"), session, proof(aliceKey)); !strings.Contains(string(got), `"stage":"zero-trust"`) {
+		t.Fatalf("the token again, with a fresh proof: %s", got)
+	}
+	if b, _ := ledger.Balance("ACC_123"); b != 97500 {
+		t.Fatalf("balance %d, want one transfer of 2500", b)
 	}
 }

@@ -163,7 +163,8 @@ func messageHeader(h http.Header) map[string][]string {
 		ck := http.CanonicalHeaderKey(k)
 		switch {
 		case ck == mcp.HeaderProtocolVersion, ck == mcp.HeaderMethod, ck == mcp.HeaderName,
-			strings.HasPrefix(ck, mcp.HeaderParamPrefix):
+			strings.HasPrefix(ck, mcp.HeaderParamPrefix),
+			ck == "Dpop": // for the zero-trust stage; the upstream client never forwards it
 			if out == nil {
 				out = make(map[string][]string)
 			}
