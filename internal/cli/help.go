@@ -59,6 +59,12 @@ Error codes are listed in docs/errors.md.
 
   warden token inspect TOKEN|-
       Prints the header and claims, decoded but UNVERIFIED.
+
+  warden token sign --key FILE --token TOKEN|-
+      Prints the client's Tier 3 signature of the invocation TOKEN grants (its
+      jti, tool and parameters_hash), made with the private key from
+      warden keys client. The client sends it in
+      params._meta["io.agentwarden/signature"] with the token.
 `,
 	"keys": `  warden keys generate [--alg EdDSA|ES256] [--data-dir DIR]
       Creates a signing key and makes it the active one; the previous key is
@@ -70,6 +76,11 @@ Error codes are listed in docs/errors.md.
 
   warden keys jwks [--data-dir DIR]
       Prints the public keys as a JWK Set.
+
+  warden keys client --out FILE [--alg EdDSA|ES256]
+      Creates a CLIENT key pair for Tier 3 signatures: the private JWK in FILE
+      (mode 0600) and the public one in FILE.pub, to pin for a subject in
+      gateway.zero_trust.client_keys.
 
 Keys live in DIR/keys (private key files mode 0600; a key readable by group
 or others is refused). DIR defaults to $WARDEN_DATA_DIR, else

@@ -14,7 +14,7 @@ import (
 // zero-trust invocation tokens.
 func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
-		return ExitUsage, errors.New("usage: warden keys generate|list|jwks [--data-dir DIR]")
+		return ExitUsage, errors.New("usage: warden keys generate|list|jwks|client (see warden help keys)")
 	}
 	switch args[0] {
 	case "generate":
@@ -23,8 +23,10 @@ func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 		return runKeysList(ctx, env, args[1:])
 	case "jwks":
 		return runKeysJWKS(ctx, env, args[1:])
+	case "client":
+		return runKeysClient(ctx, env, args[1:])
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list or jwks)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list, jwks or client)", args[0])
 }
 
 // dataDirFlag adds --data-dir to fs and returns a function that resolves it

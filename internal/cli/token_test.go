@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 const transferArgs = `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`
@@ -127,5 +132,48 @@ func TestHelpDescribesTokenAndKeys(t *testing.T) {
 		if code != ExitOK || !strings.Contains(out, c.want) {
 			t.Errorf("help %s (%d): %s", c.cmd, code, out)
 		}
+	}
+}
+
+// TestClientSignatureCommands: a client key, a token, the client's
+// signature of it, and the signature verifies against the pinned .pub file.
+func TestClientSignatureCommands(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := run(t, "keys", "generate", "--data-dir", dir); code != ExitOK {
+		t.Fatalf("keys generate: %d %s", code, stderr)
+	}
+	keyFile := filepath.Join(dir, "alice.jwk")
+	if code, _, stderr := run(t, "keys", "client", "--out", keyFile); code != ExitOK {
+		t.Fatalf("keys client: %d %s", code, stderr)
+	}
+	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("private client key: %v %v, want mode 0600", fi, err)
+	}
+	args := `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`
+	code, token, stderr := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--tool", "transfer_funds", "--params", args)
+	if code != ExitOK {
+		t.Fatalf("token issue: %d %s", code, stderr)
+	}
+	token = strings.TrimSpace(token)
+	code, sig, stderr := run(t, "token", "sign", "--key", keyFile, "--token", token)
+	if code != ExitOK {
+		t.Fatalf("token sign: %d %s", code, stderr)
+	}
+	pub, err := zerotrust.LoadPublicJWK(keyFile + ".pub")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, claimsJSON, _ := zerotrust.Inspect(token)
+	var claims zerotrust.Claims
+	json.Unmarshal(claimsJSON, &claims)
+	inv := zerotrust.Invocation{JTI: claims.ID, Tool: "transfer_funds", ParametersHash: claims.ParametersHash}
+	if verr := zerotrust.VerifyInvocation(strings.TrimSpace(sig), []jose.JSONWebKey{pub}, inv); verr != nil {
+		t.Fatalf("the CLI's signature does not verify with the .pub pin: %v", verr)
+	}
+	other := filepath.Join(dir, "bob.jwk")
+	run(t, "keys", "client", "--out", other)
+	otherPub, _ := zerotrust.LoadPublicJWK(other + ".pub")
+	if verr := zerotrust.VerifyInvocation(strings.TrimSpace(sig), []jose.JSONWebKey{otherPub}, inv); verr == nil {
+		t.Fatal("alice's signature verified with bob's pinned key")
 	}
 }

@@ -153,6 +153,9 @@ type ZeroTrustConfig struct {
 	// RequireDPoP refuses tokens that are not bound to a DPoP key (cnf.jkt).
 	// Tokens that are bound always need a valid proof.
 	RequireDPoP bool
+	// ClientKeys pins, per subject, the file of the public JWK whose
+	// signatures Tier 3 tools require.
+	ClientKeys map[string]string
 	// PublicURL is how clients reach the listener (scheme and host, e.g.
 	// https://gw.example.com), for the htu of DPoP proofs; "" means
 	// http://<listen.addr>. It is configured, never taken from a client's
@@ -173,7 +176,7 @@ const DefaultSkew = 5 * time.Second
 // RequiresTokens reports whether any upstream requires zero-trust tokens.
 func (g GatewayConfig) RequiresTokens() bool {
 	for _, u := range g.Upstreams {
-		if len(u.RequireToken.Allow) > 0 {
+		if len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
 			return true
 		}
 	}
@@ -298,6 +301,10 @@ type Upstream struct {
 	// RequireToken lists (in Allow) the tools whose calls need a zero-trust
 	// token bound to the caller, the tool and the exact arguments.
 	RequireToken List
+	// RequireSignature lists (in Allow) the tools that also need the
+	// client's signature by a key pinned in zero_trust.client_keys (Tier 3).
+	// They need a token too.
+	RequireSignature List
 }
 
 // Transport returns TransportStdio for an upstream with a Command,

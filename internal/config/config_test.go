@@ -560,3 +560,23 @@ gateway:
 		}
 	}
 }
+
+func TestRequireSignatureNeedsAPinnedKey(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  zero_trust: {subject: alice}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+      require_signature: [transfer_funds]
+`), "sig.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), `gateway.zero_trust.client_keys: an upstream has require_signature, so client_keys needs the public key of subject "alice"`) {
+		t.Fatalf("got %v", err)
+	}
+	if !cfg.Gateway.RequiresTokens() {
+		t.Error("require_signature alone does not count as requiring tokens")
+	}
+}

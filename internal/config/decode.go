@@ -463,6 +463,7 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &z.Issuer) }},
 		{"require_dpop", func(n *yaml.Node, p string) { d.bool(n, p, &z.RequireDPoP) }},
 		{"public_url", func(n *yaml.Node, p string) { d.str(n, p, &z.PublicURL) }},
+		{"client_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &z.ClientKeys) }},
 	})
 }
 
@@ -514,5 +515,6 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
 		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &u.Methods) }},
 		{"tools", func(n *yaml.Node, p string) { d.list(n, p, &u.Tools) }},
 		{"require_token", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireToken.Allow) }},
+		{"require_signature", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireSignature.Allow) }},
 	})
 }

@@ -108,14 +108,24 @@ func (v *validator) gateway() {
 
 func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	z := g.ZeroTrust
+	signatures := false
 	for i, u := range g.Upstreams {
-		for j, pat := range u.RequireToken.Allow {
-			if !pat.valid() {
-				if _, err := CompilePattern(pat.src); err != nil {
-					v.errorf(index(join(index("gateway.upstreams", i), "require_token"), j), "%v", err)
+		for _, l := range []struct {
+			field string
+			pats  []Pattern
+		}{{"require_token", u.RequireToken.Allow}, {"require_signature", u.RequireSignature.Allow}} {
+			for j, pat := range l.pats {
+				if !pat.valid() {
+					if _, err := CompilePattern(pat.src); err != nil {
+						v.errorf(index(join(index("gateway.upstreams", i), l.field), j), "%v", err)
+					}
 				}
 			}
 		}
+		signatures = signatures || len(u.RequireSignature.Allow) > 0
+	}
+	if signatures && z.Subject != "" && z.ClientKeys[z.Subject] == "" {
+		v.errorf(join(p, "client_keys"), "an upstream has require_signature, so client_keys needs the public key of subject %q", z.Subject)
 	}
 	switch z.Store {
 	case StoreSQLite, StoreMemory:

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
@@ -52,9 +54,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
 			ToolPolicy{List: u.Tools},
 		}
-		if len(u.RequireToken.Allow) > 0 {
+		if len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
 			z := zt
 			z.Requires = u.RequireToken
+			if len(u.RequireSignature.Allow) > 0 {
+				z.Signatures = u.RequireSignature
+			}
 			z.URLs = upstreamURLs(gc, u.Name)
 			stages = append(stages, z)
 		}
@@ -112,9 +117,19 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, error) {
 	if err != nil {
 		return ZeroTrust{}, nil, fmt.Errorf("replay store: %w", err)
 	}
+	pinned := map[string][]jose.JSONWebKey{}
+	for sub, path := range z.ClientKeys {
+		k, err := zerotrust.LoadPublicJWK(path)
+		if err != nil {
+			st.Close()
+			return ZeroTrust{}, nil, fmt.Errorf("client_keys.%s: %w", sub, err)
+		}
+		pinned[sub] = append(pinned[sub], k)
+	}
 	subject := z.Subject
 	return ZeroTrust{
-		Keys: ring, Store: st,
+		ClientKeys: func(sub string) []jose.JSONWebKey { return pinned[sub] },
+		Keys:       ring, Store: st,
 		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
 		RequireDPoP: z.RequireDPoP,

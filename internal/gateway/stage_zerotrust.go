@@ -12,7 +12,8 @@ package gateway
 //	     the proof in the HTTP DPoP header must be valid for POST on one of
 //	     the upstream's URLs, carry ath of this token, and be signed by the
 //	     key the token names (a stolen token with the thief's proof fails)
-//	  ─► (client signatures: next)
+//	  ─► INV-6 client signature, for the tools in Signatures: the client's
+//	     pinned key signed this jti, tool and parameters_hash
 //	  ─► store.Consume(proof jti, then token jti)   LAST (D4): nobody can burn
 //	                          a token they could not use; a store error denies
 //	  ─► forward: arguments replaced by the canonical bytes that were hashed
@@ -26,7 +27,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
@@ -35,9 +39,15 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
 )
 
-// MetaTokenKey is the params._meta member that carries the invocation token
-// on every transport. warden removes it before forwarding.
-const MetaTokenKey = "io.agentwarden/token"
+// Members of params._meta in warden's namespace. warden removes every
+// io.agentwarden/ member before forwarding: none reaches an upstream.
+const (
+	// MetaTokenKey carries the invocation token, on every transport.
+	MetaTokenKey = "io.agentwarden/token"
+	// MetaSignatureKey carries the client's invocation signature (Tier 3).
+	MetaSignatureKey = "io.agentwarden/signature"
+	metaNamespace    = "io.agentwarden/"
+)
 
 // ZeroTrust is the "zero-trust" stage.
 type ZeroTrust struct {
@@ -65,6 +75,13 @@ type ZeroTrust struct {
 	URLs func(c *Call) []*url.URL
 	// DPoP configures proof checks (algorithms, iat window, nonce).
 	DPoP dpop.Options
+
+	// Signatures selects the tools that also need a client signature by a
+	// key pinned for the subject (Tier 3, INV-6); nil means none. These
+	// tools need a token whether or not Requires lists them.
+	Signatures Permitter
+	// ClientKeys returns the public keys pinned for a subject.
+	ClientKeys func(sub string) []jose.JSONWebKey
 }
 
 // Name implements Stage.
@@ -76,7 +93,11 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
 		return nil
 	}
-	if z.Requires != nil {
+	needSig := false
+	if z.Signatures != nil {
+		needSig, _ = z.Signatures.Permits(c.Tool)
+	}
+	if z.Requires != nil && !needSig {
 		if ok, _ := z.Requires.Permits(c.Tool); !ok {
 			return nil
 		}
@@ -116,6 +137,18 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		var d *Denial
 		if proof, d = z.checkDPoP(c, token, claims); d != nil {
 			return d
+		}
+	}
+	if needSig {
+		raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaSignatureKey)
+		sig, _ := jsonrpc.String(raw)
+		var pinned []jose.JSONWebKey
+		if z.ClientKeys != nil {
+			pinned = z.ClientKeys(sub)
+		}
+		inv := zerotrust.Invocation{JTI: claims.ID, Tool: c.Tool, ParametersHash: hash}
+		if verr := zerotrust.VerifyInvocation(sig, pinned, inv); verr != nil {
+			return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
 		}
 	}
 	// Build what will be forwarded before consuming, so that nothing after
@@ -200,7 +233,7 @@ func canonicalCall(msg *jsonrpc.Message, canonical []byte) *jsonrpc.Message {
 			sawArgs = true
 			add(name, canonical)
 		case "_meta":
-			if meta := withoutMember(value, MetaTokenKey); meta != nil {
+			if meta := withoutNamespace(value, metaNamespace); meta != nil {
 				add(name, meta)
 			}
 		default:
@@ -214,13 +247,13 @@ func canonicalCall(msg *jsonrpc.Message, canonical []byte) *jsonrpc.Message {
 	return jsonrpc.NewRequest(msg.ID, msg.Method, params)
 }
 
-// withoutMember returns obj without the member name, or nil if nothing is
-// left.
-func withoutMember(obj []byte, name string) []byte {
+// withoutNamespace returns obj without the members whose names start with
+// prefix, or nil if nothing is left.
+func withoutNamespace(obj []byte, prefix string) []byte {
 	out := []byte{'{'}
 	n := 0
 	jsonrpc.Members(obj, func(k string, v []byte) {
-		if k == name {
+		if strings.HasPrefix(k, prefix) {
 			return
 		}
 		if n > 0 {
