@@ -44,9 +44,10 @@ type Relay struct {
 	log              *slog.Logger
 
 	mu      sync.Mutex
-	pending map[string]*pendingCall // by id text; guarded by mu
-	asked   map[string]struct{}     // by id text; guarded by mu
-	closed  bool                    // no more pending entries; guarded by mu
+	pending map[string]*pendingCall       // by id text; guarded by mu
+	asked   map[string]struct{}           // by id text; guarded by mu
+	holding map[string]context.CancelFunc // requests still in a blocking pipeline, by id text; guarded by mu
+	closed  bool                          // no more pending entries; guarded by mu
 }
 
 type pendingCall struct {
@@ -63,8 +64,9 @@ type RelayOptions struct {
 	// RequestTimeout bounds how long a client request may wait for the
 	// upstream's answer; 0 means no bound.
 	RequestTimeout time.Duration
-	// Observe, if set, is called for every message handled, synchronously, in
-	// the goroutine relaying that direction. It must not block.
+	// Observe, if set, is called for every message handled, synchronously,
+	// from the goroutine relaying it (several at once when the pipeline may
+	// block). It must not block.
 	Observe func(Decision)
 	// OnResult, if set, sees the result of every successful response the
 	// upstream sends to a client request, with the request's method (the tool
@@ -94,6 +96,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
+		holding:      make(map[string]context.CancelFunc),
 	}
 }
 
@@ -134,9 +137,11 @@ func (r *Relay) fromClient(ctx context.Context) error {
 			}
 			return err
 		}
-		switch msg.Kind {
-		case jsonrpc.KindResponse:
+		switch {
+		case msg.Kind == jsonrpc.KindResponse:
 			r.relayClientResponse(ctx, msg)
+		case msg.Kind == jsonrpc.KindRequest && r.pipeline.MayBlock():
+			r.relayHeld(ctx, msg)
 		default:
 			r.relayClientCall(ctx, msg)
 		}
@@ -163,7 +168,8 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	r.emit(d)
 	if denial != nil {
 		r.log.Info("refused", "decision", d, "reason", denial.Reason)
-		if msg.Kind == jsonrpc.KindRequest {
+		if msg.Kind == jsonrpc.KindRequest && ctx.Err() == nil { // a cancelled request gets no answer
+
 			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, denial.Error()))
 		}
 		return
@@ -181,6 +187,32 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 				Errorf(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())))
 		}
 	}
+}
+
+// relayHeld runs relayClientCall for a request on its own goroutine, when a
+// stage may hold it for a person: other messages of the session go on, and
+// the client's notifications/cancelled for it releases the hold.
+func (r *Relay) relayHeld(ctx context.Context, msg *jsonrpc.Message) {
+	hctx, cancel := context.WithCancel(ctx)
+	r.mu.Lock()
+	if _, dup := r.holding[msg.ID.Raw()]; dup {
+		r.mu.Unlock()
+		cancel()
+		r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, (&Denial{Stage: "relay", Rule: "duplicate-id",
+			Code: jsonrpc.CodeInvalidRequest, Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}).Error()))
+		return
+	}
+	r.holding[msg.ID.Raw()] = cancel
+	r.mu.Unlock()
+	go func() {
+		defer func() {
+			r.mu.Lock()
+			delete(r.holding, msg.ID.Raw())
+			r.mu.Unlock()
+			cancel()
+		}()
+		r.relayClientCall(hctx, msg)
+	}()
 }
 
 // relayClientResponse forwards the client's answer to a request the upstream
@@ -302,7 +334,13 @@ func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
 	if !ok {
 		return
 	}
-	r.untrack(jsonrpc.IDFromRaw(raw))
+	id := jsonrpc.IDFromRaw(raw)
+	r.mu.Lock()
+	if cancel := r.holding[id.Raw()]; cancel != nil {
+		cancel() // a held call: stop waiting for its approval
+	}
+	r.mu.Unlock()
+	r.untrack(id)
 }
 
 // failPending answers every pending client request with an error and stops

@@ -36,6 +36,8 @@ type Call struct {
 	// of Msg (the zero-trust stage forwards canonical arguments). Stages
 	// after it still see Msg.
 	Forward *jsonrpc.Message
+	// Approver is who approved a held call, set by the zero-trust stage.
+	Approver string
 }
 
 // newCall prepares the view of msg that stages share. A tools/call whose name
@@ -81,13 +83,25 @@ func (d *Denial) Error() *jsonrpc.Error {
 // Pipeline is an ordered list of stages. It is immutable after construction
 // and shared by every session of one upstream.
 type Pipeline struct {
-	stages []Stage
+	stages   []Stage
+	mayBlock bool // a stage can wait for a person
 }
 
 // NewPipeline returns a pipeline running stages in the order given.
 func NewPipeline(stages ...Stage) *Pipeline {
-	return &Pipeline{stages: stages}
+	p := &Pipeline{stages: stages}
+	for _, s := range stages {
+		if b, ok := s.(interface{ MayBlock() bool }); ok && b.MayBlock() {
+			p.mayBlock = true
+		}
+	}
+	return p
 }
+
+// MayBlock reports whether a stage can hold a call for a long time (an
+// approval). The relay then checks each request on its own goroutine, so
+// that a held call does not stall the session.
+func (p *Pipeline) MayBlock() bool { return p.mayBlock }
 
 // Stages returns the names of the pipeline's stages, in order.
 func (p *Pipeline) Stages() []string {

@@ -32,6 +32,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/store"
@@ -82,7 +83,20 @@ type ZeroTrust struct {
 	Signatures Permitter
 	// ClientKeys returns the public keys pinned for a subject.
 	ClientKeys func(sub string) []jose.JSONWebKey
+
+	// Approvals, when set with Signer, holds a call that needs a token but
+	// carries none until a person decides (the standard's ad-hoc mode, for
+	// unmodified MCP clients). On approval warden, as the platform provider,
+	// issues a token bound to the subject, the tool and the exact arguments
+	// the person saw, and the call is validated with it like any other. Such
+	// a token is not DPoP-bound and carries no client signature.
+	Approvals *approval.Queue
+	Signer    *zerotrust.KeyRing
 }
+
+// MayBlock reports whether Check can wait for a person: the relay then runs
+// each request on its own goroutine.
+func (z ZeroTrust) MayBlock() bool { return z.Approvals != nil && z.Signer != nil }
 
 // Name implements Stage.
 func (ZeroTrust) Name() string { return "zero-trust" }
@@ -102,18 +116,24 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 			return nil
 		}
 	}
-	raw, ok := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
-	token, isString := jsonrpc.String(raw)
-	if !ok || !isString || token == "" {
-		return &Denial{Rule: "token-missing",
-			Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
-	}
 	sub, ok := "", false
 	if z.Subject != nil {
 		sub, ok = z.Subject(c)
 	}
 	if !ok {
 		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
+	}
+	raw, ok := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
+	token, isString := jsonrpc.String(raw)
+	if !ok || !isString || token == "" {
+		if !z.MayBlock() {
+			return &Denial{Rule: "token-missing",
+				Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
+		}
+		var d *Denial
+		if token, d = z.hold(ctx, c, sub); d != nil {
+			return d
+		}
 	}
 	now := time.Now()
 	if z.Now != nil {
@@ -177,6 +197,40 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.Forward = forward
 	return nil
+}
+
+// hold submits the call for approval and waits. On approval it returns a
+// token warden issued for exactly the arguments the approver saw.
+func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Denial) {
+	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
+	if err != nil {
+		return "", &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
+	}
+	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
+		Tool: c.Tool, Arguments: canonical, Hash: hash})
+	d := z.Approvals.Wait(ctx, p.ID)
+	switch {
+	case d.TimedOut:
+		return "", &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason}
+	case !d.Approved && d.Approver != "":
+		return "", &Denial{Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
+	case !d.Approved:
+		return "", &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
+	}
+	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
+		Aud: z.Audience, Iss: z.Issuer})
+	if err != nil {
+		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
+	}
+	c.Approver = d.Approver
+	return token, nil
+}
+
+func reasonSuffix(r string) string {
+	if r == "" {
+		return ""
+	}
+	return ": " + r
 }
 
 // checkDPoP is INV-5: a valid proof, for this token, by the token's key.
