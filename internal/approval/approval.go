@@ -64,8 +64,9 @@ type Queue struct {
 }
 
 type entry struct {
-	p    Pending
-	done chan Decision // receives exactly one decision, buffered
+	p       Pending
+	done    chan Decision // receives exactly one decision, buffered
+	decided bool          // a decision was sent on done; guarded by Queue.mu
 }
 
 // New returns a queue whose requests time out after timeout (0: 5 minutes).
@@ -88,7 +89,8 @@ func (q *Queue) Submit(r Request) Pending {
 }
 
 // Wait blocks until the request id is decided, times out, or ctx ends, and
-// removes it from the queue. A timeout or cancellation is a denial.
+// removes it from the queue. A timeout or cancellation is a denial. A
+// decision made before Wait was called is not lost.
 func (q *Queue) Wait(ctx context.Context, id string) Decision {
 	q.mu.Lock()
 	e := q.pending[id]
@@ -96,25 +98,30 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 	if e == nil {
 		return Decision{Reason: "no such pending request"}
 	}
+	defer func() {
+		q.mu.Lock()
+		delete(q.pending, id)
+		q.mu.Unlock()
+	}()
 	timer := time.NewTimer(time.Until(e.p.Expires))
 	defer timer.Stop()
 	var giveUp Decision
 	select {
 	case d := <-e.done:
-		return d // Decide removed the entry
+		return d
 	case <-timer.C:
 		giveUp = Decision{TimedOut: true, Reason: fmt.Sprintf("no decision within %s", q.timeout)}
 	case <-ctx.Done():
 		giveUp = Decision{Reason: "the call was cancelled while waiting for approval"}
 	}
-	// Whoever removes the entry owns the outcome. If Decide removed it
-	// first, its decision is on the channel and wins: an approver must never
-	// be told "approved" for a call that was refused.
+	// Whoever settles the entry first owns the outcome. If Decide did, its
+	// decision is on the channel and wins: an approver must never be told
+	// "approved" for a call that was refused.
 	q.mu.Lock()
-	_, still := q.pending[id]
-	delete(q.pending, id)
+	decided := e.decided
+	e.decided = true
 	q.mu.Unlock()
-	if !still {
+	if decided {
 		return <-e.done
 	}
 	return giveUp
@@ -127,13 +134,12 @@ func (q *Queue) Decide(id string, approve bool, approver, reason string) error {
 	}
 	q.mu.Lock()
 	e := q.pending[id]
-	if e != nil {
-		delete(q.pending, id)
-	}
-	q.mu.Unlock()
-	if e == nil {
+	if e == nil || e.decided {
+		q.mu.Unlock()
 		return ErrUnknown
 	}
+	e.decided = true
+	q.mu.Unlock()
 	e.done <- Decision{Approved: approve, Approver: approver, Reason: reason}
 	return nil
 }
@@ -143,7 +149,9 @@ func (q *Queue) List() []Pending {
 	q.mu.Lock()
 	out := make([]Pending, 0, len(q.pending))
 	for _, e := range q.pending {
-		out = append(out, e.p)
+		if !e.decided {
+			out = append(out, e.p)
+		}
 	}
 	q.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
@@ -155,7 +163,7 @@ func (q *Queue) Get(id string) (Pending, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	e := q.pending[id]
-	if e == nil {
+	if e == nil || e.decided {
 		return Pending{}, false
 	}
 	return e.p, true

@@ -95,3 +95,22 @@ func TestListOldestFirst(t *testing.T) {
 		t.Fatalf("list %+v", l)
 	}
 }
+
+// TestDecisionBeforeWaitIsKept: a person may decide before the gateway
+// starts waiting; the decision must not be lost.
+func TestDecisionBeforeWaitIsKept(t *testing.T) {
+	q := New(time.Minute)
+	p := q.Submit(req())
+	if err := q.Decide(p.ID, true, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.List()) != 0 {
+		t.Error("a decided call is still listed as pending")
+	}
+	if d := q.Wait(context.Background(), p.ID); !d.Approved || d.Approver != "bob" {
+		t.Fatalf("decision made before Wait: %+v", d)
+	}
+	if err := q.Decide(p.ID, false, "eve", ""); !errors.Is(err, ErrUnknown) {
+		t.Fatalf("second decision: %v", err)
+	}
+}

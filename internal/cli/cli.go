@@ -68,6 +68,8 @@ func commands() []command {
 		{name: "token", usage: "hash|issue|verify|inspect [flags]",
 			short: "zero-trust tokens: parameters_hash, and single-use tokens bound to one call", run: runToken},
 		{name: "keys", usage: "generate|list|jwks [--data-dir DIR]", short: "the signing keys of zero-trust tokens", run: runKeys},
+		{name: "approve", usage: "list | show ID | allow ID | deny ID [--reason TEXT]",
+			short: "decide on tool calls the gateway holds for approval", run: runApprove},
 		{name: "version", short: "print the version", run: runVersion},
 		{name: "help", usage: "[COMMAND]", short: "show help", run: runHelp},
 		{name: "demo-server", usage: "[--root DIR] [--http ADDR] [--stateless]",

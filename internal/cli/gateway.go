@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/transport"
@@ -139,6 +141,13 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	if !isLoopback(ln.Addr()) {
 		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
 	}
+	if opts.Approvals != nil {
+		stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, logger)
+		if err != nil {
+			return ExitUpstream, err
+		}
+		defer stop()
+	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(env.Stderr, "warden gateway listening on http://%s\n", ln.Addr())
 	for _, r := range g.Routes("http://" + ln.Addr().String()) {
@@ -157,6 +166,26 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	_ = srv.Shutdown(sctx)
 	g.Close()
 	return ExitOK, nil
+}
+
+// serveAdmin starts the admin listener with the approval API.
+func serveAdmin(env *Env, addr string, opts gateway.Options, logger *slog.Logger) (stop func(), err error) {
+	token, err := approval.EnsureToken(opts.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("admin token: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
+	}
+	if !isLoopback(ln.Addr()) {
+		logger.Warn("the admin listener is not on a loopback address", "addr", ln.Addr().String())
+	}
+	srv := &http.Server{Handler: approval.Handler(opts.Approvals, token), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	fmt.Fprintf(env.Stderr, "approvals: http://%s/v1/approvals (warden approve list; token in %s)\n",
+		ln.Addr(), filepath.Join(opts.DataDir, approval.TokenFile))
+	return func() { srv.Close() }, nil
 }
 
 func compileList(allow, deny []string) (config.List, error) {

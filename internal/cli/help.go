@@ -87,6 +87,20 @@ or others is refused). DIR defaults to $WARDEN_DATA_DIR, else
 $XDG_DATA_HOME/warden, else ~/.local/share/warden (macOS: ~/Library/Application
 Support/warden).
 `,
+	"approve": `  warden approve list [--admin URL] [--data-dir DIR]
+  warden approve show ID
+  warden approve allow ID [--as NAME] [--reason TEXT]
+  warden approve deny ID [--as NAME] [--reason TEXT]
+      With gateway.zero_trust.hold_for_approval, a call to a tool that needs
+      a token but carries none is held until a person decides. These commands
+      talk to the gateway's admin listener (gateway.admin.addr, default
+      127.0.0.1:8788) with the admin token the gateway created in its data
+      dir (mode 0600). list and show print the exact canonical arguments and
+      their parameters_hash; allow makes warden issue a token bound to
+      exactly those, once. The approver (default cli:<user name>) is
+      recorded. A call nobody decides on is denied when approval_timeout
+      (default 5m) passes.
+`,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback
       listener, and runs a scripted MCP client session through it. It prints

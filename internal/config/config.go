@@ -123,7 +123,20 @@ type GatewayConfig struct {
 	// ZeroTrust configures the zero-trust stage for the upstreams whose
 	// RequireToken lists tools.
 	ZeroTrust ZeroTrustConfig
+	// Admin is the admin listener (approvals), separate from Listen.
+	Admin AdminConfig
 }
+
+// AdminConfig is warden's admin listener: the approval API that warden
+// approve talks to. It answers loopback Host names only.
+type AdminConfig struct {
+	// Addr is where it listens; default 127.0.0.1:8788. Started only when
+	// calls can be held for approval.
+	Addr string
+}
+
+// DefaultAdminAddr is the admin listener's default address.
+const DefaultAdminAddr = "127.0.0.1:8788"
 
 // ZeroTrustConfig configures the Zero-Trust Tool Invocation Standard: where
 // the signing keys live, where used token ids are recorded, and whom calls
@@ -153,6 +166,12 @@ type ZeroTrustConfig struct {
 	// RequireDPoP refuses tokens that are not bound to a DPoP key (cnf.jkt).
 	// Tokens that are bound always need a valid proof.
 	RequireDPoP bool
+	// HoldForApproval holds a call that needs a token but has none until a
+	// person approves it through the admin API (warden approve); warden then
+	// issues the token itself. Without it such a call is refused.
+	HoldForApproval bool
+	// ApprovalTimeout is how long a held call waits; 0 means 5 minutes.
+	ApprovalTimeout time.Duration
 	// ClientKeys pins, per subject, the file of the public JWK whose
 	// signatures Tier 3 tools require.
 	ClientKeys map[string]string
@@ -335,6 +354,7 @@ func Default() *Config {
 				SessionIdleTimeout: DefaultSessionIdleTimeout,
 			},
 			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew},
+			Admin:     AdminConfig{Addr: DefaultAdminAddr},
 		},
 	}
 }

@@ -134,6 +134,7 @@ func TestDefaults(t *testing.T) {
 				ShutdownTimeout: 2 * time.Second,
 			}},
 			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second},
+			Admin:     AdminConfig{Addr: "127.0.0.1:8788"},
 		},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{}, Pattern{})); diff != "" {

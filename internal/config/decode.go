@@ -448,6 +448,9 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 		{"default_upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.DefaultUpstream) }},
 		{"upstreams", func(n *yaml.Node, p string) { d.upstreams(n, p, &g.Upstreams) }},
 		{"zero_trust", func(n *yaml.Node, p string) { d.zeroTrust(n, p, &g.ZeroTrust) }},
+		{"admin", func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
+		}},
 	})
 }
 
@@ -464,6 +467,8 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"require_dpop", func(n *yaml.Node, p string) { d.bool(n, p, &z.RequireDPoP) }},
 		{"public_url", func(n *yaml.Node, p string) { d.str(n, p, &z.PublicURL) }},
 		{"client_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &z.ClientKeys) }},
+		{"hold_for_approval", func(n *yaml.Node, p string) { d.bool(n, p, &z.HoldForApproval) }},
+		{"approval_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.ApprovalTimeout) }},
 	})
 }
 

@@ -153,6 +153,14 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf(join(p, "public_url"), "public_url must be an http or https URL with a host and nothing after the path, e.g. https://gw.example.com")
 		}
 	}
+	if z.ApprovalTimeout < 0 {
+		v.errorf(join(p, "approval_timeout"), "approval_timeout must not be negative")
+	}
+	if z.HoldForApproval {
+		if msg := checkListenAddr(g.Admin.Addr); msg != "" {
+			v.errorf("gateway.admin.addr", "%s", msg)
+		}
+	}
 	if g.RequiresTokens() && z.Subject == "" {
 		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (warden does not authenticate clients itself yet)")
 	}

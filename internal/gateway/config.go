@@ -15,6 +15,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
@@ -44,10 +45,11 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	if gc.RequiresTokens() {
 		var closer io.Closer
 		var err error
-		if zt, closer, err = zeroTrustStage(gc.ZeroTrust); err != nil {
+		if zt, closer, opts.DataDir, err = zeroTrustStage(gc.ZeroTrust); err != nil {
 			return Options{}, fmt.Errorf("gateway.zero_trust: %w", err)
 		}
 		opts.Closers = append(opts.Closers, closer)
+		opts.Approvals = zt.Approvals
 	}
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
@@ -81,20 +83,20 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 // zeroTrustStage opens the key ring and the replay store of the zero-trust
 // configuration z, and returns the stage (without its tool list) and the
 // store to close when the gateway stops.
-func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, error) {
+func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, error) {
 	dir := z.DataDir
 	if dir == "" {
 		dir = zerotrust.DefaultDataDir()
 	}
 	if dir == "" {
-		return ZeroTrust{}, nil, errors.New("no data directory: set data_dir or WARDEN_DATA_DIR")
+		return ZeroTrust{}, nil, "", errors.New("no data directory: set data_dir or WARDEN_DATA_DIR")
 	}
 	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dir))
 	if err != nil {
-		return ZeroTrust{}, nil, err
+		return ZeroTrust{}, nil, "", err
 	}
 	if len(ring.Keys()) == 0 {
-		return ZeroTrust{}, nil, fmt.Errorf("no signing key in %s: run warden keys generate --data-dir %s", zerotrust.KeysDir(dir), dir)
+		return ZeroTrust{}, nil, "", fmt.Errorf("no signing key in %s: run warden keys generate --data-dir %s", zerotrust.KeysDir(dir), dir)
 	}
 	var st store.Store
 	switch z.Store {
@@ -108,32 +110,36 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, error) {
 		path := z.StorePath
 		if path == "" {
 			if err = os.MkdirAll(dir, 0o700); err != nil {
-				return ZeroTrust{}, nil, err
+				return ZeroTrust{}, nil, "", err
 			}
 			path = filepath.Join(dir, "state.db")
 		}
 		st, err = store.OpenSQLite(path)
 	}
 	if err != nil {
-		return ZeroTrust{}, nil, fmt.Errorf("replay store: %w", err)
+		return ZeroTrust{}, nil, "", fmt.Errorf("replay store: %w", err)
 	}
 	pinned := map[string][]jose.JSONWebKey{}
 	for sub, path := range z.ClientKeys {
 		k, err := zerotrust.LoadPublicJWK(path)
 		if err != nil {
 			st.Close()
-			return ZeroTrust{}, nil, fmt.Errorf("client_keys.%s: %w", sub, err)
+			return ZeroTrust{}, nil, "", fmt.Errorf("client_keys.%s: %w", sub, err)
 		}
 		pinned[sub] = append(pinned[sub], k)
 	}
 	subject := z.Subject
-	return ZeroTrust{
+	stage := ZeroTrust{
 		ClientKeys: func(sub string) []jose.JSONWebKey { return pinned[sub] },
 		Keys:       ring, Store: st,
 		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
 		RequireDPoP: z.RequireDPoP,
-	}, st, nil
+	}
+	if z.HoldForApproval {
+		stage.Approvals, stage.Signer = approval.New(z.ApprovalTimeout), ring
+	}
+	return stage, st, dir, nil
 }
 
 // upstreamURLs returns the URLs by which clients reach upstream name on the

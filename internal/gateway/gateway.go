@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -73,6 +74,12 @@ type Options struct {
 	// Closers are closed by Gateway.Close once every session has ended (the
 	// zero-trust replay store, for one).
 	Closers []io.Closer
+	// Approvals is the queue of calls held for approval, when the
+	// configuration holds calls; the CLI serves it on the admin listener.
+	Approvals *approval.Queue
+	// DataDir is the zero-trust data directory (keys, state, admin token),
+	// when zero-trust is configured.
+	DataDir string
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
