@@ -50,6 +50,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		}
 		opts.Closers = append(opts.Closers, closer)
 		opts.Approvals = zt.Approvals
+		if ring, ok := zt.Keys.(*zerotrust.KeyRing); ok {
+			opts.JWKS = ring.JWKSHandler()
+		}
 	}
 	for _, u := range gc.Upstreams {
 		stages := []Stage{

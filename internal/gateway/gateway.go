@@ -80,6 +80,9 @@ type Options struct {
 	// DataDir is the zero-trust data directory (keys, state, admin token),
 	// when zero-trust is configured.
 	DataDir string
+	// JWKS, if set, serves the public keys of warden's token signing keys at
+	// /.well-known/jwks.json, for upstreams that verify tokens themselves.
+	JWKS http.Handler
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
@@ -149,7 +152,8 @@ func (g *Gateway) Upstream(name string) *Upstream { return g.upstreams[name] }
 func (g *Gateway) DefaultUpstream() string { return g.opts.Default }
 
 // Handler returns the HTTP handler of the MCP listener: the default upstream
-// at Path, every upstream at Path/<name>, and /healthz.
+// at Path, every upstream at Path/<name>, /healthz, and with zero-trust the
+// public signing keys at /.well-known/jwks.json.
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for name, srv := range g.listeners {
@@ -157,6 +161,9 @@ func (g *Gateway) Handler() http.Handler {
 		if name == g.opts.Default {
 			mux.Handle(g.opts.Path, srv)
 		}
+	}
+	if g.opts.JWKS != nil {
+		mux.Handle("GET /.well-known/jwks.json", g.opts.JWKS)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -6,6 +6,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -152,6 +153,18 @@ gateway:
 	defer g.Close()
 	handler = g.Handler()
 	endpoint := srv.URL + "/mcp"
+
+	// The public signing keys are served for upstreams that verify tokens.
+	resp, err := http.Get(srv.URL + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jwks struct{ Keys []map[string]any }
+	json.NewDecoder(resp.Body).Decode(&jwks)
+	resp.Body.Close()
+	if len(jwks.Keys) != 1 || jwks.Keys[0]["d"] != nil || jwks.Keys[0]["kid"] == nil {
+		t.Fatalf("JWKS %+v: want one public key with its kid", jwks)
+	}
 
 	var post func(body, session, proof string) []byte
 	post = func(body, session, proof string) []byte {
