@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,9 +21,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
-	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/testenv"
 )
 
@@ -60,21 +57,7 @@ func testCtx(t *testing.T) context.Context {
 // does, and serves it on a loopback httptest server. It returns the MCP URL.
 func startGateway(t *testing.T, yaml string) string {
 	t.Helper()
-	cfg, err := config.Parse([]byte(yaml), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := gatewayFromYAML(t, yaml)
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); g.Close() })
 	return srv.URL + "/mcp"

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -11,9 +10,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/agentwarden/warden/internal/config"
-	"github.com/agentwarden/warden/internal/gateway"
 )
 
 // TestHTTPUpstreamRedirectDoesNotCarryTheAPIKey: an upstream that answers
@@ -34,27 +30,13 @@ func TestHTTPUpstreamRedirectDoesNotCarryTheAPIKey(t *testing.T) {
 	defer redirector.Close()
 
 	t.Setenv("WARDEN_TEST_API_KEY", "secret-key")
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   upstreams:
     - name: up
       url: %s/mcp
       headers: {X-Api-Key: "${env:WARDEN_TEST_API_KEY}"}
-`, redirector.URL)), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, redirector.URL))
 	srv := httptest.NewServer(g.Handler())
 	defer func() { srv.Close(); g.Close() }()
 

@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/zerotrust"
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
@@ -50,21 +48,7 @@ gateway:
       require_token: [transfer_funds]
 `, dataDir, up)
 	start := func() (*mcp.ClientSession, func()) {
-		cfg, err := config.Parse([]byte(yaml), "zt.yaml")
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gateway.New(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := gatewayFromYAML(t, yaml)
 		srv := httptest.NewServer(g.Handler())
 		cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
 		return cs, func() { cs.Close(); srv.Close(); g.Close() }
@@ -128,28 +112,14 @@ func TestZeroTrustDPoPOverHTTP(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust: {data_dir: %q, subject: alice, store: memory, require_dpop: true, public_url: %q}
   upstreams:
     - name: demo
       url: %s
       require_token: [transfer_funds]
-`, dataDir, srv.URL, up)), "dpop.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := gateway.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+`, dataDir, srv.URL, up))
 	defer g.Close()
 	handler = g.Handler()
 	endpoint := srv.URL + "/mcp"
