@@ -18,6 +18,19 @@ const (
 	DefaultMaxDepth = 64
 )
 
+// resolved returns the limits with zero (or negative) fields replaced by the
+// defaults.
+func (l Limits) resolved() (maxBytes, maxDepth int) {
+	maxBytes, maxDepth = l.MaxBytes, l.MaxDepth
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	return maxBytes, maxDepth
+}
+
 // Decode validates data as exactly one JSON-RPC 2.0 message. A batch (a JSON
 // array) is rejected; use DecodeBatch where a revision allows batches.
 // On failure it returns a *Error with code -32700 or -32600 whose Data is a

@@ -9,13 +9,7 @@ import "strconv"
 // command line. Errors are *Error values with code -32700 or -32600, as from
 // Decode.
 func Validate(data []byte, lim Limits) error {
-	maxBytes, maxDepth := lim.MaxBytes, lim.MaxDepth
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
-	}
+	maxBytes, maxDepth := lim.resolved()
 	if len(data) > maxBytes {
 		e := &wireError{code: CodeInvalidRequest, rule: RuleSize, off: maxBytes,
 			msg: "value of " + strconv.Itoa(len(data)) + " bytes is larger than the limit of " + strconv.Itoa(maxBytes)}

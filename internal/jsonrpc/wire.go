@@ -12,13 +12,7 @@ import (
 // decode is Decode (allowBatch false) and DecodeBatch. A single message is
 // written to one; a batch is returned.
 func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Message, isBatch bool, err *Error) {
-	maxBytes, maxDepth := lim.MaxBytes, lim.MaxDepth
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
-	}
-	if maxDepth <= 0 {
-		maxDepth = DefaultMaxDepth
-	}
+	maxBytes, maxDepth := lim.resolved()
 	if len(data) > maxBytes {
 		e := &wireError{code: CodeInvalidRequest, rule: RuleSize, off: maxBytes,
 			msg: "message of " + strconv.Itoa(len(data)) + " bytes is larger than the limit of " + strconv.Itoa(maxBytes)}
