@@ -22,6 +22,7 @@ import (
 
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -66,6 +67,7 @@ type scene struct {
 	url    string
 	res    *Result
 	ring   *zerotrust.KeyRing // signs the demo's tokens
+	queue  *approval.Queue    // calls held for the demo's approver
 	mu     sync.Mutex         // guards res.UpstreamSaw
 }
 
@@ -130,11 +132,14 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	}
 	s.ring = ring
 	replay := store.NewMemory()
+	s.queue = approval.New(time.Minute)
 	zt := gateway.ZeroTrust{
 		Keys: ring, Store: replay,
 		Requires: config.List{Allow: []config.Pattern{transfer}},
 		Subject:  func(*gateway.Call) (string, bool) { return "alice", true },
 		Skew:     5 * time.Second,
+		// Calls without a token are held until the demo's approver decides.
+		Approvals: s.queue, Signer: ring,
 	}
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
@@ -200,7 +205,8 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
 	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → zero-trust\n")
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
-	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard)\n\n")
+	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
+	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments\n\n")
 	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
 }
 
@@ -209,7 +215,7 @@ func (s *scene) summary() {
 	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
 	fmt.Fprintf(w, "The demo server received get_env %d times: its secret WARDEN_DEMO_SECRET never reached the client.\n",
 		s.res.UpstreamSaw["get_env"])
-	fmt.Fprintf(w, "It received transfer_funds %d time(s): only the approved call, with the arguments that were hashed.\n",
+	fmt.Fprintf(w, "It received transfer_funds %d times: the approved call and the token's, each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")

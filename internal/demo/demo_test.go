@@ -44,13 +44,13 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.UpstreamSaw["echo"] != 1 {
 		t.Errorf("echo reached the demo server %d times, want 1", res.UpstreamSaw["echo"])
 	}
-	if res.UpstreamSaw["transfer_funds"] != 1 {
-		t.Errorf("transfer_funds reached the demo server %d times, want exactly the one approved call", res.UpstreamSaw["transfer_funds"])
+	if res.UpstreamSaw["transfer_funds"] != 2 {
+		t.Errorf("transfer_funds reached the demo server %d times, want exactly the approved call and the token's", res.UpstreamSaw["transfer_funds"])
 	}
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"5 relayed, 8 refused.", "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"6 relayed, 8 refused.", "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

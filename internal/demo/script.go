@@ -8,9 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -43,8 +45,9 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
 	// Zero-trust: transfer_funds runs only with a token bound to the exact
 	// arguments, once.
+	s.held(ctx, cs, 250, true)
+	s.held(ctx, cs, 99999, false)
 	approved := map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}
-	s.callWith(ctx, cs, "transfer_funds without a token", "transfer_funds", approved, "", "refused")
 	token, err := s.issue("alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
 	if err != nil {
 		return err
@@ -93,6 +96,53 @@ func (s *scene) hashes(approved, reordered, tampered string) {
 	fmt.Fprintf(w, "        parameters_hash of those arguments: %s\n", h1)
 	fmt.Fprintf(w, "        the same arguments reordered, 1000.0 for 1000:  %s (same: an approval binds values, not spelling)\n", h2[:16]+"…")
 	fmt.Fprintf(w, "        amount 1001 instead:                            %s (different: a token for 1000 cannot run 1001)\n", h3[:16]+"…")
+}
+
+// held makes a transfer without a token: the gateway holds it, and the
+// demo plays the approver, who sees the exact arguments and their hash.
+func (s *scene) held(ctx context.Context, cs *mcp.ClientSession, amount int, approve bool) {
+	args := map[string]any{"account_id": "ACC_123", "amount": amount, "recipient": "vendor@example.com"}
+	action := fmt.Sprintf("transfer_funds of %d without a token: held for approval", amount)
+	done := make(chan struct{})
+	var res *mcp.CallToolResult
+	var err error
+	go func() {
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds", Arguments: args})
+		close(done)
+	}()
+	var p approval.Pending
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if l := s.queue.List(); len(l) == 1 {
+			p = l[0]
+			break
+		}
+	}
+	if p.ID == "" {
+		s.expect(false, "%s: no call was held", action)
+		<-done
+		return
+	}
+	verdict, reason := "approves", "checked the recipient"
+	if !approve {
+		verdict, reason = "denies", "amount above the daily limit"
+	}
+	note := fmt.Sprintf("the approver sees %s %s, hash %s…, and %s it", p.Tool, p.Arguments, p.Hash[:16], verdict)
+	if err := s.queue.Decide(p.ID, approve, "bob (demo approver)", reason); err != nil {
+		s.expect(false, "%s: %v", action, err)
+	}
+	<-done
+	want := "relayed"
+	if !approve {
+		want = "refused"
+	}
+	if err != nil {
+		stage, rule, msg, ok := refusal(err)
+		s.record(Step{Action: action, Outcome: "refused", By: stage + " (" + rule + ")", Detail: note + "\n        " + msg})
+		s.expect(ok && want == "refused", "%s: %v", action, err)
+		return
+	}
+	s.record(Step{Action: action, Outcome: "relayed", Detail: note + "\n        → " + summarize(res)})
+	s.expect(want == "relayed", "%s was relayed, but should have been refused", action)
 }
 
 // issue plays the platform provider: a token for sub to call tool with
