@@ -69,6 +69,9 @@ type Denial struct {
 	Rule   string // which rule of the stage decided, e.g. `deny "get_*"`
 	Reason string // one sentence for the client and the log
 	Code   int64  // JSON-RPC code; 0 means jsonrpc.CodeDenied
+	// Invariant and Step, for zero-trust refusals: which invariant of the
+	// standard failed, at which step of its validation sequence.
+	Invariant, Step string
 }
 
 // Error returns the JSON-RPC error sent to the client for d.
@@ -77,7 +80,7 @@ func (d *Denial) Error() *jsonrpc.Error {
 	if code == 0 {
 		code = jsonrpc.CodeDenied
 	}
-	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule}.Errorf(code, d.Reason)
+	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Step: d.Step}.Errorf(code, d.Reason)
 }
 
 // Pipeline is an ordered list of stages. It is immutable after construction

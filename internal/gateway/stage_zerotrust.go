@@ -150,7 +150,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		Aud: z.Audience, Iss: z.Issuer, Now: now, Skew: z.Skew,
 	})
 	if verr != nil {
-		return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
+		return verifyDenial(verr)
 	}
 	var proof *dpop.Proof
 	if claims.Confirmation != nil || z.RequireDPoP {
@@ -168,7 +168,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		}
 		inv := zerotrust.Invocation{JTI: claims.ID, Tool: c.Tool, ParametersHash: hash}
 		if verr := zerotrust.VerifyInvocation(sig, pinned, inv); verr != nil {
-			return &Denial{Rule: verr.Invariant, Reason: verr.Error()}
+			return verifyDenial(verr)
 		}
 	}
 	// Build what will be forwarded before consuming, so that nothing after
@@ -185,7 +185,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 			return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
 		}
 		if !fresh {
-			return &Denial{Rule: "INV-5", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
+			return &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
 		}
 	}
 	fresh, err := z.Store.Consume(ctx, store.NSToken, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
@@ -193,7 +193,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
 	}
 	if !fresh {
-		return &Denial{Rule: "INV-4", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
+		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
 	}
 	c.Forward = forward
 	return nil
@@ -233,10 +233,20 @@ func reasonSuffix(r string) string {
 	return ": " + r
 }
 
+// verifyDenial turns a token verification failure into a denial that names
+// the invariant and the step.
+func verifyDenial(v *zerotrust.VerifyError) *Denial {
+	d := &Denial{Rule: v.Invariant, Reason: v.Error(), Step: v.Step}
+	if strings.HasPrefix(v.Invariant, "INV-") {
+		d.Invariant = v.Invariant
+	}
+	return d
+}
+
 // checkDPoP is INV-5: a valid proof, for this token, by the token's key.
 func (z ZeroTrust) checkDPoP(c *Call, token string, claims *zerotrust.Claims) (*dpop.Proof, *Denial) {
 	deny := func(format string, args ...any) (*dpop.Proof, *Denial) {
-		return nil, &Denial{Rule: "INV-5", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
+		return nil, &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
 	}
 	if claims.Confirmation == nil || claims.Confirmation.JKT == "" {
 		return deny("DPoP is required, but the token is not bound to a key (no cnf.jkt)")

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -95,8 +96,14 @@ func TestZeroTrustRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		h.send(h.client, tc.msg)
-		if _, d := detailOf(t, h.recv(h.client)); d.Stage != "zero-trust" || d.Rule != tc.rule {
+		_, d := detailOf(t, h.recv(h.client))
+		if d.Stage != "zero-trust" || d.Rule != tc.rule {
 			t.Errorf("%s: detail %+v, want rule %s", tc.name, d, tc.rule)
+		}
+		// The data names the invariant and the standard's step, not only
+		// the message.
+		if strings.HasPrefix(tc.rule, "INV-") && (d.Invariant != tc.rule || d.Step == "") {
+			t.Errorf("%s: data %+v lacks invariant %s and its step", tc.name, d, tc.rule)
 		}
 	}
 	h.nothing(h.upstream, "refused calls")

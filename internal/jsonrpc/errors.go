@@ -67,6 +67,11 @@ type Detail struct {
 	Rule   string `json:"rule"`
 	Offset int    `json:"offset,omitempty"` // byte offset in the message, for wire errors
 	Path   string `json:"path,omitempty"`   // JSON path of the offending value, e.g. $.params.arguments.a
+	// Invariant and Step name, for a zero-trust refusal, the invariant of
+	// the Zero-Trust Tool Invocation Standard that failed (INV-1..INV-6) and
+	// the step of its validation sequence.
+	Invariant string `json:"invariant,omitempty"`
+	Step      string `json:"step,omitempty"`
 	// AuditID is the id of the audit record of the refusal, once auditing exists.
 	AuditID string `json:"audit_id,omitempty"`
 }
