@@ -163,6 +163,10 @@ type ZeroTrustConfig struct {
 	// Audience and Issuer are what tokens must carry; "" means warden's
 	// defaults ("warden-gateway", "warden").
 	Audience, Issuer string
+	// Persona, if set, is the CoSAI-RM persona a token's presenter must hold
+	// (the standard's step 3a), e.g. personaAgenticProvider; tokens must
+	// carry it. Tokens warden issues on approval carry it.
+	Persona string
 	// RequireDPoP refuses tokens that are not bound to a DPoP key (cnf.jkt).
 	// Tokens that are bound always need a valid proof.
 	RequireDPoP bool
@@ -188,6 +192,11 @@ const (
 	StoreMemory = "memory"
 	StoreRedis  = "redis"
 )
+
+// Personas are the CoSAI-RM personas of the Zero-Trust Tool Invocation
+// Standard.
+var Personas = []string{"personaEndUser", "personaApplicationDeveloper", "personaPlatformProvider",
+	"personaAgenticProvider", "personaModelServing", "personaGovernance", "personaModelProvider", "personaModelConsumer"}
 
 // DefaultSkew is the default clock tolerance for tokens.
 const DefaultSkew = 5 * time.Second

@@ -468,6 +468,7 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"public_url", func(n *yaml.Node, p string) { d.str(n, p, &z.PublicURL) }},
 		{"client_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &z.ClientKeys) }},
 		{"hold_for_approval", func(n *yaml.Node, p string) { d.bool(n, p, &z.HoldForApproval) }},
+		{"persona", func(n *yaml.Node, p string) { d.str(n, p, &z.Persona) }},
 		{"approval_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.ApprovalTimeout) }},
 	})
 }

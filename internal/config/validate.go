@@ -153,6 +153,9 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf(join(p, "public_url"), "public_url must be an http or https URL with a host and nothing after the path, e.g. https://gw.example.com")
 		}
 	}
+	if z.Persona != "" && !slices.Contains(Personas, z.Persona) {
+		v.errorf(join(p, "persona"), "persona %q is not a CoSAI-RM persona (%s)", z.Persona, strings.Join(Personas, ", "))
+	}
 	if z.ApprovalTimeout < 0 {
 		v.errorf(join(p, "approval_timeout"), "approval_timeout must not be negative")
 	}

@@ -137,7 +137,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 		Keys:       ring, Store: st,
 		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
-		RequireDPoP: z.RequireDPoP,
+		RequireDPoP: z.RequireDPoP, Persona: z.Persona,
 	}
 	if z.HoldForApproval {
 		stage.Approvals, stage.Signer = approval.New(z.ApprovalTimeout), ring

@@ -62,6 +62,8 @@ type ZeroTrust struct {
 	// Audience and Issuer are what tokens must carry; "" means warden's
 	// defaults.
 	Audience, Issuer string
+	// Persona, if set, is the role a token's presenter must hold (step 3a).
+	Persona string
 	// Skew is the clock tolerance for nbf and exp.
 	Skew time.Duration
 	// Now is the clock; nil means time.Now.
@@ -147,7 +149,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
 		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash,
-		Aud: z.Audience, Iss: z.Issuer, Now: now, Skew: z.Skew,
+		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Now: now, Skew: z.Skew,
 	})
 	if verr != nil {
 		return verifyDenial(verr)
@@ -218,7 +220,7 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 		return "", &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
 	}
 	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer})
+		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona})
 	if err != nil {
 		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -171,5 +172,42 @@ func TestZeroTrustConcurrentPresentation(t *testing.T) {
 	wg.Wait()
 	if n := passed.Load(); n != 1 {
 		t.Fatalf("%d presentations of one token passed, want exactly 1", n)
+	}
+}
+
+// TestZeroTrustPersona: with a persona required (step 3a), a token for
+// another persona, or none, is refused; the right one passes, and a token
+// warden issues on approval carries it.
+func TestZeroTrustPersona(t *testing.T) {
+	f := newZT(t, nil)
+	f.stage.Persona = "personaAgenticProvider"
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	issue := func(persona string) string {
+		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+			Arguments: []byte(transferArgs), Persona: persona})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	for _, p := range []string{"", "personaEndUser"} {
+		h.send(h.client, call("1", "transfer_funds", transferArgs, issue(p)))
+		if _, d := detailOf(t, h.recv(h.client)); d.Step != "3a" {
+			t.Errorf("persona %q: %+v, want a refusal at step 3a", p, d)
+		}
+	}
+	h.send(h.client, call("2", "transfer_funds", transferArgs, issue("personaAgenticProvider")))
+	if got := h.recv(h.upstream); got.ID.Raw() != "2" {
+		t.Fatalf("upstream got %s", got.Raw)
+	}
+
+	// A held call, once approved, passes the persona check too.
+	q := approval.New(time.Minute)
+	f.stage.Approvals, f.stage.Signer = q, f.ring
+	h2 := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	h2.send(h2.client, call("3", "transfer_funds", transferArgs, ""))
+	q.Decide(waitPending(t, q).ID, true, "bob", "")
+	if got := h2.recv(h2.upstream); got.ID.Raw() != "3" {
+		t.Fatalf("approved call: upstream got %s", got.Raw)
 	}
 }
