@@ -186,6 +186,13 @@ type ZeroTrustConfig struct {
 	PublicURL string
 }
 
+// Mandate is one pre-approved invocation. Arguments is JSON text (not YAML),
+// so that exactly what is written is what gets hashed.
+type Mandate struct {
+	Tool      string
+	Arguments string
+}
+
 // Zero-trust stores.
 const (
 	StoreSQLite = "sqlite"
@@ -329,6 +336,10 @@ type Upstream struct {
 	// RequireToken lists (in Allow) the tools whose calls need a zero-trust
 	// token bound to the caller, the tool and the exact arguments.
 	RequireToken List
+	// Mandates are pre-approved invocations (binding mode B, "pre-defined"):
+	// a call whose tool and canonical arguments equal a mandate's gets a
+	// token from warden itself, bound to exactly those arguments.
+	Mandates []Mandate
 	// RequireSignature lists (in Allow) the tools that also need the
 	// client's signature by a key pinned in zero_trust.client_keys (Tier 3).
 	// They need a token too.

@@ -508,6 +508,25 @@ func (d *decoder) upstreams(n *yaml.Node, path string, dst *[]Upstream) {
 	*dst = out
 }
 
+func (d *decoder) mandates(n *yaml.Node, path string, dst *[]Mandate) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "expected a list of mandates, got %s", describe(n))
+		return
+	}
+	out := make([]Mandate, len(n.Content))
+	for i, item := range n.Content {
+		m := &out[i]
+		d.mapping(item, index(path, i), []field{
+			{"tool", func(n *yaml.Node, p string) { d.str(n, p, &m.Tool) }},
+			{"arguments", func(n *yaml.Node, p string) { d.str(n, p, &m.Arguments) }},
+		})
+	}
+	*dst = out
+}
+
 func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
 	d.mapping(n, path, []field{
 		{"name", func(n *yaml.Node, p string) { d.str(n, p, &u.Name) }},
@@ -522,5 +541,6 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
 		{"tools", func(n *yaml.Node, p string) { d.list(n, p, &u.Tools) }},
 		{"require_token", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireToken.Allow) }},
 		{"require_signature", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireSignature.Allow) }},
+		{"mandates", func(n *yaml.Node, p string) { d.mandates(n, p, &u.Mandates) }},
 	})
 }

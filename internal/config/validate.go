@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -123,6 +124,19 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			}
 		}
 		signatures = signatures || len(u.RequireSignature.Allow) > 0
+		for j, m := range u.Mandates {
+			mp := index(join(index("gateway.upstreams", i), "mandates"), j)
+			if m.Tool == "" {
+				v.errorf(join(mp, "tool"), "a mandate needs the tool it pre-approves")
+			}
+			if ok, _ := u.RequireToken.Permits(m.Tool); m.Tool != "" && (len(u.RequireToken.Allow) == 0 || !ok) {
+				v.errorf(join(mp, "tool"), "tool %q is not in require_token, so a mandate for it has no effect", m.Tool)
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(m.Arguments), &obj); err != nil || obj == nil {
+				v.errorf(join(mp, "arguments"), "arguments must be a JSON object, written as a string, e.g. '{\"amount\":100}'")
+			}
+		}
 	}
 	if signatures && z.Subject != "" && z.ClientKeys[z.Subject] == "" {
 		v.errorf(join(p, "client_keys"), "an upstream has require_signature, so client_keys needs the public key of subject %q", z.Subject)

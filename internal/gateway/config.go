@@ -65,6 +65,16 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			if len(u.RequireSignature.Allow) > 0 {
 				z.Signatures = u.RequireSignature
 			}
+			if len(u.Mandates) > 0 {
+				z.Mandates = map[string]bool{}
+				for i, m := range u.Mandates {
+					hash, _, err := zerotrust.ParamsHash([]byte(m.Arguments))
+					if err != nil {
+						return Options{}, fmt.Errorf("upstream %q: mandates[%d].arguments: %v", u.Name, i, err)
+					}
+					z.Mandates[MandateKey(m.Tool, hash)] = true
+				}
+			}
 			z.URLs = upstreamURLs(gc, u.Name)
 			stages = append(stages, z)
 		}
@@ -139,8 +149,9 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
 		RequireDPoP: z.RequireDPoP, Persona: z.Persona,
 	}
+	stage.Signer = ring // issues tokens for mandates and approved calls
 	if z.HoldForApproval {
-		stage.Approvals, stage.Signer = approval.New(z.ApprovalTimeout), ring
+		stage.Approvals = approval.New(z.ApprovalTimeout)
 	}
 	return stage, st, dir, nil
 }

@@ -94,7 +94,15 @@ type ZeroTrust struct {
 	// a token is not DPoP-bound and carries no client signature.
 	Approvals *approval.Queue
 	Signer    *zerotrust.KeyRing
+
+	// Mandates are pre-approved invocations (binding mode B): the keys are
+	// tool + "\x00" + parameters_hash. A call without a token that matches
+	// one gets a token from Signer, with binding_mode "pre-defined".
+	Mandates map[string]bool
 }
+
+// MandateKey is the key of a pre-approved invocation in ZeroTrust.Mandates.
+func MandateKey(tool, hash string) string { return tool + "\x00" + hash }
 
 // MayBlock reports whether Check can wait for a person: the relay then runs
 // each request on its own goroutine.
@@ -125,15 +133,11 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if !ok {
 		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
-	raw, ok := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
-	token, isString := jsonrpc.String(raw)
-	if !ok || !isString || token == "" {
-		if !z.MayBlock() {
-			return &Denial{Rule: "token-missing",
-				Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
-		}
+	raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
+	token, _ := jsonrpc.String(raw)
+	if token == "" {
 		var d *Denial
-		if token, d = z.hold(ctx, c, sub); d != nil {
+		if token, d = z.tokenFor(ctx, c, sub); d != nil {
 			return d
 		}
 	}
@@ -199,6 +203,27 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.Forward = forward
 	return nil
+}
+
+// tokenFor finds a token for a call that brought none: warden issues one
+// for a pre-approved invocation (a mandate), or holds the call for a
+// person's approval; otherwise the call is refused.
+func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub string) (string, *Denial) {
+	if z.Signer != nil && len(z.Mandates) > 0 {
+		if hash, _, err := zerotrust.ParamsHash(c.Arguments); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
+			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: c.Arguments,
+				Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, BindingMode: zerotrust.BindingPreDefined})
+			if err != nil {
+				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token: " + err.Error()}
+			}
+			return token, nil
+		}
+	}
+	if z.MayBlock() {
+		return z.hold(ctx, c, sub)
+	}
+	return "", &Denial{Rule: "token-missing",
+		Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
 }
 
 // hold submits the call for approval and waits. On approval it returns a

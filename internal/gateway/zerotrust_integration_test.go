@@ -201,3 +201,50 @@ gateway:
 		t.Fatalf("balance %d, want one transfer of 2500", b)
 	}
 }
+
+// TestMandateThroughTheGateway: binding mode B. A call matching a mandate in
+// the configuration runs without a client token; the same tool with other
+// arguments is refused.
+func TestMandateThroughTheGateway(t *testing.T) {
+	ctx := testCtx(t)
+	dataDir := t.TempDir()
+	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, ledger := demoUpstream(t, false)
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  zero_trust: {data_dir: %q, subject: payroll-bot, store: memory}
+  upstreams:
+    - name: demo
+      url: %s
+      require_token: [transfer_funds]
+      mandates:
+        - tool: transfer_funds
+          arguments: '{"recipient":"payroll@example.com","amount":5000,"account_id":"ACC_123"}'
+`, dataDir, up))
+	srv := httptest.NewServer(g.Handler())
+	// Registered before connect's, so it runs after the client session
+	// closes: httptest.Server.Close waits for open streams.
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
+
+	// Key order and number spelling do not matter: the hash does.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds",
+		Arguments: map[string]any{"account_id": "ACC_123", "amount": 5000.0, "recipient": "payroll@example.com"}})
+	if err != nil || res.IsError {
+		t.Fatalf("the mandated call: %v %v", res, err)
+	}
+	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds",
+		Arguments: map[string]any{"account_id": "ACC_123", "amount": 5001, "recipient": "payroll@example.com"}})
+	if wardenRefusal(t, err) != "zero-trust" {
+		t.Fatal("a call outside the mandate ran without a token")
+	}
+	if b, _ := ledger.Balance("ACC_123"); b != 95000 {
+		t.Fatalf("balance %d, want only the mandated 5000 moved", b)
+	}
+}
