@@ -181,6 +181,18 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, error) {
 	return ExitOK, nil
 }
 
+// parseNoArgs is parseFlags for commands that take flags only: a stray
+// argument is a usage error.
+func parseNoArgs(fs *flag.FlagSet, args []string) (int, error) {
+	if code, err := parseFlags(fs, args); err != nil {
+		return code, err
+	}
+	if fs.NArg() > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	return ExitOK, nil
+}
+
 // errUsageShown marks an error whose message the flag package already printed.
 var errUsageShown = errors.New("invalid arguments")
 

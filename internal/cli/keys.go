@@ -63,11 +63,8 @@ func runKeysGenerate(_ context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "keys generate", "[--alg EdDSA|ES256] [--data-dir DIR]")
 	alg := fs.String("alg", zerotrust.AlgEdDSA, "signature algorithm: EdDSA (Ed25519) or ES256 (P-256)")
 	keysDir := dataDirFlag(env, fs)
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *alg != zerotrust.AlgEdDSA && *alg != zerotrust.AlgES256 {
 		return ExitUsage, fmt.Errorf("--alg %q (want %s or %s)", *alg, zerotrust.AlgEdDSA, zerotrust.AlgES256)
@@ -87,11 +84,8 @@ func runKeysGenerate(_ context.Context, env *Env, args []string) (int, error) {
 func runKeysList(_ context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "keys list", "[--data-dir DIR]")
 	keysDir := dataDirFlag(env, fs)
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	ring, code, err := loadRing(keysDir)
 	if err != nil {
@@ -116,11 +110,8 @@ func runKeysList(_ context.Context, env *Env, args []string) (int, error) {
 func runKeysJWKS(_ context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "keys jwks", "[--data-dir DIR]")
 	keysDir := dataDirFlag(env, fs)
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	ring, code, err := loadRing(keysDir)
 	if err != nil {

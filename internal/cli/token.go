@@ -39,11 +39,8 @@ func runTokenHash(_ context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "token hash", "--params JSON|- [--canonical]")
 	params := fs.String("params", "", "the tool call's `arguments` as JSON, or - to read them from stdin (absent: {})")
 	canonical := fs.Bool("canonical", false, "also print the canonical form that was hashed")
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	in, err := readArg(env, *params)
 	if err != nil {
@@ -82,11 +79,8 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	class := fs.Int("classification", 0, "data classification 1..5 (0: none)")
 	mode := fs.String("binding-mode", zerotrust.BindingAdHoc, "ad-hoc, pre-defined or hybrid")
 	keysDir := dataDirFlag(env, fs)
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *sub == "" || *tool == "" {
 		return ExitUsage, errors.New("--sub and --tool are required")
@@ -126,11 +120,8 @@ func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
 	persona := fs.String("persona", "", "when set, the role the token must name (step 3a)")
 	skew := fs.Duration("skew", zerotrust.DefaultSkew, "tolerated clock skew")
 	keysDir := dataDirFlag(env, fs)
-	if code, err := parseFlags(fs, args); err != nil {
+	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
-	}
-	if fs.NArg() > 0 {
-		return ExitUsage, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if *token == "" || *sub == "" || *tool == "" {
 		return ExitUsage, errors.New("--token, --sub and --tool are required")
