@@ -99,7 +99,9 @@ Support/warden).
       their parameters_hash; allow makes warden issue a token bound to
       exactly those, once. The approver (default cli:<user name>) is
       recorded. A call nobody decides on is denied when approval_timeout
-      (default 5m) passes.
+      (default 5m) passes. With approval_channels: [admin, elicitation] the
+      client's user is also asked, through MCP elicitation; the first
+      decision wins.
 `,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback

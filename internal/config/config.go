@@ -176,6 +176,11 @@ type ZeroTrustConfig struct {
 	HoldForApproval bool
 	// ApprovalTimeout is how long a held call waits; 0 means 5 minutes.
 	ApprovalTimeout time.Duration
+	// ApprovalChannels are who may decide on a held call: ApprovalAdmin (an
+	// operator, through the admin API: warden approve, the console) and
+	// ApprovalElicitation (the client's own user, asked through MCP
+	// elicitation). Empty means [admin]. The first decision wins.
+	ApprovalChannels []string
 	// ClientKeys pins, per subject, the file of the public JWK whose
 	// signatures Tier 3 tools require.
 	ClientKeys map[string]string
@@ -191,6 +196,20 @@ type ZeroTrustConfig struct {
 type Mandate struct {
 	Tool      string
 	Arguments string
+}
+
+// Approval channels.
+const (
+	ApprovalAdmin       = "admin"
+	ApprovalElicitation = "elicitation"
+)
+
+// Channel reports whether held calls may be decided through channel.
+func (z ZeroTrustConfig) Channel(channel string) bool {
+	if len(z.ApprovalChannels) == 0 {
+		return channel == ApprovalAdmin
+	}
+	return slices.Contains(z.ApprovalChannels, channel)
 }
 
 // Zero-trust stores.

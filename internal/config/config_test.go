@@ -540,7 +540,7 @@ gateway:
 
 	bad := `version: 1
 gateway:
-  zero_trust: {store: redis, skew: 2m, store_path: /x.db}
+  zero_trust: {store: redis, skew: 2m, store_path: /x.db, approval_channels: [admin, slack]}
   upstreams:
     - name: pay
       command: [pay-server]
@@ -555,6 +555,7 @@ gateway:
 		"gateway.zero_trust.store_path: store_path is only for store: sqlite",
 		"gateway.zero_trust.skew: skew must be between 0s and 60s",
 		"gateway.zero_trust.subject: an upstream has require_token",
+		`gateway.zero_trust.approval_channels[1]: unknown approval channel "slack" (admin, elicitation)`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems %v lack %q", err, want)

@@ -470,6 +470,7 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"hold_for_approval", func(n *yaml.Node, p string) { d.bool(n, p, &z.HoldForApproval) }},
 		{"persona", func(n *yaml.Node, p string) { d.str(n, p, &z.Persona) }},
 		{"approval_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.ApprovalTimeout) }},
+		{"approval_channels", func(n *yaml.Node, p string) { d.strings(n, p, &z.ApprovalChannels) }},
 	})
 }
 

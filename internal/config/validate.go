@@ -173,7 +173,12 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	if z.ApprovalTimeout < 0 {
 		v.errorf(join(p, "approval_timeout"), "approval_timeout must not be negative")
 	}
-	if z.HoldForApproval {
+	for i, ch := range z.ApprovalChannels {
+		if ch != ApprovalAdmin && ch != ApprovalElicitation {
+			v.errorf(fmt.Sprintf("%s.approval_channels[%d]", p, i), "unknown approval channel %q (admin, elicitation)", ch)
+		}
+	}
+	if z.HoldForApproval && z.Channel(ApprovalAdmin) {
 		if msg := checkListenAddr(g.Admin.Addr); msg != "" {
 			v.errorf("gateway.admin.addr", "%s", msg)
 		}

@@ -68,7 +68,9 @@ type scene struct {
 	res    *Result
 	ring   *zerotrust.KeyRing // signs the demo's tokens
 	queue  *approval.Queue    // calls held for the demo's approver
-	mu     sync.Mutex         // guards res.UpstreamSaw
+	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
+	// userSaw is the last approval question alice's client showed her.
+	userSaw string
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -139,7 +141,9 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		Subject:  func(*gateway.Call) (string, bool) { return "alice", true },
 		Skew:     5 * time.Second,
 		// Calls without a token are held until the demo's approver decides.
-		Approvals: s.queue, Signer: ring,
+		Approvals: s.queue, Signer: ring, AdminApproval: true,
+		// ... or until the client's user approves them (MCP elicitation).
+		ElicitApproval: true,
 	}
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
@@ -206,7 +210,8 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → zero-trust\n")
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
-	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments\n\n")
+	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")
+	fmt.Fprintf(w, "            through MCP elicitation, or an operator (warden approve); the first decision wins\n\n")
 	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
 }
 
@@ -215,7 +220,7 @@ func (s *scene) summary() {
 	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
 	fmt.Fprintf(w, "The demo server received get_env %d times: its secret WARDEN_DEMO_SECRET never reached the client.\n",
 		s.res.UpstreamSaw["get_env"])
-	fmt.Fprintf(w, "It received transfer_funds %d times: the approved call and the token's, each with the arguments that were hashed.\n",
+	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the token's, each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")

@@ -20,7 +20,20 @@ import (
 // script is the client session the demo plays. Each step says what a user
 // would expect, and the run fails loudly if the gateway does otherwise.
 func (s *scene) script(ctx context.Context) error {
-	client := mcp.NewClient(&mcp.Implementation{Name: "warden-demo-client", Version: "1.0.0"}, nil)
+	// The client's user, alice, answers warden's approval questions
+	// (MCP elicitation): she approves small transfers and leaves anything
+	// else to the operator by dismissing the prompt.
+	client := mcp.NewClient(&mcp.Implementation{Name: "warden-demo-client", Version: "1.0.0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			s.mu.Lock()
+			s.userSaw = req.Params.Message
+			s.mu.Unlock()
+			if strings.Contains(req.Params.Message, `"amount": 50,`) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "reason": "my rent"}}, nil
+			}
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		},
+	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("demo client could not connect through the gateway: %w", err)
@@ -45,6 +58,7 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
 	// Zero-trust: transfer_funds runs only with a token bound to the exact
 	// arguments, once.
+	s.elicited(ctx, cs, 50)
 	s.held(ctx, cs, 250, true)
 	s.held(ctx, cs, 99999, false)
 	approved := map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}
@@ -143,6 +157,28 @@ func (s *scene) held(ctx context.Context, cs *mcp.ClientSession, amount int, app
 	}
 	s.record(Step{Action: action, Outcome: "relayed", Detail: note + "\n        → " + summarize(res)})
 	s.expect(want == "relayed", "%s was relayed, but should have been refused", action)
+}
+
+// elicited makes a transfer without a token that the client's own user
+// approves: warden asks her through MCP elicitation, showing the exact
+// arguments and the hash of the token it will issue.
+func (s *scene) elicited(ctx context.Context, cs *mcp.ClientSession, amount int) {
+	args := map[string]any{"account_id": "ACC_123", "amount": amount, "recipient": "landlord@example.com"}
+	action := fmt.Sprintf("transfer_funds of %d without a token: held, and alice is asked in her client", amount)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds", Arguments: args})
+	s.mu.Lock()
+	saw := s.userSaw
+	s.mu.Unlock()
+	hash, _, _ := zerotrust.ParamsHash([]byte(fmt.Sprintf(`{"account_id":"ACC_123","amount":%d,"recipient":"landlord@example.com"}`, amount)))
+	s.expect(strings.Contains(saw, hash), "alice was not shown the parameters_hash %s; she saw %q", hash, saw)
+	note := "her client shows the tool, the arguments and parameters_hash " + hash[:16] + "… (MCP elicitation); she approves"
+	if err != nil {
+		stage, rule, msg, _ := refusal(err)
+		s.record(Step{Action: action, Outcome: "refused", By: stage + " (" + rule + ")", Detail: note + "\n        " + msg})
+		s.expect(false, "%s: %v", action, err)
+		return
+	}
+	s.record(Step{Action: action, Outcome: "relayed", Detail: note + "\n        → " + summarize(res)})
 }
 
 // issue plays the platform provider: a token for sub to call tool with

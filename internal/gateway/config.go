@@ -49,7 +49,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			return Options{}, fmt.Errorf("gateway.zero_trust: %w", err)
 		}
 		opts.Closers = append(opts.Closers, closer)
-		opts.Approvals = zt.Approvals
+		if zt.AdminApproval {
+			opts.Approvals = zt.Approvals // served on the admin listener
+		}
 		if ring, ok := zt.Keys.(*zerotrust.KeyRing); ok {
 			opts.JWKS = ring.JWKSHandler()
 		}
@@ -152,6 +154,8 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 	stage.Signer = ring // issues tokens for mandates and approved calls
 	if z.HoldForApproval {
 		stage.Approvals = approval.New(z.ApprovalTimeout)
+		stage.AdminApproval = z.Channel(config.ApprovalAdmin)
+		stage.ElicitApproval = z.Channel(config.ApprovalElicitation)
 	}
 	return stage, st, dir, nil
 }

@@ -16,6 +16,8 @@ package gateway
 //     when the upstream dies or times out each pending request gets an error.
 //   - asked: upstream requests (sampling, elicitation, roots) the client has
 //     not answered yet. A client response must match one.
+//   - own: requests warden itself sent the client (elicitation/create, to
+//     ask the user to approve a held call). Their answers stay in warden.
 
 import (
 	"context"
@@ -44,10 +46,12 @@ type Relay struct {
 	log              *slog.Logger
 
 	mu      sync.Mutex
-	pending map[string]*pendingCall       // by id text; guarded by mu
-	asked   map[string]struct{}           // by id text; guarded by mu
-	holding map[string]context.CancelFunc // requests still in a blocking pipeline, by id text; guarded by mu
-	closed  bool                          // no more pending entries; guarded by mu
+	pending map[string]*pendingCall          // by id text; guarded by mu
+	asked   map[string]struct{}              // by id text; guarded by mu
+	holding map[string]context.CancelFunc    // requests still in a blocking pipeline, by id text; guarded by mu
+	own     map[string]chan *jsonrpc.Message // warden's own requests to the client, by id text; guarded by mu
+	elicit  bool                             // the client declared form elicitation; guarded by mu
+	closed  bool                             // no more pending entries; guarded by mu
 }
 
 type pendingCall struct {
@@ -97,6 +101,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
 		holding:      make(map[string]context.CancelFunc),
+		own:          make(map[string]chan *jsonrpc.Message),
 	}
 }
 
@@ -153,6 +158,14 @@ func (r *Relay) fromClient(ctx context.Context) error {
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
 	if denial == nil {
+		if msg.Method == mcp.MethodInitialize {
+			r.noteCapabilities(msg)
+		}
+		if r.canElicit() {
+			call.Elicit = func(ctx context.Context, params []byte) (*jsonrpc.Message, error) {
+				return r.ask(ctx, msg.ID, mcp.MethodElicitationCreate, params)
+			}
+		}
 		denial = r.pipeline.Check(ctx, call)
 	}
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
@@ -219,6 +232,12 @@ func (r *Relay) relayHeld(ctx context.Context, msg *jsonrpc.Message) {
 // made. An answer to a question the upstream never asked is dropped.
 func (r *Relay) relayClientResponse(ctx context.Context, msg *jsonrpc.Message) {
 	r.mu.Lock()
+	if reply, mine := r.own[msg.ID.Raw()]; mine {
+		delete(r.own, msg.ID.Raw())
+		r.mu.Unlock()
+		reply <- msg // buffered: the asker may have given up
+		return
+	}
 	_, ok := r.asked[msg.ID.Raw()]
 	delete(r.asked, msg.ID.Raw())
 	r.mu.Unlock()

@@ -38,6 +38,12 @@ type Call struct {
 	Forward *jsonrpc.Message
 	// Approver is who approved a held call, set by the zero-trust stage.
 	Approver string
+
+	// Elicit, when the client declared form elicitation, asks the client's
+	// user: it sends elicitation/create with params (on the stream of this
+	// call) and returns the client's answer. nil when the client cannot be
+	// asked.
+	Elicit func(ctx context.Context, params []byte) (*jsonrpc.Message, error)
 }
 
 // newCall prepares the view of msg that stages share. A tools/call whose name
@@ -137,8 +143,10 @@ type Decision struct {
 	Method   string
 	Tool     string
 	ID       jsonrpc.ID
-	// Direction is "client" for messages from the client to the upstream and
-	// "upstream" for messages from the upstream to the client.
+	// Direction is "client" for messages from the client to the upstream,
+	// "upstream" for messages from the upstream to the client, and "warden"
+	// for requests warden itself sends the client (elicitation, to ask the
+	// user to approve a held call).
 	Direction string
 	// Denial is nil when the message was relayed.
 	Denial *Denial

@@ -13,7 +13,7 @@ import (
 func newHeldFixture(t *testing.T, timeout time.Duration) (*approval.Queue, *harness) {
 	f := newZT(t, nil)
 	q := approval.New(timeout)
-	f.stage.Approvals, f.stage.Signer = q, f.ring
+	f.stage.Approvals, f.stage.Signer, f.stage.AdminApproval = q, f.ring, true
 	return q, newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
 }
 

@@ -94,6 +94,11 @@ type ZeroTrust struct {
 	// a token is not DPoP-bound and carries no client signature.
 	Approvals *approval.Queue
 	Signer    *zerotrust.KeyRing
+	// AdminApproval means an operator can decide on held calls through the
+	// admin API; ElicitApproval means the client's user is asked through
+	// MCP elicitation when the client declared it. The first decision wins.
+	// With neither available for a call, it is refused at once.
+	AdminApproval, ElicitApproval bool
 
 	// Mandates are pre-approved invocations (binding mode B): the keys are
 	// tool + "\x00" + parameters_hash. A call without a token that matches
@@ -233,8 +238,18 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 	if err != nil {
 		return "", &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
+	askUser := z.ElicitApproval && c.Elicit != nil
+	if !z.AdminApproval && !askUser {
+		return "", &Denial{Rule: "approval-unavailable",
+			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
+	}
 	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
 		Tool: c.Tool, Arguments: canonical, Hash: hash})
+	if askUser {
+		actx, cancel := context.WithCancel(ctx)
+		defer cancel() // a decision made elsewhere withdraws the question
+		go z.askUser(actx, c, p, !z.AdminApproval)
+	}
 	d := z.Approvals.Wait(ctx, p.ID)
 	switch {
 	case d.TimedOut:

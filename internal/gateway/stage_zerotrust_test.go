@@ -203,7 +203,7 @@ func TestZeroTrustPersona(t *testing.T) {
 
 	// A held call, once approved, passes the persona check too.
 	q := approval.New(time.Minute)
-	f.stage.Approvals, f.stage.Signer = q, f.ring
+	f.stage.Approvals, f.stage.Signer, f.stage.AdminApproval = q, f.ring, true
 	h2 := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
 	h2.send(h2.client, call("3", "transfer_funds", transferArgs, ""))
 	q.Decide(waitPending(t, q).ID, true, "bob", "")

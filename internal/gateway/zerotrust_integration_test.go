@@ -3,6 +3,7 @@
 package gateway_test
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -246,5 +247,70 @@ gateway:
 	}
 	if b, _ := ledger.Balance("ACC_123"); b != 95000 {
 		t.Fatalf("balance %d, want only the mandated 5000 moved", b)
+	}
+}
+
+// TestApprovalByElicitationThroughTheGateway: the held call's user is asked
+// through MCP elicitation, by a real go-sdk client over streamable HTTP, on
+// every stateful revision that has elicitation. The user sees the exact
+// arguments; approving runs the call once, declining refuses it.
+func TestApprovalByElicitationThroughTheGateway(t *testing.T) {
+	for _, revision := range []string{"2025-06-18", "2025-11-25"} {
+		t.Run(revision, func(t *testing.T) {
+			ctx := testCtx(t)
+			dataDir := t.TempDir()
+			if ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir)); err != nil {
+				t.Fatal(err)
+			} else if _, err := ring.Rotate("EdDSA"); err != nil {
+				t.Fatal(err)
+			}
+			up, ledger := demoUpstream(t, false)
+			g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  zero_trust: {data_dir: %q, subject: alice, store: memory, hold_for_approval: true, approval_channels: [elicitation]}
+  upstreams:
+    - name: demo
+      url: %s
+      require_token: [transfer_funds]
+`, dataDir, up))
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { srv.Close(); g.Close() })
+
+			var asked []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "it", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					asked = append(asked, req.Params.Message)
+					// The user approves small transfers only.
+					approve := strings.Contains(req.Params.Message, `"amount": 2500`)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
+				},
+			})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"},
+				&mcp.ClientSessionOptions{ProtocolVersion: revision})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			transfer := func(amount int) error {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds",
+					Arguments: map[string]any{"account_id": "ACC_123", "amount": amount, "recipient": "vendor@example.com"}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("tool error: %v", text(t, res))
+				}
+				return err
+			}
+			if err := transfer(2500); err != nil {
+				t.Fatalf("the approved call: %v", err)
+			}
+			if err := transfer(900000); wardenRefusal(t, err) != "zero-trust" {
+				t.Fatalf("the declined call: %v", err)
+			}
+			if len(asked) != 2 || !strings.Contains(asked[0], "parameters_hash: ") {
+				t.Fatalf("the user was asked %d times: %q", len(asked), asked)
+			}
+			if b, _ := ledger.Balance("ACC_123"); b != 97500 {
+				t.Fatalf("balance %d, want only the approved 2500 moved", b)
+			}
+		})
 	}
 }
