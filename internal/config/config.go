@@ -39,6 +39,8 @@ import (
 	"os"
 	"slices"
 	"time"
+
+	"github.com/agentwarden/warden/internal/policy"
 )
 
 // Version is the only configuration file version this package reads.
@@ -176,6 +178,11 @@ type ZeroTrustConfig struct {
 	HoldForApproval bool
 	// ApprovalTimeout is how long a held call waits; 0 means 5 minutes.
 	ApprovalTimeout time.Duration
+	// Classification rules give tool calls a data classification level,
+	// 1 (most sensitive) to 5; the level selects the tier of the standard
+	// whose requirements are enforced (internal/policy). A classified call
+	// always needs a token.
+	Classification []ClassRule
 	// ApprovalChannels are who may decide on a held call: ApprovalAdmin (an
 	// operator, through the admin API: warden approve, the console) and
 	// ApprovalElicitation (the client's own user, asked through MCP
@@ -191,6 +198,14 @@ type ZeroTrustConfig struct {
 	PublicURL string
 }
 
+// ClassRule is one classification rule: when the CEL expression When is
+// true for a call, the call has at least classification Level.
+type ClassRule struct {
+	Name  string
+	Level int
+	When  string
+}
+
 // Mandate is one pre-approved invocation. Arguments is JSON text (not YAML),
 // so that exactly what is written is what gets hashed.
 type Mandate struct {
@@ -203,6 +218,15 @@ const (
 	ApprovalAdmin       = "admin"
 	ApprovalElicitation = "elicitation"
 )
+
+// PolicyRules returns the classification rules for policy.NewClassifier.
+func (z ZeroTrustConfig) PolicyRules() []policy.Rule {
+	rules := make([]policy.Rule, len(z.Classification))
+	for i, r := range z.Classification {
+		rules[i] = policy.Rule{Name: r.Name, Level: r.Level, When: r.When}
+	}
+	return rules
+}
 
 // Channel reports whether held calls may be decided through channel.
 func (z ZeroTrustConfig) Channel(channel string) bool {
@@ -229,6 +253,9 @@ const DefaultSkew = 5 * time.Second
 
 // RequiresTokens reports whether any upstream requires zero-trust tokens.
 func (g GatewayConfig) RequiresTokens() bool {
+	if len(g.ZeroTrust.Classification) > 0 {
+		return true
+	}
 	for _, u := range g.Upstreams {
 		if len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
 			return true

@@ -582,3 +582,56 @@ gateway:
 		t.Error("require_signature alone does not count as requiring tokens")
 	}
 }
+
+func TestClassificationRules(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  zero_trust:
+    subject: alice
+    classification:
+      - {name: big, level: 1, when: 'tool.name == "transfer_funds" && args.amount > 10000'}
+      - {level: 4, when: 'server == "pay"'}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+`), "class.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Gateway.RequiresTokens() {
+		t.Error("classification rules do not make the gateway require tokens")
+	}
+	if r := cfg.Gateway.ZeroTrust.Classification; len(r) != 2 || r[0].Name != "big" || r[1].Level != 4 {
+		t.Fatalf("rules %+v", r)
+	}
+
+	cfg, err = Parse([]byte(`version: 1
+gateway:
+  zero_trust:
+    subject: alice
+    classification:
+      - {level: 7, when: 'true'}
+      - {level: 2, when: 'tool.name =='}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+`), "class.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	for _, want := range []string{
+		"gateway.zero_trust.classification[0].level: level must be 1 (most sensitive) to 5, not 7",
+		"class.yaml:7:26: gateway.zero_trust.classification[1].when: CEL: ERROR: <input>:1:13: Syntax error",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+	_, err = Parse([]byte("version: 1\ngateway:\n  zero_trust:\n    classification:\n      - {level: 2, when: 'true', colour: red}\n"), "class.yaml")
+	if err == nil || !strings.Contains(err.Error(), `gateway.zero_trust.classification[0]: unknown field "colour"`) {
+		t.Errorf("unknown field: %v", err)
+	}
+}

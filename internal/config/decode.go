@@ -471,6 +471,7 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"persona", func(n *yaml.Node, p string) { d.str(n, p, &z.Persona) }},
 		{"approval_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.ApprovalTimeout) }},
 		{"approval_channels", func(n *yaml.Node, p string) { d.strings(n, p, &z.ApprovalChannels) }},
+		{"classification", func(n *yaml.Node, p string) { d.classRules(n, p, &z.Classification) }},
 	})
 }
 
@@ -523,6 +524,26 @@ func (d *decoder) mandates(n *yaml.Node, path string, dst *[]Mandate) {
 		d.mapping(item, index(path, i), []field{
 			{"tool", func(n *yaml.Node, p string) { d.str(n, p, &m.Tool) }},
 			{"arguments", func(n *yaml.Node, p string) { d.str(n, p, &m.Arguments) }},
+		})
+	}
+	*dst = out
+}
+
+func (d *decoder) classRules(n *yaml.Node, path string, dst *[]ClassRule) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "expected a list of rules ({level, when, name}), got %s", describe(n))
+		return
+	}
+	out := make([]ClassRule, len(n.Content))
+	for i, item := range n.Content {
+		r := &out[i]
+		d.mapping(item, index(path, i), []field{
+			{"name", func(n *yaml.Node, p string) { d.str(n, p, &r.Name) }},
+			{"level", func(n *yaml.Node, p string) { d.int(n, p, &r.Level) }},
+			{"when", func(n *yaml.Node, p string) { d.str(n, p, &r.When) }},
 		})
 	}
 	*dst = out

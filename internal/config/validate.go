@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/agentwarden/warden/internal/policy"
 )
 
 // Validate checks everything the decoder cannot: the version, enums, ranges,
@@ -172,6 +175,14 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	}
 	if z.ApprovalTimeout < 0 {
 		v.errorf(join(p, "approval_timeout"), "approval_timeout must not be negative")
+	}
+	if _, err := policy.NewClassifier(z.PolicyRules()); err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			var re *policy.RuleError
+			if errors.As(e, &re) {
+				v.errorf(join(index(join(p, "classification"), re.Index), re.Field), "%s", re.Msg)
+			}
+		}
 	}
 	for i, ch := range z.ApprovalChannels {
 		if ch != ApprovalAdmin && ch != ApprovalElicitation {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -56,14 +57,28 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			opts.JWKS = ring.JWKSHandler()
 		}
 	}
+	var classify *Classify
+	if len(gc.ZeroTrust.Classification) > 0 {
+		c, err := policy.NewClassifier(gc.ZeroTrust.PolicyRules())
+		if err != nil {
+			return Options{}, fmt.Errorf("gateway.zero_trust.classification: %w", err)
+		}
+		classify = &Classify{Classifier: c, Subject: zt.Subject}
+	}
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
 			ToolPolicy{List: u.Tools},
 		}
-		if len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
+		if classify != nil {
+			stages = append(stages, *classify)
+		}
+		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
 			z := zt
 			z.Requires = u.RequireToken
+			if len(u.RequireToken.Allow) == 0 {
+				z.Requires = permitNone{} // only classified calls need a token
+			}
 			if len(u.RequireSignature.Allow) > 0 {
 				z.Signatures = u.RequireSignature
 			}

@@ -217,6 +217,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
 		OnResult:       u.tools.learn,
+		Annotations:    u.tools.toolAnnotations,
 		Logger:         g.log,
 	})
 	err = relay.Run(ctx)

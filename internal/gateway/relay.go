@@ -43,6 +43,7 @@ type Relay struct {
 	timeout          time.Duration
 	observe          func(Decision)
 	onResult         func(method string, result []byte)
+	annotations      func(tool string) map[string]any
 	log              *slog.Logger
 
 	mu      sync.Mutex
@@ -77,7 +78,10 @@ type RelayOptions struct {
 	// index learns tool schemas from tools/list this way). It must not block
 	// and must not keep result.
 	OnResult func(method string, result []byte)
-	Logger   *slog.Logger
+	// Annotations, if set, returns the annotations the upstream declared for
+	// a tool (for classification rules).
+	Annotations func(tool string) map[string]any
+	Logger      *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -97,6 +101,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
 		onResult:     opts.OnResult,
+		annotations:  opts.Annotations,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
@@ -158,6 +163,7 @@ func (r *Relay) fromClient(ctx context.Context) error {
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
 	if denial == nil {
+		call.annotations = r.annotations
 		if msg.Method == mcp.MethodInitialize {
 			r.noteCapabilities(msg)
 		}

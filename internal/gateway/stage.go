@@ -39,6 +39,15 @@ type Call struct {
 	// Approver is who approved a held call, set by the zero-trust stage.
 	Approver string
 
+	// Level is the call's data classification (1 most sensitive .. 5), set
+	// by the classify stage; 0 means unclassified. ClassRule names the rule
+	// that set it.
+	Level     int
+	ClassRule string
+
+	// annotations looks up a tool's annotations in the upstream's tools/list.
+	annotations func(tool string) map[string]any
+
 	// Elicit, when the client declared form elicitation, asks the client's
 	// user: it sends elicitation/create with params (on the stream of this
 	// call) and returns the client's answer. nil when the client cannot be
@@ -67,6 +76,16 @@ func newCall(msg *jsonrpc.Message, upstream, session string) (*Call, *Denial) {
 	c.Tool = name
 	c.Arguments, _ = jsonrpc.Lookup(msg.Params, "arguments")
 	return c, nil
+}
+
+// Annotations returns the annotations the upstream's tools/list declared
+// for c.Tool, or nil if none were seen. They are the server's own hints,
+// not facts: a malicious server can declare a destructive tool read-only.
+func (c *Call) Annotations() map[string]any {
+	if c.annotations == nil || c.Tool == "" {
+		return nil
+	}
+	return c.annotations(c.Tool)
 }
 
 // Denial is a stage's refusal of a call.

@@ -59,8 +59,14 @@ func newDPoPFixture(t *testing.T) (*ztFixture, *harness) {
 
 func (f *ztFixture) boundToken(t *testing.T, jkt string) string {
 	t.Helper()
+	return f.boundTokenFor(t, transferArgs, jkt)
+}
+
+// boundTokenFor is a token for transfer_funds with args, bound to jkt.
+func (f *ztFixture) boundTokenFor(t *testing.T, args, jkt string) string {
+	t.Helper()
 	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
-		Arguments: []byte(transferArgs), DPoPJKT: jkt})
+		Arguments: []byte(args), DPoPJKT: jkt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +77,13 @@ func (f *ztFixture) boundToken(t *testing.T, jkt string) string {
 // (as the HTTP listener passes it on).
 func (h *harness) sendWithProof(id, token, proof string) {
 	h.t.Helper()
-	msg, err := jsonrpc.Decode([]byte(call(id, "transfer_funds", transferArgs, token)), jsonrpc.Limits{})
+	h.sendWithProofArgs(id, transferArgs, token, proof)
+}
+
+// sendWithProofArgs is sendWithProof for a transfer with args.
+func (h *harness) sendWithProofArgs(id, args, token, proof string) {
+	h.t.Helper()
+	msg, err := jsonrpc.Decode([]byte(call(id, "transfer_funds", args, token)), jsonrpc.Limits{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

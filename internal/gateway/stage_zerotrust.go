@@ -35,6 +35,7 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/zerotrust"
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
@@ -122,11 +123,14 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
 		return nil
 	}
-	needSig := false
-	if z.Signatures != nil {
+	// What the call needs: its tier (from the classify stage), raised by
+	// the upstream's require_* lists.
+	tier := policy.TierOf(c.Level)
+	needSig := tier >= 3
+	if !needSig && z.Signatures != nil {
 		needSig, _ = z.Signatures.Permits(c.Tool)
 	}
-	if z.Requires != nil && !needSig {
+	if z.Requires != nil && !needSig && tier == 0 {
 		if ok, _ := z.Requires.Permits(c.Tool); !ok {
 			return nil
 		}
@@ -140,7 +144,15 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
 	token, _ := jsonrpc.String(raw)
-	if token == "" {
+	// held: warden issued the token itself, for a mandate or an approval.
+	// It never leaves the gateway, so there is no transport to bind it to:
+	// Tier 2's DPoP requirement does not apply to it.
+	held := token == ""
+	if held {
+		if needSig {
+			return &Denial{Rule: "token-missing", Reason: "tool " + quote(c.Tool) + classSuffix(c) +
+				" needs a token and the client's own signature of the invocation (Tier 3); an approval cannot stand in for them"}
+		}
 		var d *Denial
 		if token, d = z.tokenFor(ctx, c, sub); d != nil {
 			return d
@@ -164,7 +176,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		return verifyDenial(verr)
 	}
 	var proof *dpop.Proof
-	if claims.Confirmation != nil || z.RequireDPoP {
+	if claims.Confirmation != nil || (!held && (z.RequireDPoP || tier >= 2)) {
 		var d *Denial
 		if proof, d = z.checkDPoP(c, token, claims); d != nil {
 			return d
@@ -217,7 +229,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub string) (string, *
 	if z.Signer != nil && len(z.Mandates) > 0 {
 		if hash, _, err := zerotrust.ParamsHash(c.Arguments); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
 			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: c.Arguments,
-				Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, BindingMode: zerotrust.BindingPreDefined})
+				Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
 				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token: " + err.Error()}
 			}
@@ -260,12 +272,28 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 		return "", &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
 	}
 	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona})
+		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
 	if err != nil {
 		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
 	}
 	c.Approver = d.Approver
 	return token, nil
+}
+
+// classSuffix describes c's classification for a refusal, "" if none.
+func classSuffix(c *Call) string {
+	if c.Level == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (classification %d by rule %s)", c.Level, quote(c.ClassRule))
+}
+
+// tierReason says why a classified call needs DPoP, "" if not classified.
+func tierReason(c *Call) string {
+	if t := policy.TierOf(c.Level); t >= 2 {
+		return fmt.Sprintf(" for Tier %d%s", t, classSuffix(c))
+	}
+	return ""
 }
 
 func reasonSuffix(r string) string {
@@ -291,7 +319,7 @@ func (z ZeroTrust) checkDPoP(c *Call, token string, claims *zerotrust.Claims) (*
 		return nil, &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
 	}
 	if claims.Confirmation == nil || claims.Confirmation.JKT == "" {
-		return deny("DPoP is required, but the token is not bound to a key (no cnf.jkt)")
+		return deny("DPoP is required%s, but the token is not bound to a key (no cnf.jkt)", tierReason(c))
 	}
 	if z.URLs == nil {
 		return deny("a DPoP-bound token needs an HTTP request to bind to; this transport has none")

@@ -13,12 +13,13 @@ import (
 // session of an upstream, so a stateless request can be checked against a
 // list that another request fetched.
 type toolIndex struct {
-	mu       sync.RWMutex
-	bindings map[string][]mcp.ParamBinding // by tool name; guarded by mu
+	mu          sync.RWMutex
+	bindings    map[string][]mcp.ParamBinding // by tool name; guarded by mu
+	annotations map[string]map[string]any     // by tool name; guarded by mu
 }
 
 func newToolIndex() *toolIndex {
-	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding)}
+	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding), annotations: make(map[string]map[string]any)}
 }
 
 // learn records the tools of one tools/list result (one page of it).
@@ -30,6 +31,7 @@ func (x *toolIndex) learn(method string, result []byte) {
 		Tools []struct {
 			Name        string          `json:"name"`
 			InputSchema json.RawMessage `json:"inputSchema"`
+			Annotations map[string]any  `json:"annotations"`
 		} `json:"tools"`
 	}
 	// The bytes passed the strict decoder already, so encoding/json cannot
@@ -42,6 +44,7 @@ func (x *toolIndex) learn(method string, result []byte) {
 	for _, t := range page.Tools {
 		if t.Name != "" {
 			x.bindings[t.Name] = mcp.ParamBindings(t.InputSchema)
+			x.annotations[t.Name] = t.Annotations
 		}
 	}
 }
@@ -53,4 +56,12 @@ func (x *toolIndex) paramBindings(tool string) ([]mcp.ParamBinding, bool) {
 	defer x.mu.RUnlock()
 	b, ok := x.bindings[tool]
 	return b, ok
+}
+
+// toolAnnotations returns the annotations of tool, nil if none were seen.
+// The map is shared: callers must not modify it.
+func (x *toolIndex) toolAnnotations(tool string) map[string]any {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.annotations[tool]
 }

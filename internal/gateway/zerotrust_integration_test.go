@@ -314,3 +314,65 @@ gateway:
 		})
 	}
 }
+
+// TestClassificationThroughTheGateway: CEL rules in the configuration pick
+// each call's tier, with no require_* list: a small transfer needs a token
+// (Tier 1), a big one also DPoP (Tier 2), and an unclassified tool nothing.
+func TestClassificationThroughTheGateway(t *testing.T) {
+	ctx := testCtx(t)
+	dataDir := t.TempDir()
+	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, ledger := demoUpstream(t, false)
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  zero_trust:
+    data_dir: %q
+    subject: alice
+    store: memory
+    classification:
+      - {name: transfer, level: 4, when: 'tool.name == "transfer_funds"'}
+      - {name: big-transfer, level: 2, when: 'tool.name == "transfer_funds" && args.amount > 10000'}
+  upstreams:
+    - name: demo
+      url: %s
+`, dataDir, up))
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
+
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("unclassified echo: %v %v", res, err)
+	}
+	transfer := func(amount int, withToken bool) error {
+		args := fmt.Sprintf(`{"account_id":"ACC_123","amount":%d,"recipient":"vendor@example.com"}`, amount)
+		p := &mcp.CallToolParams{Name: "transfer_funds", Arguments: json.RawMessage(args)}
+		if withToken {
+			token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Meta = mcp.Meta{gateway.MetaTokenKey: token}
+		}
+		_, err := cs.CallTool(ctx, p)
+		return err
+	}
+	if err := transfer(2500, false); wardenRefusal(t, err) != "zero-trust" {
+		t.Fatalf("Tier 1 without a token: %v", err)
+	}
+	if err := transfer(2500, true); err != nil {
+		t.Fatalf("Tier 1 with a token: %v", err)
+	}
+	err = transfer(20000, true)
+	if wardenRefusal(t, err) != "zero-trust" || !strings.Contains(err.Error(), "Tier 2") {
+		t.Fatalf("Tier 2 with a token but no DPoP: %v", err)
+	}
+	if b, _ := ledger.Balance("ACC_123"); b != 97500 {
+		t.Fatalf("balance %d, want only the Tier 1 transfer of 2500", b)
+	}
+}
