@@ -132,8 +132,11 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			if m.Tool == "" {
 				v.errorf(join(mp, "tool"), "a mandate needs the tool it pre-approves")
 			}
-			if ok, _ := u.RequireToken.Permits(m.Tool); m.Tool != "" && (len(u.RequireToken.Allow) == 0 || !ok) {
-				v.errorf(join(mp, "tool"), "tool %q is not in require_token, so a mandate for it has no effect", m.Tool)
+			// Without classification rules, a mandate for a tool that needs
+			// no token is a mistake; with them, the tool may be classified.
+			if ok, _ := u.RequireToken.Permits(m.Tool); m.Tool != "" && len(g.ZeroTrust.Classification) == 0 &&
+				(len(u.RequireToken.Allow) == 0 || !ok) {
+				v.errorf(join(mp, "tool"), "tool %q is not in require_token and there are no classification rules, so a mandate for it has no effect", m.Tool)
 			}
 			var obj map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(m.Arguments), &obj); err != nil || obj == nil {

@@ -56,6 +56,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if ring, ok := zt.Keys.(*zerotrust.KeyRing); ok {
 			opts.JWKS = ring.JWKSHandler()
 		}
+		opts.Authorize = true
+		opts.AuthorizeURL = authorizeURL(publicBase(gc))
+		opts.ProofStore = zt.Store
 	}
 	var classify *Classify
 	if len(gc.ZeroTrust.Classification) > 0 {
@@ -180,11 +183,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 // <public>/<path> when it is the default upstream. The base comes from the
 // configuration, never from a request's Host header.
 func upstreamURLs(gc config.GatewayConfig, name string) func(*Call) []*url.URL {
-	base := gc.ZeroTrust.PublicURL
-	if base == "" {
-		base = "http://" + gc.Listen.Addr
-	}
-	base = strings.TrimSuffix(base, "/")
+	base := publicBase(gc)
 	var urls []*url.URL
 	for _, s := range []string{base + gc.Listen.Path + "/" + name, base + gc.Listen.Path} {
 		if s == base+gc.Listen.Path && gc.DefaultUpstreamName() != name {
@@ -195,6 +194,16 @@ func upstreamURLs(gc config.GatewayConfig, name string) func(*Call) []*url.URL {
 		}
 	}
 	return func(*Call) []*url.URL { return urls }
+}
+
+// publicBase is the scheme and host by which clients reach the listener:
+// zero_trust.public_url, else http://<listen.addr>.
+func publicBase(gc config.GatewayConfig) string {
+	base := gc.ZeroTrust.PublicURL
+	if base == "" {
+		base = "http://" + gc.Listen.Addr
+	}
+	return strings.TrimSuffix(base, "/")
 }
 
 // dialer returns the function that opens a session's connection to u, and

@@ -21,12 +21,14 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -83,6 +85,14 @@ type Options struct {
 	// JWKS, if set, serves the public keys of warden's token signing keys at
 	// /.well-known/jwks.json, for upstreams that verify tokens themselves.
 	JWKS http.Handler
+	// AuthorizeURL, when set, is the public URL of the authorization API
+	// (AuthorizePath), which DPoP proofs sent to it must name in htu; with
+	// ProofStore, where their ids are consumed. Without them the API issues
+	// no DPoP-bound tokens.
+	AuthorizeURL *url.URL
+	ProofStore   store.Store
+	// Authorize serves the authorization API at AuthorizePath.
+	Authorize bool
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
@@ -164,6 +174,9 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if g.opts.JWKS != nil {
 		mux.Handle("GET /.well-known/jwks.json", g.opts.JWKS)
+	}
+	if g.opts.Authorize {
+		mux.HandleFunc("POST "+AuthorizePath, g.authorizeHandler)
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -49,6 +49,13 @@ const (
 	// MetaSignatureKey carries the client's invocation signature (Tier 3).
 	MetaSignatureKey = "io.agentwarden/signature"
 	metaNamespace    = "io.agentwarden/"
+
+	// HeaderToken carries the invocation token on streamable HTTP, in place
+	// of params._meta; HeaderSignature the client signature. A POST's
+	// headers apply to every tools/call it carries. warden never forwards
+	// them upstream.
+	HeaderToken     = "Warden-Invocation"
+	HeaderSignature = "Warden-Invocation-Signature"
 )
 
 // ZeroTrust is the "zero-trust" stage.
@@ -142,8 +149,10 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if !ok {
 		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
-	raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaTokenKey)
-	token, _ := jsonrpc.String(raw)
+	token, d := presented(c, MetaTokenKey, HeaderToken)
+	if d != nil {
+		return d
+	}
 	// held: warden issued the token itself, for a mandate or an approval.
 	// It never leaves the gateway, so there is no transport to bind it to:
 	// Tier 2's DPoP requirement does not apply to it.
@@ -183,8 +192,10 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		}
 	}
 	if needSig {
-		raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", MetaSignatureKey)
-		sig, _ := jsonrpc.String(raw)
+		sig, d := presented(c, MetaSignatureKey, HeaderSignature)
+		if d != nil {
+			return d
+		}
 		var pinned []jose.JSONWebKey
 		if z.ClientKeys != nil {
 			pinned = z.ClientKeys(sub)
@@ -250,9 +261,24 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 	if err != nil {
 		return "", &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
+	if d := z.approve(ctx, c, sub, hash, canonical); d != nil {
+		return "", d
+	}
+	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
+		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
+	if err != nil {
+		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
+	}
+	return token, nil
+}
+
+// approve submits the call (its canonical arguments and their hash) for a
+// person's decision and waits for it. On approval it sets c.Approver and
+// returns nil.
+func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canonical []byte) *Denial {
 	askUser := z.ElicitApproval && c.Elicit != nil
 	if !z.AdminApproval && !askUser {
-		return "", &Denial{Rule: "approval-unavailable",
+		return &Denial{Rule: "approval-unavailable",
 			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
 	}
 	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
@@ -265,19 +291,33 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 	d := z.Approvals.Wait(ctx, p.ID)
 	switch {
 	case d.TimedOut:
-		return "", &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason}
+		return &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason}
 	case !d.Approved && d.Approver != "":
-		return "", &Denial{Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
+		return &Denial{Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
 	case !d.Approved:
-		return "", &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
-	}
-	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
-	if err != nil {
-		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
+		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
 	}
 	c.Approver = d.Approver
-	return token, nil
+	return nil
+}
+
+// presented returns what the client sent in params._meta[metaKey] or in the
+// HTTP header; "" if neither. Two different values, or the header twice,
+// are refused: warden will not guess which one the client meant.
+func presented(c *Call, metaKey, header string) (string, *Denial) {
+	raw, _ := jsonrpc.Lookup(c.Msg.Params, "_meta", metaKey)
+	meta, _ := jsonrpc.String(raw)
+	values := http.Header(c.Msg.Header).Values(header)
+	switch {
+	case len(values) > 1:
+		return "", &Denial{Rule: "ambiguous-credential", Reason: "the request has more than one " + header + " header"}
+	case len(values) == 0:
+		return meta, nil
+	case meta != "" && meta != values[0]:
+		return "", &Denial{Rule: "ambiguous-credential",
+			Reason: "the " + header + " header and params._meta[" + quote(metaKey) + "] carry different values"}
+	}
+	return values[0], nil
 }
 
 // classSuffix describes c's classification for a refusal, "" if none.

@@ -211,3 +211,54 @@ func TestZeroTrustPersona(t *testing.T) {
 		t.Fatalf("approved call: upstream got %s", got.Raw)
 	}
 }
+
+// sendWithHeader sends a call whose token (if any) is in params._meta and
+// whose HTTP headers are h, as the listener passes them on.
+func (h *harness) sendWithHeader(raw string, hdr map[string][]string) {
+	h.t.Helper()
+	msg, err := jsonrpc.Decode([]byte(raw), jsonrpc.Limits{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	msg.Header = hdr
+	if err := h.client.Write(context.Background(), msg); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// The token may travel in the Warden-Invocation header instead of _meta;
+// two different tokens are refused rather than guessed between.
+func TestTokenInHTTPHeader(t *testing.T) {
+	f := newZT(t, nil)
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+	tok := f.token(t, "alice", "transfer_funds", transferArgs)
+	h.sendWithHeader(call("1", "transfer_funds", transferArgs, ""), map[string][]string{HeaderToken: {tok}})
+	if got := h.recv(h.upstream); got.ID.Raw() != "1" {
+		t.Fatalf("upstream got %s, want the call with the header's token", got.Raw)
+	}
+	// The header's token is used up like any other.
+	h.sendWithHeader(call("2", "transfer_funds", transferArgs, ""), map[string][]string{HeaderToken: {tok}})
+	if _, d := detailOf(t, h.recv(h.client)); d.Rule != "INV-4" {
+		t.Fatalf("replayed header token: %+v", d)
+	}
+	other := f.token(t, "alice", "transfer_funds", transferArgs)
+	third := f.token(t, "alice", "transfer_funds", transferArgs)
+	for name, tc := range map[string]struct {
+		meta string
+		hdr  []string
+	}{
+		"header and _meta differ": {other, []string{third}},
+		"header twice":            {"", []string{other, third}},
+	} {
+		h.sendWithHeader(call("3", "transfer_funds", transferArgs, tc.meta), map[string][]string{HeaderToken: tc.hdr})
+		if _, d := detailOf(t, h.recv(h.client)); d.Rule != "ambiguous-credential" {
+			t.Errorf("%s: %+v", name, d)
+		}
+	}
+	h.nothing(h.upstream, "a call with ambiguous tokens")
+	// The same token in both places is not ambiguous.
+	h.sendWithHeader(call("4", "transfer_funds", transferArgs, other), map[string][]string{HeaderToken: {other}})
+	if got := h.recv(h.upstream); got.ID.Raw() != "4" {
+		t.Fatalf("upstream got %s", got.Raw)
+	}
+}

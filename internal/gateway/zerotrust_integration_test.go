@@ -376,3 +376,103 @@ gateway:
 		t.Fatalf("balance %d, want only the Tier 1 transfer of 2500", b)
 	}
 }
+
+// TestAuthorizeThenCallOverHTTP: a client obtains a DPoP-bound token from
+// warden's authorization API for a mandated Tier 2 call, then presents it in
+// the Warden-Invocation header with a fresh proof. The demo server runs the
+// transfer once; a thief holding the token but not the key gets nothing.
+func TestAuthorizeThenCallOverHTTP(t *testing.T) {
+	dataDir := t.TempDir()
+	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, ledger := demoUpstream(t, false)
+	var handler http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
+	defer srv.Close()
+	args := `{"account_id":"ACC_123","amount":2500,"recipient":"vendor@example.com"}`
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  zero_trust:
+    data_dir: %q
+    subject: alice
+    store: memory
+    public_url: %q
+    classification:
+      - {name: transfers, level: 3, when: 'tool.name == "transfer_funds"'}
+  upstreams:
+    - name: demo
+      url: %s
+      mandates:
+        - {tool: transfer_funds, arguments: '%s'}
+`, dataDir, srv.URL, up, args))
+	defer g.Close()
+	handler = g.Handler()
+
+	aliceKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	aliceJKT, _ := dpop.Thumbprint(&jose.JSONWebKey{Key: &aliceKey.PublicKey})
+	proof := func(k *ecdsa.PrivateKey, rawURL, token string) string {
+		u, _ := url.Parse(rawURL)
+		p, err := dpop.NewProof(k, dpop.Request{Method: "POST", URL: u, AccessToken: token}, rand.Text(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.AuthorizePath,
+		strings.NewReader(`{"tool":"transfer_funds","arguments":`+args+`}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("DPoP", proof(aliceKey, srv.URL+gateway.AuthorizePath, ""))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grant gateway.AuthorizeResponse
+	json.NewDecoder(resp.Body).Decode(&grant)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || grant.JKT != aliceJKT || grant.BindingMode != "pre-defined" || grant.Tier != 2 {
+		t.Fatalf("authorize: %d %+v", resp.StatusCode, grant)
+	}
+
+	endpoint := srv.URL + "/mcp"
+	post := func(body, session string, hdr map[string]string) (string, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.Header.Get("Mcp-Session-Id"), readReply(t, resp)
+	}
+	session, _ := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "", nil)
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session, nil)
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"transfer_funds","arguments":` + args + `}}`
+	}
+	thief, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if _, got := post(call("1"), session, map[string]string{gateway.HeaderToken: grant.Token, "DPoP": proof(thief, endpoint, grant.Token)}); !strings.Contains(string(got), `"rule":"INV-5"`) {
+		t.Fatalf("the token with a thief's proof: %s", got)
+	}
+	if _, got := post(call("2"), session, map[string]string{gateway.HeaderToken: grant.Token, "DPoP": proof(aliceKey, endpoint, grant.Token)}); !strings.Contains(string(got), "txn-0001") {
+		t.Fatalf("alice's call with her granted token: %s", got)
+	}
+	if _, got := post(call("3"), session, map[string]string{gateway.HeaderToken: grant.Token, "DPoP": proof(aliceKey, endpoint, grant.Token)}); !strings.Contains(string(got), `"rule":"INV-4"`) {
+		t.Fatalf("the granted token again: %s", got)
+	}
+	if b, _ := ledger.Balance("ACC_123"); b != 97500 {
+		t.Fatalf("balance %d, want one transfer of 2500", b)
+	}
+}

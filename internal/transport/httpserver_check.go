@@ -10,6 +10,16 @@ import (
 	"github.com/agentwarden/warden/internal/mcp"
 )
 
+// CheckRebinding applies the listener's DNS-rebinding protection to r, for
+// other endpoints served next to it. It returns the rule that refused the
+// request ("host" or "origin") and why, or "" to accept.
+func (h *HTTPServer) CheckRebinding(r *http.Request) (rule, msg string) {
+	if !h.checkHost {
+		return "", ""
+	}
+	return h.checkRebinding(r)
+}
+
 // checkRebinding applies the DNS-rebinding protection. It returns the rule
 // that refused the request ("host" or "origin") and why, or "" to accept.
 func (h *HTTPServer) checkRebinding(r *http.Request) (rule, msg string) {
@@ -156,7 +166,8 @@ func headerMismatch(msg string) *jsonrpc.Error {
 }
 
 // messageHeader picks the headers that travel with each inbound message
-// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*), or nil.
+// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*, and for the
+// gateway's stages DPoP and warden's own Warden-*), or nil.
 func messageHeader(h http.Header) map[string][]string {
 	var out map[string][]string
 	for k, v := range h {
@@ -164,7 +175,7 @@ func messageHeader(h http.Header) map[string][]string {
 		switch {
 		case ck == mcp.HeaderProtocolVersion, ck == mcp.HeaderMethod, ck == mcp.HeaderName,
 			strings.HasPrefix(ck, mcp.HeaderParamPrefix),
-			ck == "Dpop": // for the zero-trust stage; the upstream client never forwards it
+			ck == "Dpop", strings.HasPrefix(ck, "Warden-"): // for the zero-trust stage; the upstream client never forwards them
 			if out == nil {
 				out = make(map[string][]string)
 			}
