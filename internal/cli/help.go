@@ -103,6 +103,21 @@ Support/warden).
       client's user is also asked, through MCP elicitation; the first
       decision wins.
 `,
+	"attack": `  warden attack validate [--library-compat] FILE...
+      Parses and validates OATF 0.1 documents (rules V-001..V-049, warnings
+      W-001..W-007) and prints every problem as file:line:col with its rule
+      and path, the source line and a caret. Exit code 0 when all are valid,
+      3 when any is not. --library-compat accepts what the public scenario
+      library does beyond OATF 0.1 (Perl regexes become warnings).
+
+  warden attack normalize [--library-compat] FILE
+      Prints the canonical form: multi-actor, defaults written, oatf first,
+      x- extensions kept. Exit code 3 if the document is invalid.
+
+  warden attack list [--library DIR]
+      Lists the documents under DIR (default .) with id, severity, modes,
+      indicator count and name. Exit code 3 if any is invalid.
+`,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback
       listener, and runs a scripted MCP client session through it. It prints
