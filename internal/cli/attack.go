@@ -72,7 +72,7 @@ func attackValidate(env *Env, args []string) (int, error) {
 			code = ExitConfig
 			continue
 		}
-		fmt.Fprintf(env.Stdout, "%s: valid (%d warnings)\n", file, warns)
+		fmt.Fprintf(env.Stdout, "%s: valid (%s)\n", file, plural(warns, "warning"))
 	}
 	return code, nil
 }

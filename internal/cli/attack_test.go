@@ -64,7 +64,7 @@ func TestAttackValidate(t *testing.T) {
 	bad := writeFile(t, dir, "bad.yaml", badRegexAttack)
 
 	code, out, stderr := runAttackCmd(t, "validate", good)
-	if code != ExitOK || !strings.Contains(out, "good.yaml: valid (1 warnings)") {
+	if code != ExitOK || !strings.Contains(out, "good.yaml: valid (1 warning)") {
 		t.Errorf("valid document (%d): %s %s", code, out, stderr)
 	}
 	// oatf is not the first key: W-001, with file:line:col of the oatf key's value.
@@ -73,7 +73,7 @@ func TestAttackValidate(t *testing.T) {
 	}
 
 	code, out, stderr = runAttackCmd(t, "validate", good, bad)
-	if code != ExitConfig || !strings.Contains(out, "bad.yaml: invalid (1 errors") {
+	if code != ExitConfig || !strings.Contains(out, "bad.yaml: invalid (1 error,") {
 		t.Errorf("invalid document (%d): %s %s", code, out, stderr)
 	}
 	// The diagnostic points at the regex with a caret under its first character.
