@@ -10,7 +10,7 @@
 #   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/env.sh
-#   redis-server                                                        Debian package (system-wide, via apt-get)
+#   redis-server, spin, chromium                                        Debian packages (system-wide, via apt-get)
 #
 # It is idempotent: each component has a stamp file $D/.stamp-NAME holding
 # the pinned version (for Go tools: a hash of tools/ and the Go version), and
@@ -155,21 +155,28 @@ install_go_tools() {
 	stamp_set gotools "$key"
 }
 
-# ensure_redis_server makes sure a redis-server is on PATH (internal/store
-# tests start their own instance on a socket; they never use a system one).
-ensure_redis_server() {
-	if REDIS_SERVER=$(command -v redis-server); then
-		log "redis-server: $REDIS_SERVER present"
-		return
+# ensure_debian_pkg PROGRAM PACKAGE VAR makes sure PROGRAM is on PATH,
+# installing Debian's PACKAGE when we are root on a Debian-like system, and
+# sets VAR to its path. One apt-get update serves every package.
+APT_UPDATED=
+ensure_debian_pkg() {
+	local prog=$1 pkg=$2 var=$3 path
+	if path=$(command -v "$prog"); then
+		log "$prog: $path present"
+	else
+		if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
+			log "$prog not found: installing Debian's $pkg"
+			export DEBIAN_FRONTEND=noninteractive
+			if [[ -z $APT_UPDATED ]]; then
+				run apt-get update -q
+				APT_UPDATED=1
+			fi
+			run apt-get install -y -q --no-install-recommends "$pkg"
+		fi
+		path=$(command -v "$prog") ||
+			die "$prog not found; install it (Debian: apt-get install $pkg) and rerun"
 	fi
-	if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-		log "redis-server not found: installing Debian's redis-server"
-		export DEBIAN_FRONTEND=noninteractive
-		run apt-get update -q
-		run apt-get install -y -q --no-install-recommends redis-server
-	fi
-	REDIS_SERVER=$(command -v redis-server) ||
-		die "redis-server not found; install it (Debian: apt-get install redis-server) and rerun"
+	printf -v "$var" '%s' "$path"
 }
 
 start=$SECONDS
@@ -180,14 +187,20 @@ install_npm_pkg everything "$D/everything" \
 install_npm_pkg conformance "$D/conformance" \
 	"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$CONFORMANCE_JS"
 install_go_tools
-ensure_redis_server
+# redis-server: internal/store tests start their own instance on a socket.
+# spin: the conformance checker's Promela cross-check. chromium: the approval
+# console's browser tests (chromedp).
+ensure_debian_pkg redis-server redis-server REDIS_SERVER
+ensure_debian_pkg spin spin SPIN
+ensure_debian_pkg chromium chromium CHROMIUM
 
 {
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
-		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER; do
+		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
+		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM; do
 		var=${v#*:}
 		printf 'export %s=%q\n' "${v%%:*}" "${!var}"
 	done
