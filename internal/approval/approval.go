@@ -30,6 +30,13 @@ type Request struct {
 	Tool      string
 	Arguments []byte // canonical (RFC 8785) arguments
 	Hash      string // parameters_hash of Arguments
+
+	// What the approver should know about the call, when known.
+	Description    string   // the tool's description from the upstream's tools/list
+	Classification int      // data classification level, 1..5; 0 unclassified
+	Tier           int      // the standard's tier that level requires; 0 none
+	ClassRule      string   // the classification rule that matched
+	Findings       []string // security-processor findings and pin warnings, one line each
 }
 
 // Pending is a request in the queue.

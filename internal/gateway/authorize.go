@@ -205,7 +205,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	msg := jsonrpc.NewRequest(jsonrpc.IntID(0), mcp.MethodToolsCall, append(params, '}'))
 	c, d := newCall(msg, u.Name, "")
 	if d == nil {
-		c.annotations = u.tools.toolAnnotations
+		c.tools = u.tools.info()
 		var token string
 		var claims *zerotrust.Claims
 		if token, claims, d = u.Pipeline.Authorize(r.Context(), c, jkt); d == nil {

@@ -230,7 +230,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
 		OnResult:       u.tools.learn,
-		Annotations:    u.tools.toolAnnotations,
+		Tools:          u.tools.info(),
 		Logger:         g.log,
 	})
 	err = relay.Run(ctx)

@@ -43,7 +43,7 @@ type Relay struct {
 	timeout          time.Duration
 	observe          func(Decision)
 	onResult         func(method string, result []byte)
-	annotations      func(tool string) map[string]any
+	tools            ToolInfo
 	log              *slog.Logger
 
 	mu      sync.Mutex
@@ -78,10 +78,10 @@ type RelayOptions struct {
 	// index learns tool schemas from tools/list this way). It must not block
 	// and must not keep result.
 	OnResult func(method string, result []byte)
-	// Annotations, if set, returns the annotations the upstream declared for
-	// a tool (for classification rules).
-	Annotations func(tool string) map[string]any
-	Logger      *slog.Logger
+	// Tools looks up what the upstream declared about its tools (for
+	// classification rules and approvals).
+	Tools  ToolInfo
+	Logger *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -101,7 +101,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
 		onResult:     opts.OnResult,
-		annotations:  opts.Annotations,
+		tools:        opts.Tools,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
@@ -163,7 +163,7 @@ func (r *Relay) fromClient(ctx context.Context) error {
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
 	if denial == nil {
-		call.annotations = r.annotations
+		call.tools = r.tools
 		if msg.Method == mcp.MethodInitialize {
 			r.noteCapabilities(msg)
 		}

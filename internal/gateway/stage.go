@@ -45,8 +45,8 @@ type Call struct {
 	Level     int
 	ClassRule string
 
-	// annotations looks up a tool's annotations in the upstream's tools/list.
-	annotations func(tool string) map[string]any
+	// tools looks up what the upstream's tools/list said about a tool.
+	tools ToolInfo
 
 	// Elicit, when the client declared form elicitation, asks the client's
 	// user: it sends elicitation/create with params (on the stream of this
@@ -82,10 +82,26 @@ func newCall(msg *jsonrpc.Message, upstream, session string) (*Call, *Denial) {
 // for c.Tool, or nil if none were seen. They are the server's own hints,
 // not facts: a malicious server can declare a destructive tool read-only.
 func (c *Call) Annotations() map[string]any {
-	if c.annotations == nil || c.Tool == "" {
+	if c.tools.Annotations == nil || c.Tool == "" {
 		return nil
 	}
-	return c.annotations(c.Tool)
+	return c.tools.Annotations(c.Tool)
+}
+
+// Description returns the description the upstream's tools/list gave
+// c.Tool, or "" if none was seen.
+func (c *Call) Description() string {
+	if c.tools.Description == nil || c.Tool == "" {
+		return ""
+	}
+	return c.tools.Description(c.Tool)
+}
+
+// ToolInfo looks up what an upstream's tools/list answers said about its
+// tools. Either function may be nil.
+type ToolInfo struct {
+	Annotations func(tool string) map[string]any
+	Description func(tool string) string
 }
 
 // Denial is a stage's refusal of a call.

@@ -36,7 +36,7 @@ func newTierFixture(t *testing.T, held bool) (*ztFixture, *harness, *approval.Qu
 	idx.learn("tools/list", []byte(`{"tools":[{"name":"wipe","inputSchema":{"type":"object"},"annotations":{"destructiveHint":true}},`+
 		`{"name":"echo","inputSchema":{"type":"object"}}]}`))
 	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(Classify{Classifier: c, Subject: f.stage.Subject}, f.stage),
-		Annotations: idx.toolAnnotations})
+		Tools: idx.info()})
 	return f, h, q
 }
 

@@ -282,7 +282,8 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
 	}
 	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
-		Tool: c.Tool, Arguments: canonical, Hash: hash})
+		Tool: c.Tool, Arguments: canonical, Hash: hash, Description: c.Description(),
+		Classification: c.Level, Tier: policy.TierOf(c.Level), ClassRule: c.ClassRule})
 	if askUser {
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel() // a decision made elsewhere withdraws the question

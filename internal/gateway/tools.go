@@ -16,10 +16,12 @@ type toolIndex struct {
 	mu          sync.RWMutex
 	bindings    map[string][]mcp.ParamBinding // by tool name; guarded by mu
 	annotations map[string]map[string]any     // by tool name; guarded by mu
+	description map[string]string             // by tool name; guarded by mu
 }
 
 func newToolIndex() *toolIndex {
-	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding), annotations: make(map[string]map[string]any)}
+	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding), annotations: make(map[string]map[string]any),
+		description: make(map[string]string)}
 }
 
 // learn records the tools of one tools/list result (one page of it).
@@ -32,6 +34,7 @@ func (x *toolIndex) learn(method string, result []byte) {
 			Name        string          `json:"name"`
 			InputSchema json.RawMessage `json:"inputSchema"`
 			Annotations map[string]any  `json:"annotations"`
+			Description string          `json:"description"`
 		} `json:"tools"`
 	}
 	// The bytes passed the strict decoder already, so encoding/json cannot
@@ -45,6 +48,7 @@ func (x *toolIndex) learn(method string, result []byte) {
 		if t.Name != "" {
 			x.bindings[t.Name] = mcp.ParamBindings(t.InputSchema)
 			x.annotations[t.Name] = t.Annotations
+			x.description[t.Name] = t.Description
 		}
 	}
 }
@@ -64,4 +68,16 @@ func (x *toolIndex) toolAnnotations(tool string) map[string]any {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return x.annotations[tool]
+}
+
+// toolDescription returns the description of tool, "" if none was seen.
+func (x *toolIndex) toolDescription(tool string) string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.description[tool]
+}
+
+// info is what stages may look up about the upstream's tools.
+func (x *toolIndex) info() ToolInfo {
+	return ToolInfo{Annotations: x.toolAnnotations, Description: x.toolDescription}
 }
