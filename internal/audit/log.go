@@ -1,0 +1,277 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Backend stores a chain of records and its anchor. Log is its only writer
+// in a process; Write is called from one goroutine at a time, but Tail and
+// Scan may run concurrently with Write and with each other.
+type Backend interface {
+	// Tail returns the last stored record (ok false when there is none) and
+	// the stored anchor (zero when there is none).
+	Tail(ctx context.Context) (last Record, ok bool, anchor Anchor, err error)
+	// Write durably stores batch, whose records follow the last stored record
+	// in order, and sets the anchor to the batch's last record. It is all or
+	// nothing: after an error no record of batch is stored, or the backend
+	// returns ErrBroken from then on.
+	Write(ctx context.Context, batch []Record) error
+	// Scan calls fn for every stored record in storage order, stopping at the
+	// first error fn returns, and reports the anchor as it was when the scan
+	// began (every record up to it is included in the scan). A record that
+	// cannot be read is reported as a *ReadError.
+	Scan(ctx context.Context, fn func(Record) error) (Anchor, error)
+	// Close releases the backend.
+	Close() error
+}
+
+// ReadError is a stored record that could not be decoded; Scan passes it to
+// its caller as the error.
+type ReadError struct {
+	Index int // 0-based position in storage order
+	Err   error
+}
+
+func (e *ReadError) Error() string { return fmt.Sprintf("audit: record #%d: %v", e.Index+1, e.Err) }
+func (e *ReadError) Unwrap() error { return e.Err }
+
+// Options configures a Log. The zero value is ready to use.
+type Options struct {
+	// MaxBatch bounds the records written in one durable step; 0 means 1024.
+	MaxBatch int
+	Logger   *slog.Logger
+}
+
+// Log is an open audit log. It is safe for concurrent use.
+type Log struct {
+	// immutable after New
+	b        Backend
+	maxBatch int
+	log      *slog.Logger
+	reqs     chan *appendReq // to the writer; unbuffered, so every request sent is answered
+	stop     chan struct{}   // closed by Close
+	done     chan struct{}   // closed when the writer returns
+
+	mu   sync.Mutex
+	head Anchor // last durable record; guarded by mu, written only by the writer
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type appendReq struct {
+	rec   Record
+	reply chan appendReply
+}
+
+type appendReply struct {
+	rec Record
+	err error
+}
+
+// Kind names a backend for Open.
+type Kind string
+
+// The backends Open knows.
+const (
+	KindSQLite Kind = "sqlite"
+	KindJSONL  Kind = "jsonl"
+)
+
+// OpenBackend opens the backend of kind at path ("" kind means sqlite),
+// without checking the chain: for verify and export.
+func OpenBackend(kind Kind, path string) (Backend, error) {
+	switch kind {
+	case KindSQLite, "":
+		return NewSQLite(path)
+	case KindJSONL:
+		return NewJSONL(path)
+	}
+	return nil, fmt.Errorf("audit: unknown backend %q (want sqlite or jsonl)", kind)
+}
+
+// Open opens the log of kind at path for appending; see New.
+func Open(ctx context.Context, kind Kind, path string, opts Options) (*Log, error) {
+	b, err := OpenBackend(kind, path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := New(ctx, b, opts)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// New starts a log on b, continuing its chain: the next record gets the
+// stored last seq plus one and its hash as prev_hash. It checks the tail
+// first and fails with ErrBroken when the last record's hash is wrong or the
+// records end before the anchor (truncation); `warden audit verify` then
+// says where. It does not verify the whole chain. Close closes b.
+func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 1024
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	last, ok, anchor, err := b.Tail(ctx)
+	if err != nil {
+		return nil, err
+	}
+	head := Anchor{Hash: ZeroHash}
+	if ok {
+		if h := last.ComputeHash(); h != last.Hash {
+			return nil, fmt.Errorf("%w: the last record (seq %d) does not match its hash", ErrBroken, last.Seq)
+		}
+		head = Anchor{Seq: last.Seq, Hash: last.Hash}
+	}
+	switch {
+	case anchor.Seq > head.Seq:
+		return nil, fmt.Errorf("%w: the records end at seq %d but the anchor is at seq %d (truncated)", ErrBroken, head.Seq, anchor.Seq)
+	case anchor.Seq == head.Seq && anchor.Seq > 0 && anchor.Hash != head.Hash:
+		return nil, fmt.Errorf("%w: the last record (seq %d) does not match the anchor", ErrBroken, head.Seq)
+	}
+	l := &Log{
+		b:        b,
+		maxBatch: opts.MaxBatch,
+		log:      opts.Logger,
+		reqs:     make(chan *appendReq),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		head:     head,
+	}
+	go l.writeLoop()
+	return l, nil
+}
+
+// Append chains rec onto the log and returns it as stored (with Seq, Time,
+// PrevHash and Hash set) once it is durable. A zero Time is set to now. An
+// error means the record may not be stored, and the gateway must deny the
+// call. If ctx ends first, Append returns ctx.Err() although the record may
+// still be written: pass a context that outlives the request
+// (context.WithoutCancel) so that a cancelled call cannot lose its record.
+func (l *Log) Append(ctx context.Context, rec Record) (Record, error) {
+	if l.closed.Load() {
+		return Record{}, ErrClosed
+	}
+	if rec.Time.IsZero() {
+		rec.Time = time.Now()
+	}
+	if err := rec.normalize(); err != nil {
+		return Record{}, err
+	}
+	req := &appendReq{rec: rec, reply: make(chan appendReply, 1)}
+	select {
+	case l.reqs <- req:
+	case <-l.stop:
+		return Record{}, ErrClosed
+	case <-ctx.Done():
+		return Record{}, ctx.Err()
+	}
+	select {
+	case r := <-req.reply:
+		return r.rec, r.err
+	case <-ctx.Done():
+		return Record{}, ctx.Err()
+	}
+}
+
+// Head returns the seq and hash of the last durable record ({0, ZeroHash}
+// for an empty log).
+func (l *Log) Head() Anchor {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.head
+}
+
+// Verify checks the whole chain; see the package function Verify.
+func (l *Log) Verify(ctx context.Context) (Report, error) { return Verify(ctx, l.b, Anchor{}) }
+
+// Export writes every record as JSON Lines; see the package function Export.
+func (l *Log) Export(ctx context.Context, w io.Writer) error { return Export(ctx, l.b, w) }
+
+// Close waits for the batch being written, refuses further Appends and
+// closes the backend.
+func (l *Log) Close() error {
+	l.closeOnce.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+		<-l.done
+		l.closeErr = l.b.Close()
+	})
+	return l.closeErr
+}
+
+// writeLoop chains and writes queued records in batches until Close.
+func (l *Log) writeLoop() {
+	defer close(l.done)
+	batch := make([]*appendReq, 0, l.maxBatch)
+	recs := make([]Record, 0, l.maxBatch)
+	for {
+		select {
+		case <-l.stop:
+			return
+		case r := <-l.reqs:
+			batch = append(batch[:0], r)
+		}
+	fill:
+		for len(batch) < l.maxBatch {
+			select {
+			case r := <-l.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		recs = l.commit(batch, recs[:0])
+		clear(batch)
+	}
+}
+
+// commit chains batch onto the head, writes it, and answers every request.
+// The head moves only when the write succeeded, so a failed batch leaves no
+// gap in the chain.
+func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
+	head := l.Head()
+	seq, prev := head.Seq, head.Hash
+	for _, r := range batch {
+		rec := r.rec
+		seq++
+		rec.Seq, rec.PrevHash = seq, prev
+		rec.Hash = rec.ComputeHash()
+		prev = rec.Hash
+		recs = append(recs, rec)
+	}
+	// The write is not tied to any caller's context: a caller that stops
+	// waiting must not abort the others' records.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err := l.b.Write(ctx, recs)
+	cancel()
+	if err != nil {
+		l.log.Error("audit: write failed; the calls are denied", "records", len(recs), "first_seq", recs[0].Seq, "err", err)
+		err = fmt.Errorf("audit: append: %w", err)
+		for _, r := range batch {
+			r.reply <- appendReply{err: err}
+		}
+		return recs
+	}
+	l.mu.Lock()
+	l.head = Anchor{Seq: seq, Hash: prev}
+	l.mu.Unlock()
+	for i, r := range batch {
+		r.reply <- appendReply{rec: recs[i]}
+	}
+	return recs
+}
+
+var errStop = errors.New("stop")

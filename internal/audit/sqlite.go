@@ -1,0 +1,239 @@
+package audit
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+)
+
+// SQLite is the default Backend: an SQLite database file in WAL mode with
+// synchronous=FULL, so a Write that returned survives a crash or power
+// loss. Records go to audit_records, one row each, keyed by seq; the anchor
+// is the single row of audit_head, updated in the same transaction as the
+// records it names. Triggers refuse UPDATE and DELETE on both tables, so
+// only someone who drops them (with file access) can change the past.
+//
+// Write runs on one connection owned by the caller (Log's writer); Scan and
+// Tail read on another, each in its own read transaction, so they see a
+// consistent snapshot of records and anchor while writes go on.
+type SQLite struct {
+	// immutable after NewSQLite
+	db     *sql.DB
+	wconn  *sql.Conn // for Write only
+	insert *sql.Stmt // prepared on wconn
+
+	mu sync.Mutex // serialises Write (the contract allows one writer; this makes misuse safe)
+}
+
+const sqliteSchema = `CREATE TABLE IF NOT EXISTS audit_records (
+	seq         INTEGER PRIMARY KEY,
+	time_ns     INTEGER NOT NULL, -- Unix nanoseconds
+	prev_hash   TEXT    NOT NULL,
+	hash        TEXT    NOT NULL,
+	actor       TEXT    NOT NULL,
+	session     TEXT    NOT NULL,
+	upstream    TEXT    NOT NULL,
+	method      TEXT    NOT NULL,
+	request_id  TEXT    NOT NULL,
+	tool        TEXT    NOT NULL,
+	params_hash TEXT    NOT NULL,
+	decision    TEXT    NOT NULL,
+	stage       TEXT    NOT NULL,
+	rule        TEXT    NOT NULL,
+	invariant   TEXT    NOT NULL,
+	jti         TEXT    NOT NULL,
+	approver    TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS audit_head (
+	id   INTEGER PRIMARY KEY CHECK (id = 1),
+	seq  INTEGER NOT NULL,
+	hash TEXT    NOT NULL
+);
+CREATE TRIGGER IF NOT EXISTS audit_records_no_update BEFORE UPDATE ON audit_records
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_records_no_delete BEFORE DELETE ON audit_records
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS audit_head_no_delete BEFORE DELETE ON audit_head
+BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;`
+
+const (
+	sqliteColumns = `seq, time_ns, prev_hash, hash, actor, session, upstream, method, request_id, tool,
+	params_hash, decision, stage, rule, invariant, jti, approver`
+	sqliteInsert = `INSERT INTO audit_records (` + sqliteColumns + `)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	// The anchor only moves forward; the WHERE makes a stale writer fail
+	// rather than move it back.
+	sqliteSetHead = `INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2)
+	ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash WHERE audit_head.seq < excluded.seq`
+)
+
+// NewSQLite opens (creating if needed) the audit log in the SQLite database
+// file at path.
+func NewSQLite(path string) (*SQLite, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
+		return nil, fmt.Errorf("audit: sqlite path %q: want a plain file path", path)
+	}
+	// busy_timeout first, so that switching to WAL waits for another opener.
+	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(2) // one for Write, one for reads
+	db.SetConnMaxIdleTime(0)
+	db.SetConnMaxLifetime(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	fail := func(err error) (*SQLite, error) {
+		db.Close()
+		return nil, fmt.Errorf("audit: sqlite %s: %w", path, err)
+	}
+	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
+		return fail(err)
+	}
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fail(err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fail(fmt.Errorf("journal_mode is %q, want wal", mode))
+	}
+	wconn, err := db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	insert, err := wconn.PrepareContext(ctx, sqliteInsert)
+	if err != nil {
+		wconn.Close()
+		return fail(err)
+	}
+	return &SQLite{db: db, wconn: wconn, insert: insert}, nil
+}
+
+// Write implements Backend: one IMMEDIATE transaction for the records and
+// the anchor, committed with an fsync.
+func (s *SQLite) Write(ctx context.Context, batch []Record) (err error) {
+	if len(batch) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.wconn
+	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			c.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
+		}
+	}()
+	for i := range batch {
+		r := &batch[i]
+		if _, err := s.insert.ExecContext(ctx, int64(r.Seq), r.Time.UnixNano(), r.PrevHash, r.Hash, r.Actor,
+			r.Session, r.Upstream, r.Method, r.RequestID, r.Tool, r.ParamsHash, string(r.Decision),
+			r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver); err != nil {
+			return err
+		}
+	}
+	last := batch[len(batch)-1]
+	res, err := c.ExecContext(ctx, sqliteSetHead, int64(last.Seq), last.Hash)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return errors.Join(err, fmt.Errorf("the anchor is already at or beyond seq %d", last.Seq))
+	}
+	_, err = c.ExecContext(ctx, "COMMIT")
+	return err
+}
+
+// Tail implements Backend.
+func (s *SQLite) Tail(ctx context.Context) (last Record, ok bool, anchor Anchor, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Record{}, false, Anchor{}, err
+	}
+	defer tx.Rollback()
+	if anchor, err = readHead(ctx, tx); err != nil {
+		return Record{}, false, Anchor{}, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM audit_records ORDER BY seq DESC LIMIT 1`)
+	if err != nil {
+		return Record{}, false, Anchor{}, err
+	}
+	defer rows.Close()
+	if rows.Next() {
+		if last, err = scanRecord(rows); err != nil {
+			return Record{}, false, Anchor{}, err
+		}
+		ok = true
+	}
+	return last, ok, anchor, rows.Err()
+}
+
+// Scan implements Backend.
+func (s *SQLite) Scan(ctx context.Context, fn func(Record) error) (Anchor, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Anchor{}, err
+	}
+	defer tx.Rollback()
+	anchor, err := readHead(ctx, tx)
+	if err != nil {
+		return Anchor{}, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqliteColumns+` FROM audit_records ORDER BY seq`)
+	if err != nil {
+		return anchor, err
+	}
+	defer rows.Close()
+	for i := 0; rows.Next(); i++ {
+		rec, err := scanRecord(rows)
+		if err != nil {
+			return anchor, &ReadError{Index: i, Err: err}
+		}
+		if err := fn(rec); err != nil {
+			return anchor, err
+		}
+	}
+	return anchor, rows.Err()
+}
+
+func readHead(ctx context.Context, tx *sql.Tx) (Anchor, error) {
+	var a Anchor
+	var seq int64
+	err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_head WHERE id = 1`).Scan(&seq, &a.Hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Anchor{}, nil
+	}
+	if err != nil {
+		return Anchor{}, fmt.Errorf("audit: read anchor: %w", err)
+	}
+	a.Seq = uint64(seq)
+	return a, nil
+}
+
+func scanRecord(rows *sql.Rows) (Record, error) {
+	var r Record
+	var seq, ns int64
+	var decision string
+	if err := rows.Scan(&seq, &ns, &r.PrevHash, &r.Hash, &r.Actor, &r.Session, &r.Upstream, &r.Method,
+		&r.RequestID, &r.Tool, &r.ParamsHash, &decision, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver); err != nil {
+		return Record{}, err
+	}
+	r.Seq, r.Time, r.Decision = uint64(seq), time.Unix(0, ns).UTC(), Decision(decision)
+	return r, nil
+}
+
+// Close implements Backend.
+func (s *SQLite) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.insert.Close(), s.wconn.Close(), s.db.Close())
+}

@@ -1,0 +1,297 @@
+package ocsf
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/agentwarden/warden/internal/audit"
+)
+
+// Call is what the gateway knows about one MCP operation (a request and its
+// response, or a notification), as the event builders need it. Captured
+// content (Arguments, Result) must already be redacted: builders copy it as
+// is.
+type Call struct {
+	// SeedSpan is the seed span type of the operation (SpanToolInvoke, …), or
+	// "" for methods the seed has no span for. SeedFields are the seed
+	// fields the operation's span carried, for compliance enrichment; nil
+	// means all of the span type's fields.
+	SeedSpan   string
+	SeedFields []string
+
+	Method    string
+	RequestID string // raw JSON-RPC id, "" for a notification
+	Session   string // MCP session id
+	Actor     string // the caller's identity (token subject), if known
+	Client    string // the client application (clientInfo.name), if known
+	ClientIP  string
+
+	Upstream        string // the MCP server's name in warden's configuration
+	UpstreamVersion string
+	UpstreamURL     string
+	Transport       string // stdio | sse | streamable_http
+	ProtocolVersion string
+
+	Tool        string
+	Prompt      string
+	ResourceURI string
+	Arguments   json.RawMessage // captured tool arguments (or params), nil if not captured
+	Result      json.RawMessage // captured result, nil if not captured
+
+	ErrorCode    int64  // JSON-RPC error code, 0 if none
+	ErrorMessage string // JSON-RPC error message or tool error text
+	ToolError    bool   // CallToolResult.isError
+
+	Denial *Denial // nil when the gateway relayed the call
+
+	Approval string // requested | approved | denied, "" when no approval was involved
+	Approver string
+
+	ParamsHash string
+	JTI        string
+	AuditSeq   uint64 // the audit record's seq, 0 if none
+	AuditHash  string
+
+	TraceID, SpanID string // hex, "" if unknown
+	Start, End      time.Time
+}
+
+// Denial is a gateway stage's refusal of a call.
+type Denial struct {
+	Stage, Rule, Invariant, Reason string
+}
+
+// Builder builds the events of a profile. Its zero value builds standard
+// events for an unnamed product; set Product.
+type Builder struct {
+	Profile Profile
+	Product Product
+}
+
+// Events returns the events for c: one activity event (API Activity, or the
+// AITF Tool Execution form), followed by a Detection Finding when the
+// gateway denied the call.
+func (b Builder) Events(c *Call) []Event {
+	var evs []Event
+	if b.Profile == ProfileAITF {
+		evs = append(evs, b.ToolExecution(c))
+	} else {
+		evs = append(evs, b.APIActivity(c))
+	}
+	if c.Denial != nil {
+		evs = append(evs, b.DenialFinding(c))
+	}
+	return evs
+}
+
+func (b Builder) product() Product {
+	p := b.Product
+	if p.Name == "" {
+		p.Name = "warden"
+	}
+	if p.VendorName == "" {
+		p.VendorName = p.Name
+	}
+	return p
+}
+
+// activityUID is the metadata.uid of a call's activity event, which its
+// finding names in finding_info.uid: the audit record when there is one,
+// else the trace and span.
+func activityUID(c *Call) string {
+	if c.AuditSeq != 0 {
+		return "audit:" + strconv.FormatUint(c.AuditSeq, 10)
+	}
+	if c.SpanID != "" {
+		return c.TraceID + "-" + c.SpanID
+	}
+	return ""
+}
+
+func trace(c *Call) *Trace {
+	if c.TraceID == "" {
+		return nil
+	}
+	t := &Trace{UID: c.TraceID}
+	if c.SpanID != "" {
+		t.Span = &TraceSpan{UID: c.SpanID, StartTime: epochMillis(c.Start), EndTime: epochMillis(c.End), Operation: c.Method}
+	}
+	return t
+}
+
+func eventTime(c *Call) int64 {
+	if !c.End.IsZero() {
+		return c.End.UnixMilli()
+	}
+	if !c.Start.IsZero() {
+		return c.Start.UnixMilli()
+	}
+	return time.Now().UnixMilli()
+}
+
+// failed reports whether the call failed, and how to describe it.
+func failed(c *Call) (bool, string) {
+	switch {
+	case c.Denial != nil:
+		return true, "denied by " + c.Denial.Stage + " (" + c.Denial.Rule + ")"
+	case c.ErrorCode != 0:
+		return true, c.ErrorMessage
+	case c.ToolError:
+		return true, "tool_error"
+	}
+	return false, ""
+}
+
+// APIActivity is OCSF class 6003 with the ai_operation and trace profiles.
+type APIActivity struct {
+	Base
+	Actor          Actor           `json:"actor"`
+	API            API             `json:"api"`
+	SrcEndpoint    Endpoint        `json:"src_endpoint"`
+	DstEndpoint    *Endpoint       `json:"dst_endpoint,omitempty"`
+	MessageContext *MessageContext `json:"message_context,omitempty"`
+	AIModel        *AIModel        `json:"ai_model,omitempty"`
+}
+
+// APIActivity builds the standard event for c.
+func (b Builder) APIActivity(c *Call) *APIActivity {
+	e := &APIActivity{Base: Base{
+		ActivityID: ActivityOther, ActivityName: c.Method,
+		CategoryUID: CategoryApplication, CategoryName: "Application Activity",
+		Class: ClassAPIActivity, ClassName: "API Activity",
+		TypeUID: ClassAPIActivity*100 + ActivityOther,
+		Time:    eventTime(c), SeverityID: SeverityInformational, Severity: "Informational",
+		StatusID: StatusSuccess, Status: "Success",
+		Metadata: Metadata{Version: SchemaVersion, Product: b.product(), Profiles: []string{"ai_operation"},
+			UID: activityUID(c), CorrelationUID: c.Session},
+		Trace: trace(c),
+	}}
+	if e.Trace != nil {
+		e.Metadata.Profiles = append(e.Metadata.Profiles, "trace")
+	}
+	if bad, detail := failed(c); bad {
+		e.StatusID, e.Status, e.StatusDetail = StatusFailure, "Failure", detail
+		e.SeverityID, e.Severity = SeverityLow, "Low"
+		if c.Denial != nil {
+			e.SeverityID, e.Severity = SeverityMedium, "Medium"
+		}
+	}
+	// actor: at least one attribute, always.
+	e.Actor.AppName = c.Client
+	if c.Actor != "" {
+		e.Actor.User = &User{UID: c.Actor}
+	}
+	if c.Session != "" {
+		e.Actor.Session = &Session{UID: c.Session}
+	}
+	if e.Actor.AppName == "" && e.Actor.User == nil && e.Actor.Session == nil {
+		e.Actor.AppName = "unknown"
+	}
+	e.SrcEndpoint = Endpoint{Name: orDefault(c.Client, "mcp-client"), IP: c.ClientIP}
+	if c.Upstream != "" {
+		e.DstEndpoint = &Endpoint{SvcName: c.Upstream}
+	}
+	e.API = API{Operation: c.Method, Request: &APIRequest{UID: c.RequestID, Data: c.Arguments}}
+	if c.Upstream != "" {
+		e.API.Service = &Service{Name: c.Upstream, Version: c.UpstreamVersion}
+	}
+	if c.ErrorCode != 0 || c.Result != nil || c.ToolError {
+		e.API.Response = &APIResponse{Code: c.ErrorCode, ErrorMessage: c.ErrorMessage, Data: c.Result}
+		if c.ErrorCode != 0 {
+			e.API.Response.Error = strconv.FormatInt(c.ErrorCode, 10)
+		} else if c.ToolError {
+			e.API.Response.Error = "tool_error"
+		}
+	}
+	e.StatusCode = e.API.responseCode()
+	if c.Upstream != "" || c.Session != "" {
+		e.MessageContext = &MessageContext{AIRoleID: AIRoleTool, UID: c.Session, Name: orDefault(c.Tool, c.Prompt)}
+		e.MessageContext.Service = &Service{Name: orDefault(c.Upstream, "warden")}
+	}
+	e.Unmapped = unmapped(c)
+	return e
+}
+
+func (a *API) responseCode() string {
+	if a.Response == nil || a.Response.Code == 0 {
+		return ""
+	}
+	return strconv.FormatInt(a.Response.Code, 10)
+}
+
+// unmapped collects the MCP attributes OCSF has no place for, under their
+// OpenTelemetry/AITF names, and the compliance tags.
+func unmapped(c *Call) map[string]any {
+	m := map[string]any{"mcp.method.name": c.Method}
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("mcp.session.id", c.Session)
+	set("mcp.protocol.version", c.ProtocolVersion)
+	set("mcp.server.transport", c.Transport)
+	set("mcp.server.url", c.UpstreamURL)
+	set("mcp.resource.uri", c.ResourceURI)
+	set("gen_ai.tool.name", c.Tool)
+	set("gen_ai.prompt.name", c.Prompt)
+	set("warden.params_hash", c.ParamsHash)
+	set("warden.jti", c.JTI)
+	set("warden.audit.hash", c.AuditHash)
+	set("mcp.tool.approval.status", c.Approval)
+	set("mcp.tool.approval.approver", c.Approver)
+	if c.AuditSeq != 0 {
+		m["warden.audit.seq"] = c.AuditSeq
+	}
+	if d := c.Denial; d != nil {
+		set("warden.stage", d.Stage)
+		set("warden.rule", d.Rule)
+		set("warden.invariant", d.Invariant)
+	}
+	if tags := ComplianceTags(callControls(c)); tags != nil {
+		m["compliance"] = tags
+	}
+	return m
+}
+
+func callControls(c *Call) []Control {
+	if c.SeedSpan == "" {
+		return nil
+	}
+	return Controls(c.SeedSpan, c.SeedFields...)
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// AuditCall returns the Call an audit record describes, for
+// `warden audit export --format ocsf`: the record's decision, stage and rule
+// become a Denial or an error, and its seq and hash link the event to the
+// chain. Content (arguments, results) is not in the audit log.
+func AuditCall(r *audit.Record) *Call {
+	c := &Call{
+		Method: r.Method, RequestID: r.RequestID, Session: r.Session, Actor: r.Actor, Upstream: r.Upstream,
+		Tool: r.Tool, Approver: r.Approver, ParamsHash: r.ParamsHash, JTI: r.JTI,
+		AuditSeq: r.Seq, AuditHash: r.Hash, Start: r.Time, End: r.Time,
+	}
+	if r.Method == "tools/call" {
+		c.SeedSpan = SpanToolInvoke
+		c.SeedFields = []string{"aitf.mcp.tool.name", "aitf.mcp.tool.server", "aitf.mcp.connection.id"}
+	}
+	if r.Approver != "" {
+		c.Approval = "approved"
+		c.SeedFields = append(c.SeedFields, "mcp.tool.approval.status", "mcp.tool.approval.approver")
+	}
+	switch r.Decision {
+	case audit.Deny:
+		c.Denial = &Denial{Stage: r.Stage, Rule: r.Rule, Invariant: r.Invariant}
+	case audit.Error:
+		c.ErrorCode, c.ErrorMessage = -32603, "failed in "+r.Stage+" ("+r.Rule+")"
+	}
+	return c
+}

@@ -1,0 +1,215 @@
+// Package ocsf builds the OCSF events warden emits for each MCP operation:
+// hand-written structs for the few classes it needs, builders from a Call
+// (what the gateway knows about one operation), compliance enrichment, and a
+// validator for the required fields of each class.
+//
+// Two profiles:
+//
+//   - ProfileStandard: valid OCSF 1.8.0. Every operation is an API Activity
+//     (class 6003, category 6) with the ai_operation and trace profiles:
+//     activity_id 99 (Other) with the JSON-RPC method as activity_name,
+//     actor, src_endpoint, api.operation, epoch-millisecond time, and
+//     everything OCSF has no place for under unmapped (MCP attribute names,
+//     compliance tags). A policy denial is also a Detection Finding (class
+//     2004) with the security_control profile, linked to the activity by
+//     its metadata.correlation_uid (= the activity's metadata.uid, which
+//     finding_info.uid extends with the rule) and by the trace ids.
+//   - ProfileAITF: the seed's "OCSF Class 7003 Tool Execution" form
+//     (AITF MCP span conventions, MCP_ACTIVITY). It is not OCSF (category 7
+//     is Remediation, and 7003 was never ratified); it exists for consumers
+//     of the AITF form. Findings are the same valid 2004 events.
+//
+// Compliance enrichment maps each event to the controls of the seed's
+// Compliance column (OWASP LLM Top 10, MITRE ATLAS, NIST AI RMF, EU AI Act)
+// for the seed fields the operation carried; see Controls.
+//
+// Builders are pure functions of their input; events are plain values safe
+// to marshal concurrently.
+package ocsf
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SchemaVersion is the OCSF version of the standard profile's events.
+const SchemaVersion = "1.8.0"
+
+// Profile selects the shape of the events.
+type Profile string
+
+// The profiles warden emits.
+const (
+	ProfileStandard Profile = "standard"
+	ProfileAITF     Profile = "aitf"
+)
+
+// Category, class and other OCSF enumeration values used here.
+const (
+	CategoryFindings    = 2
+	CategoryApplication = 6
+	CategoryAITF        = 7 // the seed's numbering; in OCSF 7 is Remediation
+
+	ClassDetectionFinding = 2004
+	ClassAPIActivity      = 6003
+	ClassToolExecution    = 7003 // AITF only
+
+	ActivityOther = 99
+
+	SeverityInformational = 1
+	SeverityLow           = 2
+	SeverityMedium        = 3
+	SeverityHigh          = 4
+
+	StatusSuccess = 1
+	StatusFailure = 2
+
+	AIRoleTool = 3 // message_context.ai_role_id
+
+	ActionAllowed = 1 // security_control action_id
+	ActionDenied  = 2
+
+	DispositionAllowed = 1
+	DispositionBlocked = 2
+
+	ConfidenceHigh = 3
+)
+
+// Event is any event this package builds.
+type Event interface {
+	// ClassUID is the event's class_uid.
+	ClassUID() int
+}
+
+// Base holds the attributes every OCSF event carries.
+type Base struct {
+	ActivityID   int      `json:"activity_id"`
+	ActivityName string   `json:"activity_name,omitempty"`
+	CategoryUID  int      `json:"category_uid"`
+	CategoryName string   `json:"category_name,omitempty"`
+	Class        int      `json:"class_uid"`
+	ClassName    string   `json:"class_name,omitempty"`
+	TypeUID      int      `json:"type_uid"`
+	Time         int64    `json:"time"` // epoch milliseconds
+	SeverityID   int      `json:"severity_id"`
+	Severity     string   `json:"severity,omitempty"`
+	StatusID     int      `json:"status_id,omitempty"`
+	Status       string   `json:"status,omitempty"`
+	StatusCode   string   `json:"status_code,omitempty"`
+	StatusDetail string   `json:"status_detail,omitempty"`
+	Message      string   `json:"message,omitempty"`
+	Metadata     Metadata `json:"metadata"`
+	Trace        *Trace   `json:"trace,omitempty"`
+	// Unmapped carries what OCSF has no attribute for.
+	Unmapped map[string]any `json:"unmapped,omitempty"`
+}
+
+// ClassUID implements Event.
+func (b *Base) ClassUID() int { return b.Class }
+
+// Metadata is the OCSF metadata object.
+type Metadata struct {
+	Version        string   `json:"version"`
+	Product        Product  `json:"product"`
+	Profiles       []string `json:"profiles,omitempty"`
+	UID            string   `json:"uid,omitempty"`
+	CorrelationUID string   `json:"correlation_uid,omitempty"`
+	LogName        string   `json:"log_name,omitempty"`
+}
+
+// Product names the producer of an event.
+type Product struct {
+	Name       string `json:"name"`
+	VendorName string `json:"vendor_name"`
+	Version    string `json:"version,omitempty"`
+}
+
+// Trace is the trace profile's object: the join key to OpenTelemetry.
+type Trace struct {
+	UID  string     `json:"uid"`
+	Span *TraceSpan `json:"span,omitempty"`
+}
+
+// TraceSpan is a span within a Trace.
+type TraceSpan struct {
+	UID       string `json:"uid"`
+	StartTime int64  `json:"start_time,omitempty"` // epoch ms
+	EndTime   int64  `json:"end_time,omitempty"`
+	Operation string `json:"operation,omitempty"`
+}
+
+// Actor is who performed the activity.
+type Actor struct {
+	AppName string   `json:"app_name,omitempty"`
+	User    *User    `json:"user,omitempty"`
+	Session *Session `json:"session,omitempty"`
+}
+
+// User is an OCSF user.
+type User struct {
+	Name string `json:"name,omitempty"`
+	UID  string `json:"uid,omitempty"`
+}
+
+// Session is an OCSF session.
+type Session struct {
+	UID string `json:"uid"`
+}
+
+// Endpoint is an OCSF network endpoint.
+type Endpoint struct {
+	Name    string `json:"name,omitempty"`
+	SvcName string `json:"svc_name,omitempty"`
+	IP      string `json:"ip,omitempty"`
+	Port    int    `json:"port,omitempty"`
+}
+
+// API is the api object of API Activity.
+type API struct {
+	Operation string       `json:"operation"`
+	Service   *Service     `json:"service,omitempty"`
+	Request   *APIRequest  `json:"request,omitempty"`
+	Response  *APIResponse `json:"response,omitempty"`
+}
+
+// Service names a service.
+type Service struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// APIRequest is api.request.
+type APIRequest struct {
+	UID  string          `json:"uid,omitempty"`
+	Data json.RawMessage `json:"data,omitempty"`
+}
+
+// APIResponse is api.response.
+type APIResponse struct {
+	Code         int64           `json:"code,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	ErrorMessage string          `json:"error_message,omitempty"`
+	Data         json.RawMessage `json:"data,omitempty"`
+}
+
+// MessageContext is the ai_operation profile's message_context object.
+type MessageContext struct {
+	AIRoleID int      `json:"ai_role_id"`
+	Service  *Service `json:"service,omitempty"`
+	Name     string   `json:"name,omitempty"`
+	UID      string   `json:"uid,omitempty"`
+}
+
+// AIModel is the ai_operation profile's ai_model object.
+type AIModel struct {
+	AIProvider string `json:"ai_provider"`
+	Name       string `json:"name"`
+}
+
+// epochMillis converts t to OCSF's timestamp_t (0 for the zero time).
+func epochMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -1,0 +1,183 @@
+package telemetry
+
+// Exporters. Spans go through the OpenTelemetry SDK: register an exporter
+// with sdktrace.WithBatcher, whose BatchSpanProcessor has a bounded queue
+// and drops spans when it is full (it never blocks the caller unless
+// WithBlocking is set, which warden never does). NewSpanWriter gives the
+// JSONL file and stdout span exporters.
+//
+// OCSF events go through a Queue: Emit puts the event in a bounded buffer
+// and returns at once; one goroutine hands events to an EventWriter. When
+// the buffer is full the event is dropped and counted, so a slow or failing
+// SIEM never delays a call.
+//
+//	Recorder.End ─Emit─▶ [ bounded buffer ] ─▶ writer goroutine ─▶ EventWriter
+//	                 └─ full: dropped++
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentwarden/warden/internal/ocsf"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// NewSpanWriter returns a span exporter that writes one JSON object per
+// span and line to w (a file, or os.Stdout). Wrap it with
+// sdktrace.WithBatcher so that a slow w never blocks a call.
+func NewSpanWriter(w io.Writer) (sdktrace.SpanExporter, error) {
+	return stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithoutTimestamps())
+}
+
+// EventWriter writes a batch of OCSF events somewhere (a file, stdout, an
+// HTTP sink). Queue calls it from one goroutine.
+type EventWriter interface {
+	WriteEvents(ctx context.Context, events []ocsf.Event) error
+}
+
+// JSONLWriter is an EventWriter that writes one JSON object per event and
+// line to W, and flushes after each batch.
+type JSONLWriter struct {
+	W io.Writer
+}
+
+// WriteEvents implements EventWriter.
+func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
+	bw := bufio.NewWriter(j.W)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	for _, e := range events {
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// QueueOptions configures a Queue. The zero value is usable.
+type QueueOptions struct {
+	Size     int           // buffered events; 0 means 4096
+	MaxBatch int           // events per WriteEvents; 0 means 256
+	Timeout  time.Duration // per WriteEvents; 0 means 10 s
+	Logger   *slog.Logger
+}
+
+// QueueStats counts what happened to emitted events.
+type QueueStats struct {
+	Written, Dropped, Failed uint64
+}
+
+// Queue is an EventSink that never blocks: see the file comment. It is
+// safe for concurrent use.
+type Queue struct {
+	// immutable after NewQueue
+	w        EventWriter
+	ch       chan ocsf.Event
+	maxBatch int
+	timeout  time.Duration
+	log      *slog.Logger
+	done     chan struct{} // closed when the writer goroutine returns
+
+	written, dropped, failed atomic.Uint64
+
+	mu     sync.RWMutex // guards closed against a send on a closed ch
+	closed bool         // guarded by mu
+}
+
+// NewQueue starts a queue in front of w.
+func NewQueue(w EventWriter, opts QueueOptions) *Queue {
+	if opts.Size <= 0 {
+		opts.Size = 4096
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 256
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	q := &Queue{w: w, ch: make(chan ocsf.Event, opts.Size), maxBatch: opts.MaxBatch,
+		timeout: opts.Timeout, log: opts.Logger, done: make(chan struct{})}
+	go q.run()
+	return q
+}
+
+// Emit implements EventSink: it queues e, or drops it when the queue is
+// full or closed.
+func (q *Queue) Emit(e ocsf.Event) {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		q.dropped.Add(1)
+		return
+	}
+	select {
+	case q.ch <- e:
+	default:
+		if q.dropped.Add(1)%1000 == 1 {
+			q.log.Warn("telemetry: OCSF queue full; events dropped", "dropped", q.dropped.Load())
+		}
+	}
+}
+
+// Stats returns the counters.
+func (q *Queue) Stats() QueueStats {
+	return QueueStats{Written: q.written.Load(), Dropped: q.dropped.Load(), Failed: q.failed.Load()}
+}
+
+func (q *Queue) run() {
+	defer close(q.done)
+	batch := make([]ocsf.Event, 0, q.maxBatch)
+	for e := range q.ch {
+		batch = append(batch[:0], e)
+	fill:
+		for len(batch) < q.maxBatch {
+			select {
+			case e, ok := <-q.ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, e)
+			default:
+				break fill
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), q.timeout)
+		err := q.w.WriteEvents(ctx, batch)
+		cancel()
+		if err != nil {
+			q.failed.Add(uint64(len(batch)))
+			q.log.Warn("telemetry: OCSF export failed", "events", len(batch), "err", err)
+		} else {
+			q.written.Add(uint64(len(batch)))
+		}
+		clear(batch)
+	}
+}
+
+// Close stops accepting events and waits until the queued ones are written
+// or ctx ends.
+func (q *Queue) Close(ctx context.Context) error {
+	q.mu.Lock()
+	if !q.closed {
+		q.closed = true
+		close(q.ch)
+	}
+	q.mu.Unlock()
+	select {
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		return errors.Join(errors.New("telemetry: OCSF queue not drained"), ctx.Err())
+	}
+}

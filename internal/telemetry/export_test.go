@@ -1,0 +1,110 @@
+package telemetry
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/ocsf"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// stuckWriter blocks in WriteEvents until release is closed, and says when
+// it has taken its first batch.
+type stuckWriter struct {
+	started chan struct{}
+	release chan struct{}
+	n       int
+}
+
+func (w *stuckWriter) WriteEvents(ctx context.Context, evs []ocsf.Event) error {
+	if w.n == 0 {
+		close(w.started)
+		<-w.release
+	}
+	w.n += len(evs)
+	return nil
+}
+
+// TestSlowExporterNeverBlocks: with the writer stuck, Emit keeps returning;
+// what does not fit in the queue is dropped and counted.
+func TestSlowExporterNeverBlocks(t *testing.T) {
+	w := &stuckWriter{started: make(chan struct{}), release: make(chan struct{})}
+	const size = 8
+	q := NewQueue(w, QueueOptions{Size: size, MaxBatch: 1})
+	ev := ocsf.Builder{}.APIActivity(&ocsf.Call{Method: "ping"})
+	q.Emit(ev)
+	<-w.started // the writer holds one event and is stuck
+	const more = 100
+	for range more {
+		q.Emit(ev) // must not block: the test would hang here
+	}
+	if s := q.Stats(); s.Dropped != more-size {
+		t.Errorf("dropped %d, want %d (queue of %d full)", s.Dropped, more-size, size)
+	}
+	close(w.release)
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := q.Stats(); s.Written != 1+size || w.n != 1+size {
+		t.Errorf("written %d (writer saw %d), want %d", s.Written, w.n, 1+size)
+	}
+	q.Emit(ev)
+	if s := q.Stats(); s.Dropped != more-size+1 {
+		t.Errorf("Emit after Close: dropped %d, want it counted", s.Dropped)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) WriteEvents(context.Context, []ocsf.Event) error { return errors.New("SIEM down") }
+
+func TestFailingExporterIsCounted(t *testing.T) {
+	q := NewQueue(failingWriter{}, QueueOptions{})
+	for range 5 {
+		q.Emit(ocsf.Builder{}.APIActivity(&ocsf.Call{Method: "ping"}))
+	}
+	q.Close(context.Background())
+	if s := q.Stats(); s.Failed != 5 || s.Written != 0 {
+		t.Errorf("stats = %+v, want 5 failed", s)
+	}
+}
+
+// TestJSONLExports records an operation through the JSONL span writer and
+// the OCSF JSONL queue and reads both files back.
+func TestJSONLExports(t *testing.T) {
+	var spans, events bytes.Buffer
+	exp, err := NewSpanWriter(&spans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	q := NewQueue(JSONLWriter{W: &events}, QueueOptions{})
+	r := NewRecorder(Options{TracerProvider: tp, OCSFSink: q})
+	op := *goldens["aitf.mcp.tool.invoke"].op
+	op.Denial = &Denial{Stage: "policy", Rule: "deny write_*"}
+	r.Record(context.Background(), &op)
+	q.Close(context.Background())
+	tp.Shutdown(context.Background())
+
+	var s struct{ Name string }
+	if err := json.Unmarshal(bytes.TrimSpace(spans.Bytes()), &s); err != nil || s.Name != "mcp.tool.invoke write_file" {
+		t.Errorf("span line = %q (%v)", spans.String(), err)
+	}
+	var classes []float64
+	sc := bufio.NewScanner(&events)
+	for sc.Scan() {
+		if errs := ocsf.Validate(sc.Bytes()); errs != nil {
+			t.Errorf("invalid OCSF line: %v", errs)
+		}
+		var m map[string]any
+		json.Unmarshal(sc.Bytes(), &m)
+		classes = append(classes, m["class_uid"].(float64))
+	}
+	if len(classes) != 2 || classes[0] != 6003 || classes[1] != 2004 {
+		t.Errorf("OCSF classes = %v, want [6003 2004]", classes)
+	}
+}

@@ -1,0 +1,177 @@
+package telemetry
+
+import (
+	"time"
+
+	"github.com/agentwarden/warden/internal/ocsf"
+)
+
+// Operation is what the gateway knows about one MCP operation: a request and
+// its response, a notification, or a session's connect and disconnect. The
+// gateway fills it per request/response pair and hands it to
+// Recorder.Start and Recorder.End (or Recorder.Record). Raw JSON fields are
+// the exact bytes the strict decoder validated; the Recorder reads them
+// with internal/jsonrpc and never keeps them after End.
+type Operation struct {
+	// Span overrides the span type derived from Method. Set it to
+	// SpanServerDisconnect when a session ends (there is no MCP method for
+	// that); leave it zero otherwise.
+	Span SpanType
+
+	Method string
+	// FromUpstream is true for requests the MCP server sent to the client
+	// (sampling/createMessage, elicitation/create, roots/list).
+	FromUpstream bool
+	Notification bool   // no id, no response
+	RequestID    string // the raw JSON-RPC id (`7`, `"abc"`), "" for notifications
+
+	Session         string // MCP session id ("" for stdio and stateless sessions)
+	ConnectionID    string // warden's connection id; Session when empty
+	Transport       string // the client leg: TransportStdio, TransportSSE or TransportStreamableHTTP
+	Upstream        string // the upstream's name in the configuration (the seed's server name)
+	UpstreamURL     string // for network upstreams
+	UpstreamVersion string // serverInfo.version, when known from initialize
+	ProtocolVersion string // negotiated MCP revision, when known
+	Actor           string // the caller's identity (token subject), if known
+	Client          string // clientInfo.name, if known
+	ClientIP        string
+
+	Tool         string // params.name of tools/call (as the gateway decoded it)
+	ResourceName string // display name of the resource read, if known
+
+	Params    []byte // raw params of the request or notification, nil when absent
+	Arguments []byte // raw params.arguments of tools/call, nil when absent
+	Result    []byte // raw result of a successful response, nil otherwise
+	Error     *RPCError
+
+	// Denial is set when a gateway stage refused the call.
+	Denial *Denial
+
+	// Approval is the human approval status: "requested", "approved" or
+	// "denied"; "" when no approval was involved. Approver is who decided.
+	Approval string
+	Approver string
+
+	ParamsHash string // hex SHA-256 of the JCS arguments (zero-trust)
+	JTI        string // token id consumed for the call
+	AuditSeq   uint64 // the audit record written for the call, 0 if none
+	AuditHash  string
+
+	// Usage is the model usage of a sampling request, when the client
+	// reported it (MCP has no standard field; the Recorder also reads
+	// result.usage.{inputTokens,outputTokens} and result._meta.usage).
+	Usage *Usage
+
+	Start, End time.Time
+}
+
+// RPCError is the JSON-RPC error the call ended with (sent by the upstream,
+// or by warden for a denial).
+type RPCError struct {
+	Code    int64
+	Message string
+}
+
+// Denial is a gateway stage's refusal.
+type Denial struct {
+	Stage, Rule, Invariant, Reason string
+}
+
+// Usage is token usage.
+type Usage struct {
+	InputTokens, OutputTokens int64
+}
+
+// Transports, as the seed names them.
+const (
+	TransportStdio          = "stdio"
+	TransportSSE            = "sse"
+	TransportStreamableHTTP = "streamable_http"
+)
+
+// SpanType is one of the seed's eight span types, or SpanOther for methods
+// the seed has no span for (ping, notifications, …: they get an OTel-named
+// span only).
+type SpanType int
+
+// The span types.
+const (
+	SpanOther SpanType = iota
+	SpanServerConnect
+	SpanServerDisconnect
+	SpanToolDiscover
+	SpanToolInvoke
+	SpanResourceRead
+	SpanResourceSubscribe
+	SpanPromptGet
+	SpanSamplingRequest
+)
+
+// Seed returns the seed's name of the span type ("aitf.mcp.tool.invoke"),
+// or "" for SpanOther.
+func (t SpanType) Seed() string {
+	switch t {
+	case SpanServerConnect:
+		return ocsf.SpanServerConnect
+	case SpanServerDisconnect:
+		return ocsf.SpanServerDisconnect
+	case SpanToolDiscover:
+		return ocsf.SpanToolDiscover
+	case SpanToolInvoke:
+		return ocsf.SpanToolInvoke
+	case SpanResourceRead:
+		return ocsf.SpanResourceRead
+	case SpanResourceSubscribe:
+		return ocsf.SpanResourceSubscribe
+	case SpanPromptGet:
+		return ocsf.SpanPromptGet
+	case SpanSamplingRequest:
+		return ocsf.SpanSamplingRequest
+	}
+	return ""
+}
+
+// spanType derives the span type of op.
+func (op *Operation) spanType() SpanType {
+	if op.Span != SpanOther {
+		return op.Span
+	}
+	switch op.Method {
+	case "initialize":
+		return SpanServerConnect
+	case "tools/list":
+		return SpanToolDiscover
+	case "tools/call":
+		return SpanToolInvoke
+	case "resources/read":
+		return SpanResourceRead
+	case "resources/subscribe":
+		return SpanResourceSubscribe
+	case "prompts/get":
+		return SpanPromptGet
+	case "sampling/createMessage":
+		return SpanSamplingRequest
+	}
+	return SpanOther
+}
+
+func (op *Operation) connectionID() string {
+	if op.ConnectionID != "" {
+		return op.ConnectionID
+	}
+	return op.Session
+}
+
+// failed reports whether the operation ended in an error of any kind.
+func (op *Operation) failed() bool {
+	return op.Denial != nil || op.Error != nil || op.toolError()
+}
+
+// toolError reports a CallToolResult with isError true.
+func (op *Operation) toolError() bool {
+	if op.Result == nil {
+		return false
+	}
+	v, ok := lookup(op.Result, "isError")
+	return ok && string(v) == "true"
+}

@@ -1,0 +1,265 @@
+// Package telemetry turns every MCP operation that passes through warden
+// into an OpenTelemetry span and, optionally, OCSF events, following the
+// AITF MCP span conventions (the seed: eight span types with their names,
+// kinds, attributes and events) and the OpenTelemetry MCP semantic
+// conventions. Both conventions are on by default; Options.Conventions
+// selects them.
+//
+// The seam with the gateway is an Operation, filled per request/response
+// pair, and a Recorder:
+//
+//	ctx, sp := rec.Start(ctx, op)              // when the request arrives
+//	params, _ = telemetry.InjectMeta(params, sp.Context()) // before forwarding
+//	…                                          // response, or denial
+//	rec.End(sp, op)                            // span ends, OCSF events emitted
+//
+// or rec.Record(ctx, op) for an operation that is over already (a denial,
+// a notification). The client's trace context is read from
+// params._meta.traceparent, so the client's span, warden's and the
+// upstream's join one trace.
+//
+// # Names
+//
+// With the AITF convention on, a span has the seed's name and kind
+// ("mcp.tool.invoke read_file", CLIENT; sampling SERVER) and the seed's
+// aitf.* attributes and events (mcp.server.capabilities, mcp.tool.input,
+// mcp.tool.output, mcp.tool.approval). With OTel only, the name is
+// "{mcp.method.name} {target}" ("tools/call read_file") and the kind is
+// SERVER for the client's requests, CLIENT for the upstream's. The OTel
+// attributes (mcp.method.name, jsonrpc.request.id, mcp.session.id,
+// gen_ai.tool.name, gen_ai.operation.name, error.type, …) go on the same
+// span. gen_ai.usage.* is set on sampling spans under either convention.
+// warden.* attributes (decision, stage, rule, invariant, params hash, jti,
+// audit seq) are always set.
+//
+// # Sensitive content
+//
+// Tool inputs and outputs, prompt arguments and error messages pass through
+// Options.Capture before they reach a span or an event: redacted and capped
+// at 4 KiB by default, or full, capped, hash only, or off.
+package telemetry
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/agentwarden/warden/internal/ocsf"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Convention names a set of attribute names.
+type Convention string
+
+// The conventions.
+const (
+	ConventionAITF Convention = "aitf" // the seed's names
+	ConventionOTel Convention = "otel" // OpenTelemetry MCP semantic conventions
+)
+
+// ScopeName is the instrumentation scope of warden's spans.
+const ScopeName = "github.com/agentwarden/warden/internal/telemetry"
+
+// EventSink receives OCSF events. Emit must not block: an exporter queues
+// the event or drops it (see Queue).
+type EventSink interface {
+	Emit(ocsf.Event)
+}
+
+// Options configures a Recorder. The zero value records both conventions
+// with the global tracer provider, redacts content, and emits no OCSF.
+type Options struct {
+	TracerProvider trace.TracerProvider // nil means otel.GetTracerProvider()
+	Conventions    []Convention         // nil or empty means both
+	Capture        Capture
+
+	// OCSFSink, when set, receives the OCSF events of every operation in
+	// OCSFProfile (default standard), built with Product.
+	OCSFSink    EventSink
+	OCSFProfile ocsf.Profile
+	Product     ocsf.Product
+
+	Logger *slog.Logger
+}
+
+// Recorder records operations. It is immutable after NewRecorder and safe
+// for concurrent use.
+type Recorder struct {
+	tracer     trace.Tracer
+	aitf, otel bool
+	capture    Capture
+	sink       EventSink
+	builder    ocsf.Builder
+	log        *slog.Logger
+}
+
+// NewRecorder returns a Recorder.
+func NewRecorder(opts Options) *Recorder {
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	r := &Recorder{
+		tracer:  tp.Tracer(ScopeName),
+		capture: opts.Capture,
+		sink:    opts.OCSFSink,
+		builder: ocsf.Builder{Profile: opts.OCSFProfile, Product: opts.Product},
+		log:     opts.Logger,
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	if len(opts.Conventions) == 0 {
+		r.aitf, r.otel = true, true
+	}
+	for _, c := range opts.Conventions {
+		switch c {
+		case ConventionAITF:
+			r.aitf = true
+		case ConventionOTel:
+			r.otel = true
+		default:
+			r.log.Warn("telemetry: unknown convention ignored", "convention", c)
+		}
+	}
+	return r
+}
+
+// Span is an operation's span between Start and End.
+type Span struct {
+	span trace.Span
+	typ  SpanType
+}
+
+// Context returns the span's context, to inject into the upstream request.
+func (s *Span) Context() trace.SpanContext { return s.span.SpanContext() }
+
+// Start starts op's span as a child of the trace context in op.Params'
+// _meta if there is one, else of ctx's span. op needs its method, tool,
+// params and start time; the rest may be filled before End. The returned
+// context carries the span.
+func (r *Recorder) Start(ctx context.Context, op *Operation) (context.Context, *Span) {
+	if op.Start.IsZero() {
+		op.Start = time.Now()
+	}
+	t := op.spanType()
+	parent := ContextFromParams(ctx, op.Params)
+	ctx, span := r.tracer.Start(parent, r.spanName(t, op),
+		trace.WithSpanKind(r.spanKind(t, op)), trace.WithTimestamp(op.Start))
+	return ctx, &Span{span: span, typ: t}
+}
+
+// End sets the span's attributes and events from op, ends it at op.End (now
+// if zero), and emits op's OCSF events.
+func (r *Recorder) End(s *Span, op *Operation) {
+	if op.End.IsZero() {
+		op.End = time.Now()
+	}
+	var b spanBuilder
+	if r.aitf {
+		r.aitfAttributes(&b, s.typ, op)
+	}
+	if r.otel {
+		r.otelAttributes(&b, s.typ, op)
+	}
+	if s.typ == SpanSamplingRequest {
+		usageAttributes(&b, op)
+	}
+	wardenAttributes(&b, op)
+	s.span.SetAttributes(b.attrs...)
+	if r.aitf {
+		for _, e := range b.events {
+			ts := op.Start
+			if e.name == EventToolOutput || e.name == EventCapabilities {
+				ts = op.End
+			}
+			s.span.AddEvent(e.name, trace.WithAttributes(e.attrs...), trace.WithTimestamp(ts))
+		}
+	}
+	if op.failed() {
+		s.span.SetStatus(codes.Error, r.statusDescription(op))
+	}
+	s.span.End(trace.WithTimestamp(op.End))
+	if r.sink != nil {
+		for _, ev := range r.builder.Events(r.ocsfCall(s, op, b.seed)) {
+			r.sink.Emit(ev)
+		}
+	}
+}
+
+// Record starts and ends op's span at once, for an operation that is over
+// (a denial, a notification), and returns the span's context.
+func (r *Recorder) Record(ctx context.Context, op *Operation) trace.SpanContext {
+	_, s := r.Start(ctx, op)
+	r.End(s, op)
+	return s.Context()
+}
+
+func (r *Recorder) statusDescription(op *Operation) string {
+	var msg string
+	switch {
+	case op.Denial != nil:
+		msg = "denied by " + op.Denial.Stage + " (" + op.Denial.Rule + ")"
+	case op.Error != nil:
+		msg = op.Error.Message
+	default:
+		msg = "tool_error"
+	}
+	if s, ok := r.capture.capture(msg); ok {
+		return s
+	}
+	return "error"
+}
+
+// ocsfCall maps op to the OCSF builders' input, with content captured as
+// for spans.
+func (r *Recorder) ocsfCall(s *Span, op *Operation, seed []string) *ocsf.Call {
+	sc := s.Context()
+	c := &ocsf.Call{
+		SeedSpan: s.typ.Seed(), SeedFields: seed,
+		Method: op.Method, RequestID: op.RequestID, Session: op.Session, Actor: op.Actor, Client: op.Client,
+		ClientIP: op.ClientIP, Upstream: op.Upstream, UpstreamVersion: op.UpstreamVersion,
+		UpstreamURL: op.UpstreamURL, Transport: op.Transport, ProtocolVersion: op.ProtocolVersion,
+		Tool: op.Tool, ResourceURI: lookupString(op.Params, "uri"),
+		ToolError: op.toolError(), Approval: op.Approval, Approver: op.Approver,
+		ParamsHash: op.ParamsHash, JTI: op.JTI, AuditSeq: op.AuditSeq, AuditHash: op.AuditHash,
+		TraceID: sc.TraceID().String(), SpanID: sc.SpanID().String(), Start: op.Start, End: op.End,
+	}
+	if s.typ == SpanPromptGet {
+		c.Prompt = lookupString(op.Params, "name")
+	}
+	args := op.Arguments
+	if args == nil && op.Method != "tools/call" {
+		args, _ = lookup(op.Params, "arguments")
+	}
+	if v, ok := r.capture.capture(string(args)); ok {
+		c.Arguments = rawOrString(v)
+	}
+	if out, _ := toolOutput(op.Result); out != "" && s.typ == SpanToolInvoke {
+		if v, ok := r.capture.capture(out); ok {
+			c.Result = rawOrString(v)
+		}
+	}
+	if op.Error != nil {
+		c.ErrorCode = op.Error.Code
+		c.ErrorMessage, _ = r.capture.capture(op.Error.Message)
+	}
+	if d := op.Denial; d != nil {
+		reason, _ := r.capture.capture(d.Reason)
+		c.Denial = &ocsf.Denial{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Reason: reason}
+	}
+	return c
+}
+
+// rawOrString returns s as JSON: itself when it is valid JSON (captured
+// JSON that was neither cut nor hashed), else as a JSON string.
+func rawOrString(s string) json.RawMessage {
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
