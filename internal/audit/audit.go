@@ -18,6 +18,7 @@
 //	field(actor) field(session) field(upstream) field(method)
 //	field(request_id) field(tool) field(params_hash) field(decision)
 //	field(stage) field(rule) field(invariant) field(jti) field(approver)
+//	field(direction)
 //
 // where field(s) is the length of s in bytes as a 4-byte big-endian unsigned
 // integer followed by the bytes of s (UTF-8; strings that are not valid UTF-8
@@ -115,6 +116,9 @@ type Record struct {
 	Invariant  string   `json:"invariant"` // zero-trust invariant that failed, e.g. "INV-3"
 	JTI        string   `json:"jti"`       // token id consumed for the call
 	Approver   string   `json:"approver"`  // who approved a held call
+	// Direction is who sent the message: "client" (to the upstream),
+	// "upstream" (to the client), or "warden" (its own request to the client).
+	Direction string `json:"direction"`
 }
 
 // Anchor is the seq and hash of the last record of a log: a log's head, as
@@ -134,7 +138,7 @@ func (r *Record) ComputeHash() string {
 	b = appendField(b, strconv.AppendUint(seq[:0], r.Seq, 10))
 	b = appendField(b, strconv.AppendInt(ns[:0], r.Time.UnixNano(), 10))
 	for _, s := range [...]string{r.PrevHash, r.Actor, r.Session, r.Upstream, r.Method, r.RequestID,
-		r.Tool, r.ParamsHash, string(r.Decision), r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver} {
+		r.Tool, r.ParamsHash, string(r.Decision), r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction} {
 		b = appendField(b, s)
 	}
 	sum := sha256.Sum256(b)
@@ -154,7 +158,7 @@ func (r *Record) normalize() error {
 		return errors.New("audit: decision " + strconv.Quote(string(r.Decision)) + " is not allow, deny or error")
 	}
 	for _, p := range []*string{&r.Actor, &r.Session, &r.Upstream, &r.Method, &r.RequestID, &r.Tool,
-		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver} {
+		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction} {
 		if !utf8.ValidString(*p) {
 			*p = strings.ToValidUTF8(*p, "\uFFFD")
 		}

@@ -377,7 +377,7 @@ func TestHashEncodingIsPinned(t *testing.T) {
 		b = append(b, byte(len(s)>>24), byte(len(s)>>16), byte(len(s)>>8), byte(len(s)))
 		b = append(b, s...)
 	}
-	for _, s := range []string{"1", "1700000000000000000", ZeroHash, "", "", "", "tools/call", "", "", "", "allow", "", "", "", "", ""} {
+	for _, s := range []string{"1", "1700000000000000000", ZeroHash, "", "", "", "tools/call", "", "", "", "allow", "", "", "", "", "", ""} {
 		field(s)
 	}
 	if got, want := r.ComputeHash(), sha256Hex(b); got != want {

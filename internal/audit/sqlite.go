@@ -48,7 +48,8 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS audit_records (
 	rule        TEXT    NOT NULL,
 	invariant   TEXT    NOT NULL,
 	jti         TEXT    NOT NULL,
-	approver    TEXT    NOT NULL
+	approver    TEXT    NOT NULL,
+	direction   TEXT    NOT NULL
 );
 CREATE TABLE IF NOT EXISTS audit_head (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -64,9 +65,9 @@ BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;`
 
 const (
 	sqliteColumns = `seq, time_ns, prev_hash, hash, actor, session, upstream, method, request_id, tool,
-	params_hash, decision, stage, rule, invariant, jti, approver`
+	params_hash, decision, stage, rule, invariant, jti, approver, direction`
 	sqliteInsert = `INSERT INTO audit_records (` + sqliteColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// The anchor only moves forward; the WHERE makes a stale writer fail
 	// rather than move it back.
 	sqliteSetHead = `INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2)
@@ -137,7 +138,7 @@ func (s *SQLite) Write(ctx context.Context, batch []Record) (err error) {
 		r := &batch[i]
 		if _, err := s.insert.ExecContext(ctx, int64(r.Seq), r.Time.UnixNano(), r.PrevHash, r.Hash, r.Actor,
 			r.Session, r.Upstream, r.Method, r.RequestID, r.Tool, r.ParamsHash, string(r.Decision),
-			r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver); err != nil {
+			r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction); err != nil {
 			return err
 		}
 	}
@@ -224,7 +225,7 @@ func scanRecord(rows *sql.Rows) (Record, error) {
 	var seq, ns int64
 	var decision string
 	if err := rows.Scan(&seq, &ns, &r.PrevHash, &r.Hash, &r.Actor, &r.Session, &r.Upstream, &r.Method,
-		&r.RequestID, &r.Tool, &r.ParamsHash, &decision, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver); err != nil {
+		&r.RequestID, &r.Tool, &r.ParamsHash, &decision, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction); err != nil {
 		return Record{}, err
 	}
 	r.Seq, r.Time, r.Decision = uint64(seq), time.Unix(0, ns).UTC(), Decision(decision)

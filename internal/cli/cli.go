@@ -70,6 +70,8 @@ func commands() []command {
 		{name: "keys", usage: "generate|list|jwks [--data-dir DIR]", short: "the signing keys of zero-trust tokens", run: runKeys},
 		{name: "approve", usage: "list | show ID | allow ID | deny ID [--reason TEXT]",
 			short: "decide on tool calls the gateway holds for approval", run: runApprove},
+		{name: "audit", usage: "verify FILE [--head SEQ:HASH] | export FILE [--format jsonl|ocsf]",
+			short: "check the gateway's hash-chained audit log, or export it", run: runAudit},
 		{name: "attack", usage: "validate [--library-compat] FILE... | normalize [--library-compat] FILE | list [--library DIR]",
 			short: "OATF attack documents: validate, normalize, list a library", run: runAttack},
 		{name: "version", short: "print the version", run: runVersion},

@@ -103,6 +103,19 @@ Support/warden).
       client's user is also asked, through MCP elicitation; the first
       decision wins.
 `,
+	"audit": `  warden audit verify FILE [--backend sqlite|jsonl] [--head SEQ:HASH]
+      Reads every record of the audit log (gateway.audit) and reports the
+      first one that breaks the chain: an edited field or hash, a deleted,
+      inserted or moved record, or a log that ends before its stored head
+      (truncation). Exit code 0 when intact, 1 when broken. --head checks
+      against a head you recorded elsewhere, which also catches a rewrite
+      of the whole log by someone who could change its stored head.
+
+  warden audit export FILE [--format jsonl|ocsf]
+      Writes the records, one JSON object per line (jsonl, the format
+      warden audit verify reads back), or as OCSF events: API Activity
+      (6003) per record, plus a Detection Finding (2004) per refusal.
+`,
 	"attack": `  warden attack validate [--library-compat] FILE...
       Parses and validates OATF 0.1 documents (rules V-001..V-049, warnings
       W-001..W-007) and prints every problem as file:line:col with its rule

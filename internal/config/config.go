@@ -78,8 +78,9 @@ const (
 type Config struct {
 	// Version is the file format version; it must be 1. Files must state it.
 	Version int
-	Log     LogConfig
-	Gateway GatewayConfig
+	Log       LogConfig
+	Gateway   GatewayConfig
+	Telemetry TelemetryConfig
 
 	file string              // file name for problems; "" when built in code
 	pos  map[string]position // path → where its value is in the file
@@ -127,7 +128,58 @@ type GatewayConfig struct {
 	ZeroTrust ZeroTrustConfig
 	// Admin is the admin listener (approvals), separate from Listen.
 	Admin AdminConfig
+	// Audit is the hash-chained audit log of every message handled.
+	Audit AuditConfig
 }
+
+// AuditConfig configures the gateway's audit log (internal/audit). With it
+// enabled, every message the gateway handles is recorded before it leaves,
+// and a message whose record cannot be written does not go through.
+type AuditConfig struct {
+	Enabled bool
+	// Backend is "sqlite" (default) or "jsonl".
+	Backend string
+	// Path is the log file; "" means DATA_DIR/audit.db (audit.jsonl for
+	// jsonl), DATA_DIR being zero_trust.data_dir or the default data dir.
+	Path string
+}
+
+// TelemetryConfig configures spans and OCSF events (internal/telemetry).
+type TelemetryConfig struct {
+	// Conventions are the attribute names emitted: "aitf" and/or "otel";
+	// empty means both.
+	Conventions []string
+	// Capture is how tool inputs and outputs appear in spans and events:
+	// "redacted" (default: secrets masked, 4 KiB cap), "capped", "full",
+	// "hash" or "off".
+	Capture string
+	// Propagate adds warden's trace context to forwarded requests'
+	// params._meta (default true).
+	Propagate bool
+	// Spans is where spans go: exporter "none" (default), "jsonl" (to
+	// Path), "stdout" or "otlp" (OTLP over HTTP to Endpoint).
+	Spans ExporterConfig
+	// OCSF is where OCSF events go: exporter "none" (default) or "jsonl"
+	// (to Path), in Profile "standard" (default) or "aitf".
+	OCSF ExporterConfig
+}
+
+// ExporterConfig is one telemetry destination.
+type ExporterConfig struct {
+	Exporter string
+	Path     string
+	Endpoint string
+	Profile  string
+}
+
+// Telemetry exporters, capture modes and OCSF profiles.
+var (
+	SpanExporters = []string{"none", "jsonl", "stdout", "otlp"}
+	OCSFExporters = []string{"none", "jsonl"}
+	CaptureModes  = []string{"redacted", "capped", "full", "hash", "off"}
+	OCSFProfiles  = []string{"standard", "aitf"}
+	Conventions   = []string{"aitf", "otel"}
+)
 
 // AdminConfig is warden's admin listener: the approval API that warden
 // approve talks to. It answers loopback Host names only.
@@ -421,7 +473,10 @@ func Default() *Config {
 			},
 			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew},
 			Admin:     AdminConfig{Addr: DefaultAdminAddr},
+			Audit:     AuditConfig{Backend: "sqlite"},
 		},
+		Telemetry: TelemetryConfig{Capture: "redacted", Propagate: true,
+			Spans: ExporterConfig{Exporter: "none"}, OCSF: ExporterConfig{Exporter: "none", Profile: "standard"}},
 	}
 }
 

@@ -135,7 +135,10 @@ func TestDefaults(t *testing.T) {
 			}},
 			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second},
 			Admin:     AdminConfig{Addr: "127.0.0.1:8788"},
+			Audit:     AuditConfig{Backend: "sqlite"},
 		},
+		Telemetry: TelemetryConfig{Capture: "redacted", Propagate: true,
+			Spans: ExporterConfig{Exporter: "none"}, OCSF: ExporterConfig{Exporter: "none", Profile: "standard"}},
 	}
 	if diff := cmp.Diff(want, cfg, cmpopts.IgnoreUnexported(Config{}, Pattern{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -633,5 +636,57 @@ gateway:
 	_, err = Parse([]byte("version: 1\ngateway:\n  zero_trust:\n    classification:\n      - {level: 2, when: 'true', colour: red}\n"), "class.yaml")
 	if err == nil || !strings.Contains(err.Error(), `gateway.zero_trust.classification[0]: unknown field "colour"`) {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+func TestAuditAndTelemetry(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  audit: {path: ./a.db}
+  upstreams: [{name: s, command: [srv]}]
+telemetry:
+  conventions: [otel]
+  spans: {exporter: jsonl, path: spans.jsonl}
+  ocsf: {exporter: jsonl, path: ocsf.jsonl, profile: aitf}
+`), "t.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Gateway.Audit; !a.Enabled || a.Backend != "sqlite" || a.Path != "./a.db" {
+		t.Errorf("audit %+v: a present section turns it on, on sqlite", a)
+	}
+	if tc := cfg.Telemetry; tc.Capture != "redacted" || !tc.Propagate || tc.OCSF.Profile != "aitf" {
+		t.Errorf("telemetry %+v: want the defaults redacted and propagate", tc)
+	}
+	if d := Default(); d.Gateway.Audit.Enabled {
+		t.Error("audit is on without an audit section")
+	}
+
+	cfg, err = Parse([]byte(`version: 1
+gateway:
+  audit: {backend: csv}
+  upstreams: [{name: s, command: [srv]}]
+telemetry:
+  conventions: [aitf, zipkin]
+  capture: everything
+  spans: {exporter: otlp, endpoint: "127.0.0.1:4318"}
+  ocsf: {exporter: jsonl}
+`), "t.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	for _, want := range []string{
+		`gateway.audit.backend: the audit backend must be one of sqlite, jsonl, not "csv"`,
+		`telemetry.conventions[1]: a convention must be one of aitf, otel, not "zipkin"`,
+		`telemetry.capture: capture must be one of redacted, capped, full, hash, off, not "everything"`,
+		"telemetry.spans.endpoint: the otlp span exporter needs an http(s) endpoint",
+		"telemetry.ocsf.path: the jsonl OCSF exporter needs a path",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
 	}
 }

@@ -430,6 +430,7 @@ func (d *decoder) config(n *yaml.Node, c *Config) {
 		{"version", func(n *yaml.Node, p string) { d.int(n, p, &c.Version) }},
 		{"log", func(n *yaml.Node, p string) { d.log(n, p, &c.Log) }},
 		{"gateway", func(n *yaml.Node, p string) { d.gateway(n, p, &c.Gateway) }},
+		{"telemetry", func(n *yaml.Node, p string) { d.telemetry(n, p, &c.Telemetry) }},
 	})
 }
 
@@ -451,6 +452,34 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 		{"admin", func(n *yaml.Node, p string) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
+		{"audit", func(n *yaml.Node, p string) {
+			g.Audit.Enabled = true // a present audit section turns it on unless it says enabled: false
+			d.mapping(n, p, []field{
+				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &g.Audit.Enabled) }},
+				{"backend", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Backend) }},
+				{"path", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Path) }},
+			})
+		}},
+	})
+}
+
+func (d *decoder) telemetry(n *yaml.Node, path string, t *TelemetryConfig) {
+	exporter := func(e *ExporterConfig) func(*yaml.Node, string) {
+		return func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{
+				{"exporter", func(n *yaml.Node, p string) { d.str(n, p, &e.Exporter) }},
+				{"path", func(n *yaml.Node, p string) { d.str(n, p, &e.Path) }},
+				{"endpoint", func(n *yaml.Node, p string) { d.str(n, p, &e.Endpoint) }},
+				{"profile", func(n *yaml.Node, p string) { d.str(n, p, &e.Profile) }},
+			})
+		}
+	}
+	d.mapping(n, path, []field{
+		{"conventions", func(n *yaml.Node, p string) { d.strings(n, p, &t.Conventions) }},
+		{"capture", func(n *yaml.Node, p string) { d.str(n, p, &t.Capture) }},
+		{"propagate", func(n *yaml.Node, p string) { d.bool(n, p, &t.Propagate) }},
+		{"spans", exporter(&t.Spans)},
+		{"ocsf", exporter(&t.OCSF)},
 	})
 }
 

@@ -32,6 +32,7 @@ func (c *Config) Validate() error {
 	v.version()
 	v.log()
 	v.gateway()
+	v.telemetry()
 	if len(v.probs) == 0 {
 		return nil
 	}
@@ -60,6 +61,43 @@ func (v *validator) errorf(p, format string, args ...any) {
 	v.probs = append(v.probs, pr)
 }
 
+// oneOf reports a problem at p unless value is one of allowed.
+func (v *validator) oneOf(p, what, value string, allowed []string) {
+	if !slices.Contains(allowed, value) {
+		v.errorf(p, "%s must be one of %s, not %q", what, strings.Join(allowed, ", "), value)
+	}
+}
+
+func (v *validator) telemetry() {
+	t := v.c.Telemetry
+	for i, c := range t.Conventions {
+		v.oneOf(index("telemetry.conventions", i), "a convention", c, Conventions)
+	}
+	v.oneOf("telemetry.capture", "capture", t.Capture, CaptureModes)
+	v.oneOf("telemetry.spans.exporter", "the span exporter", t.Spans.Exporter, SpanExporters)
+	switch t.Spans.Exporter {
+	case "jsonl":
+		if t.Spans.Path == "" {
+			v.errorf("telemetry.spans.path", "the jsonl span exporter needs a path")
+		}
+	case "otlp":
+		if u, err := url.Parse(t.Spans.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf("telemetry.spans.endpoint", "the otlp span exporter needs an http(s) endpoint, e.g. http://127.0.0.1:4318")
+		}
+	}
+	if t.Spans.Profile != "" {
+		v.errorf("telemetry.spans.profile", "profile is for telemetry.ocsf")
+	}
+	v.oneOf("telemetry.ocsf.exporter", "the OCSF exporter", t.OCSF.Exporter, OCSFExporters)
+	v.oneOf("telemetry.ocsf.profile", "the OCSF profile", t.OCSF.Profile, OCSFProfiles)
+	if t.OCSF.Exporter == "jsonl" && t.OCSF.Path == "" {
+		v.errorf("telemetry.ocsf.path", "the jsonl OCSF exporter needs a path")
+	}
+	if t.OCSF.Endpoint != "" {
+		v.errorf("telemetry.ocsf.endpoint", "the OCSF exporters take a path, not an endpoint")
+	}
+}
+
 func (v *validator) version() {
 	switch v.c.Version {
 	case Version:
@@ -85,6 +123,7 @@ func (v *validator) gateway() {
 	v.listen("gateway.listen", g.Listen)
 	v.limits("gateway.limits", g.Limits)
 	v.list("gateway.methods", g.Methods)
+	v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
 
 	if len(g.Upstreams) == 0 {
 		v.errorf("gateway.upstreams", "at least one upstream is required")

@@ -110,6 +110,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			Pipeline:  NewPipeline(stages...),
 		})
 	}
+	rs, closers, err := records(cfg, logger)
+	if err != nil {
+		for _, c := range opts.Closers {
+			c.Close()
+		}
+		return Options{}, err
+	}
+	if rs != nil {
+		opts.Recorder = rs
+		opts.Closers = append(opts.Closers, closers...)
+	}
 	return opts, nil
 }
 

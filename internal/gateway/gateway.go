@@ -98,6 +98,9 @@ type Options struct {
 	// Observe, if set, sees every decision the gateway makes. It must not
 	// block; it is called from relay goroutines.
 	Observe func(Decision)
+	// Recorder, if set, keeps every decision (the audit log, telemetry)
+	// before its message leaves; see Recorder.
+	Recorder Recorder
 }
 
 // Gateway relays MCP sessions to its upstreams.
@@ -229,6 +232,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Pipeline:       u.Pipeline,
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
+		Recorder:       g.opts.Recorder,
 		OnResult:       u.tools.learn,
 		Tools:          u.tools.info(),
 		Logger:         g.log,

@@ -42,6 +42,7 @@ type Relay struct {
 	session          string
 	timeout          time.Duration
 	observe          func(Decision)
+	recorder         Recorder
 	onResult         func(method string, result []byte)
 	tools            ToolInfo
 	log              *slog.Logger
@@ -59,6 +60,7 @@ type pendingCall struct {
 	id     jsonrpc.ID
 	method string
 	timer  *time.Timer // nil without a request timeout
+	open   any         // the Recorder's open operation (Decision.Open), if any
 }
 
 // RelayOptions configures a Relay.
@@ -73,6 +75,10 @@ type RelayOptions struct {
 	// from the goroutine relaying it (several at once when the pipeline may
 	// block). It must not block.
 	Observe func(Decision)
+	// Recorder, if set, keeps a record of every message handled before it
+	// leaves the gateway (the audit log, telemetry). When it fails, the
+	// message does not go through (fail-secure).
+	Recorder Recorder
 	// OnResult, if set, sees the result of every successful response the
 	// upstream sends to a client request, with the request's method (the tool
 	// index learns tool schemas from tools/list this way). It must not block
@@ -100,6 +106,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		session:      opts.Session,
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
+		recorder:     opts.Recorder,
 		onResult:     opts.OnResult,
 		tools:        opts.Tools,
 		log:          opts.Logger,
@@ -175,17 +182,28 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		denial = r.pipeline.Check(ctx, call)
 	}
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
-		ID: msg.ID, Direction: "client", Denial: denial}
+		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
 	if call != nil {
-		d.Tool = call.Tool
+		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
+		d.Arguments = call.Arguments
+		if call.Forward != nil {
+			d.Msg = call.Forward
+		}
 	}
 	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method) {
 		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
 		d.Denial = denial
 	}
-	r.emit(d)
+	if !r.keep(ctx, &d) && denial == nil {
+		// No record, no call: refuse what would have been forwarded.
+		if msg.Kind == jsonrpc.KindRequest {
+			r.untrack(msg.ID)
+		}
+		denial = &Denial{Stage: "audit", Rule: "write", Reason: "the audit record of this message could not be written, so it is refused"}
+	}
 	if denial != nil {
+		denial.AuditID = d.AuditID
 		r.log.Info("refused", "decision", d, "reason", denial.Reason)
 		if msg.Kind == jsonrpc.KindRequest && ctx.Err() == nil { // a cancelled request gets no answer
 
@@ -196,9 +214,10 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if msg.Method == mcp.NotificationCancelled {
 		r.forgetCancelled(msg)
 	}
-	if call != nil && call.Forward != nil {
-		msg = call.Forward
+	if d.Open != nil {
+		r.setOpen(msg.ID, d.Open)
 	}
+	msg = d.Msg // the stages' and the recorder's rewrite, if any
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
 		if _, ok := r.untrack(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {
@@ -247,15 +266,17 @@ func (r *Relay) relayClientResponse(ctx context.Context, msg *jsonrpc.Message) {
 	_, ok := r.asked[msg.ID.Raw()]
 	delete(r.asked, msg.ID.Raw())
 	r.mu.Unlock()
-	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client"}
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client", Msg: msg}
 	if !ok {
 		d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
 			Reason: "response to id " + msg.ID.String() + ", which the upstream did not ask"}
-		r.emit(d)
+		r.keep(ctx, &d)
 		r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
 		return
 	}
-	r.emit(d)
+	if !r.keep(ctx, &d) {
+		return // no record: the answer does not go through
+	}
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
 	}
@@ -276,18 +297,19 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			return err
 		}
 		d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
-			ID: msg.ID, Direction: "upstream"}
+			ID: msg.ID, Direction: "upstream", Msg: msg}
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
-			method, ok := r.untrack(msg.ID)
+			p, ok := r.untrackCall(msg.ID)
 			if !ok {
 				d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
 					Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
-				r.emit(d)
+				r.keep(ctx, &d)
 				r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
 				continue
 			}
-			d.Method = method
+			method := p.method
+			d.Method, d.Open = method, p.open
 			if r.onResult != nil && msg.Result != nil {
 				r.onResult(method, msg.Result)
 			}
@@ -296,7 +318,13 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			r.asked[msg.ID.Raw()] = struct{}{}
 			r.mu.Unlock()
 		}
-		r.emit(d)
+		if !r.keep(ctx, &d) {
+			if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
+				r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: "write"}.
+					Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
+			}
+			continue
+		}
 		r.writeClient(ctx, msg)
 	}
 }
@@ -322,17 +350,32 @@ func (r *Relay) track(id jsonrpc.ID, method string) bool {
 // untrack removes a pending client request and returns its method; ok is
 // false if it was not pending.
 func (r *Relay) untrack(id jsonrpc.ID) (method string, ok bool) {
+	p, ok := r.untrackCall(id)
+	return p.method, ok
+}
+
+// untrackCall removes a pending client request and returns it.
+func (r *Relay) untrackCall(id jsonrpc.ID) (pendingCall, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pending[id.Raw()]
 	if !ok {
-		return "", false
+		return pendingCall{}, false
 	}
 	if p.timer != nil {
 		p.timer.Stop()
 	}
 	delete(r.pending, id.Raw())
-	return p.method, true
+	return *p, true
+}
+
+// setOpen remembers the recorder's open operation of a pending request.
+func (r *Relay) setOpen(id jsonrpc.ID, open any) {
+	r.mu.Lock()
+	if p := r.pending[id.Raw()]; p != nil {
+		p.open = open
+	}
+	r.mu.Unlock()
 }
 
 // expire answers a request the upstream did not answer in time, and tells the
@@ -414,4 +457,20 @@ func (r *Relay) emit(d Decision) {
 	if r.observe != nil {
 		r.observe(d)
 	}
+}
+
+// keep shows d to Observe and has the Recorder keep it, before the message
+// it describes (or its refusal) leaves the gateway. The record is written
+// even when the request's context is cancelled. false means the Recorder
+// failed: the caller must not let the message through.
+func (r *Relay) keep(ctx context.Context, d *Decision) bool {
+	r.emit(*d)
+	if r.recorder == nil {
+		return true
+	}
+	if err := r.recorder.Record(context.WithoutCancel(ctx), d); err != nil {
+		r.log.Error("the record of a message could not be kept; it does not go through", "decision", *d, "err", err)
+		return false
+	}
+	return true
 }

@@ -75,8 +75,11 @@ func (r *Relay) ask(ctx context.Context, related jsonrpc.ID, method string, para
 
 	req := jsonrpc.NewRequest(id, method, params)
 	req.Related = related
-	r.emit(Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindRequest, Method: method,
-		ID: id, Direction: "warden"})
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindRequest, Method: method,
+		ID: id, Direction: "warden", Msg: req}
+	if !r.keep(ctx, &d) {
+		return nil, errors.New("the audit record of the question could not be written")
+	}
 	if err := r.client.Write(ctx, req); err != nil {
 		return nil, err
 	}

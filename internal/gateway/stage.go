@@ -36,8 +36,11 @@ type Call struct {
 	// of Msg (the zero-trust stage forwards canonical arguments). Stages
 	// after it still see Msg.
 	Forward *jsonrpc.Message
-	// Approver is who approved a held call, set by the zero-trust stage.
-	Approver string
+	// Set by the zero-trust stage, for the record: the principal the call
+	// acts for, the parameters_hash it verified, the token id it consumed,
+	// and who approved a held call.
+	Subject, ParamsHash, JTI string
+	Approver                 string
 
 	// Level is the call's data classification (1 most sensitive .. 5), set
 	// by the classify stage; 0 means unclassified. ClassRule names the rule
@@ -113,6 +116,8 @@ type Denial struct {
 	// Invariant and Step, for zero-trust refusals: which invariant of the
 	// standard failed, at which step of its validation sequence.
 	Invariant, Step string
+	// AuditID is the audit record of the refusal, when one was written.
+	AuditID string
 }
 
 // Error returns the JSON-RPC error sent to the client for d.
@@ -121,7 +126,7 @@ func (d *Denial) Error() *jsonrpc.Error {
 	if code == 0 {
 		code = jsonrpc.CodeDenied
 	}
-	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Step: d.Step}.Errorf(code, d.Reason)
+	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Step: d.Step, AuditID: d.AuditID}.Errorf(code, d.Reason)
 }
 
 // Pipeline is an ordered list of stages. It is immutable after construction
@@ -185,6 +190,31 @@ type Decision struct {
 	Direction string
 	// Denial is nil when the message was relayed.
 	Denial *Denial
+
+	// Msg is the message as it is about to leave (for an allowed client
+	// request, what is forwarded: canonical arguments). A Recorder may
+	// replace it (to add trace context); nothing else may modify it.
+	Msg *jsonrpc.Message
+	// For a tools/call: its raw arguments, and what the zero-trust stage
+	// established (see Call).
+	Arguments                        []byte
+	Actor, ParamsHash, JTI, Approver string
+	// AuditID is set by a Recorder that wrote an audit record.
+	AuditID string
+	// Open is the Recorder's state of an allowed client request (its open
+	// span): set by the Recorder on the request, handed back with the
+	// response's Decision.
+	Open any
+}
+
+// A Recorder keeps a record of every message the relay handles (the audit
+// log, telemetry). Record is called before the message, or its refusal,
+// leaves the gateway, from the goroutine relaying it; it must be safe for
+// concurrent use. An error means the record could not be kept, and the
+// relay does not let the message through: a call is refused, an upstream's
+// answer is replaced by an error (fail-secure).
+type Recorder interface {
+	Record(ctx context.Context, d *Decision) error
 }
 
 // LogValue renders a decision for slog.

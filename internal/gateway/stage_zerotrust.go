@@ -149,6 +149,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if !ok {
 		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
+	c.Subject = sub
 	token, d := presented(c, MetaTokenKey, HeaderToken)
 	if d != nil {
 		return d
@@ -177,6 +178,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if err != nil {
 		return &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
+	c.ParamsHash = hash
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
 		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash,
 		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Now: now, Skew: z.Skew,
@@ -184,6 +186,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if verr != nil {
 		return verifyDenial(verr)
 	}
+	c.JTI = claims.ID
 	var proof *dpop.Proof
 	if claims.Confirmation != nil || (!held && (z.RequireDPoP || tier >= 2)) {
 		var d *Denial

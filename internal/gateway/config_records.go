@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/ocsf"
+	"github.com/agentwarden/warden/internal/telemetry"
+	"github.com/agentwarden/warden/internal/zerotrust"
+)
+
+// closerFunc adapts a function to io.Closer.
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+// records builds the Recorder of cfg's audit log and telemetry, or nil when
+// neither is on, and what to close when the gateway stops. Closers run in
+// order: telemetry flushes before the audit log closes.
+func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, error) {
+	a, t := cfg.Gateway.Audit, cfg.Telemetry
+	spansOn, ocsfOn := t.Spans.Exporter != "none" && t.Spans.Exporter != "", t.OCSF.Exporter != "none" && t.OCSF.Exporter != ""
+	if !a.Enabled && !spansOn && !ocsfOn {
+		return nil, nil, nil
+	}
+	rs := &Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP}
+	var closers []io.Closer
+	fail := func(err error) (*Records, []io.Closer, error) {
+		for _, c := range closers {
+			c.Close()
+		}
+		return nil, nil, err
+	}
+	if spansOn || ocsfOn {
+		opts := telemetry.Options{Capture: telemetry.Capture{Mode: telemetry.CaptureMode(t.Capture)}, Logger: logger,
+			Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}}
+		for _, c := range t.Conventions {
+			opts.Conventions = append(opts.Conventions, telemetry.Convention(c))
+		}
+		var tpOpts []sdktrace.TracerProviderOption
+		switch t.Spans.Exporter {
+		case "jsonl", "stdout":
+			var w io.Writer = os.Stdout
+			if t.Spans.Exporter == "jsonl" {
+				f, err := os.OpenFile(t.Spans.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+				if err != nil {
+					return fail(fmt.Errorf("telemetry.spans.path: %w", err))
+				}
+				closers = append(closers, f)
+				w = f
+			}
+			exp, err := telemetry.NewSpanWriter(w)
+			if err != nil {
+				return fail(err)
+			}
+			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		case "otlp":
+			exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(t.Spans.Endpoint))
+			if err != nil {
+				return fail(fmt.Errorf("telemetry.spans.endpoint: %w", err))
+			}
+			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+		}
+		tp := sdktrace.NewTracerProvider(tpOpts...)
+		opts.TracerProvider = tp
+		if ocsfOn {
+			f, err := os.OpenFile(t.OCSF.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			if err != nil {
+				return fail(fmt.Errorf("telemetry.ocsf.path: %w", err))
+			}
+			q := telemetry.NewQueue(telemetry.JSONLWriter{W: f}, telemetry.QueueOptions{})
+			opts.OCSFSink, opts.OCSFProfile = q, ocsf.Profile(t.OCSF.Profile)
+			// The queue drains before its file closes, after the spans.
+			closers = append(closers, closerFunc(func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return errors.Join(q.Close(ctx), f.Close())
+			}))
+		}
+		closers = append([]io.Closer{closerFunc(func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return tp.Shutdown(ctx)
+		})}, closers...)
+		rs.Spans = telemetry.NewRecorder(opts)
+	}
+	if a.Enabled {
+		path := a.Path
+		if path == "" {
+			dir := cfg.Gateway.ZeroTrust.DataDir
+			if dir == "" {
+				dir = zerotrust.DefaultDataDir()
+			}
+			if dir == "" {
+				return fail(errors.New("gateway.audit: no path and no data directory: set audit.path, zero_trust.data_dir or WARDEN_DATA_DIR"))
+			}
+			name := "audit.db"
+			if a.Backend == "jsonl" {
+				name = "audit.jsonl"
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return fail(fmt.Errorf("gateway.audit: %w", err))
+			}
+			path = filepath.Join(dir, name)
+		}
+		l, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger})
+		if err != nil {
+			return fail(fmt.Errorf("gateway.audit: %w", err))
+		}
+		rs.Audit = l
+		closers = append(closers, l) // last: after every record is in
+	}
+	return rs, closers, nil
+}

@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/telemetry"
+)
+
+const clientTrace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+type recordFixture struct {
+	log   *audit.Log
+	spans *tracetest.SpanRecorder
+	h     *harness
+}
+
+func newRecordFixture(t *testing.T) *recordFixture {
+	t.Helper()
+	l, err := audit.Open(context.Background(), audit.KindSQLite, filepath.Join(t.TempDir(), "audit.db"), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	sr := tracetest.NewSpanRecorder()
+	rec := telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))})
+	f := newZT(t, nil)
+	h := newHarness(t, RelayOptions{Upstream: "pay", Pipeline: NewPipeline(ToolPolicy{List: mustList(t, nil, []string{"get_env"})}, f.stage),
+		Recorder: &Records{Audit: l, Spans: rec, Propagate: true, Transport: telemetry.TransportStdio}})
+	return &recordFixture{log: l, spans: sr, h: h}
+}
+
+// records returns the audit log as exported, one record per line.
+func (f *recordFixture) records(t *testing.T) []audit.Record {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.log.Export(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	var out []audit.Record
+	for line := range strings.Lines(buf.String()) {
+		var r audit.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// A forwarded call and its answer are two audit records, written before
+// each leaves; the call carries warden's trace context to the upstream, and
+// warden's span is a child of the client's.
+func TestRecordsOfARelayedCall(t *testing.T) {
+	f := newRecordFixture(t)
+	h := f.h
+	h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"_meta":{"traceparent":"`+clientTrace+`"}}}`)
+	up := h.recv(h.upstream)
+	tp, _ := jsonrpc.Lookup(up.Params, "_meta", "traceparent")
+	s, _ := jsonrpc.String(tp)
+	if !strings.HasPrefix(s, "00-4bf92f3577b34da6a3ce929d0e0e4736-") || s == clientTrace {
+		t.Fatalf("the upstream got traceparent %q, want warden's span in the client's trace", s)
+	}
+	if a, _ := jsonrpc.Lookup(up.Params, "arguments"); string(a) != `{"message":"hi"}` {
+		t.Fatalf("arguments changed on the way: %s", a)
+	}
+	// Before the answer arrives the request is already on record.
+	if rs := f.records(t); len(rs) != 1 || rs[0].Method != "tools/call" || rs[0].Tool != "echo" || rs[0].Decision != audit.Allow || rs[0].Direction != "client" {
+		t.Fatalf("records before the answer: %+v", rs)
+	}
+	h.send(h.upstream, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`)
+	h.recv(h.client)
+	rs := f.records(t)
+	if len(rs) != 2 || rs[1].Direction != "upstream" || rs[1].RequestID != "1" || rs[1].Tool != "echo" || rs[1].Method != "tools/call" {
+		t.Fatalf("records: %+v", rs)
+	}
+	if rep, err := f.log.Verify(context.Background()); err != nil || rep.Problem != nil {
+		t.Fatalf("verify: %+v %v", rep, err)
+	}
+	ended := f.spans.Ended()
+	if len(ended) != 1 || ended[0].Name() != "mcp.tool.invoke echo" || ended[0].Parent().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("spans: %d, first %v", len(ended), ended)
+	}
+	if got := ended[0].SpanContext().SpanID().String(); !strings.Contains(s, got) {
+		t.Errorf("the upstream's parent %s is not warden's span %s", s, got)
+	}
+}
+
+// A refusal is on record before it is sent, and says where: data.audit_id.
+func TestRefusalCarriesItsAuditID(t *testing.T) {
+	f := newRecordFixture(t)
+	f.h.send(f.h.client, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"get_env"}}`)
+	_, d := detailOf(t, f.h.recv(f.h.client))
+	rs := f.records(t)
+	if len(rs) != 1 || rs[0].Decision != audit.Deny || rs[0].Stage != "tool-policy" || rs[0].RequestID != `"a"` {
+		t.Fatalf("records: %+v", rs)
+	}
+	if d.AuditID != "1" {
+		t.Fatalf("audit_id %q, want the refusal's record, 1", d.AuditID)
+	}
+	// A zero-trust refusal records the invariant and the hash.
+	f.h.send(f.h.client, call("2", "transfer_funds", transferArgs, ""))
+	detailOf(t, f.h.recv(f.h.client))
+	if r := f.records(t)[1]; r.Stage != "zero-trust" || r.Rule != "token-missing" || r.Actor != "alice" {
+		t.Fatalf("zero-trust refusal record: %+v", r)
+	}
+}
+
+// No record, no call: when the audit log cannot be written, the call is
+// refused and never reaches the upstream.
+func TestNoRecordNoCall(t *testing.T) {
+	f := newRecordFixture(t)
+	f.log.Close()
+	f.h.send(f.h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`)
+	code, d := detailOf(t, f.h.recv(f.h.client))
+	if d.Stage != "audit" || d.Rule != "write" || code == 0 {
+		t.Fatalf("got %d %+v", code, d)
+	}
+	f.h.nothing(f.h.upstream, "a call whose record could not be written")
+}
