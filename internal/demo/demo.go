@@ -23,6 +23,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -49,6 +50,9 @@ type Result struct {
 	// server, by tool name.
 	UpstreamSaw map[string]int
 	Canary      string
+	// AuditRecords is how many records the audit log held at the end, its
+	// chain verified.
+	AuditRecords int
 }
 
 // Step is one line of the account.
@@ -71,6 +75,7 @@ type scene struct {
 	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
 	userSaw string
+	audit   *audit.Log // the gateway's audit log
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -145,6 +150,12 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		// ... or until the client's user approves them (MCP elicitation).
 		ElicitApproval: true,
 	}
+	// The audit log: every message on record before it leaves.
+	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, ".warden-audit.db"), audit.Options{})
+	if err != nil {
+		return nil, err
+	}
+	s.audit = auditLog
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
 		Upstreams: []gateway.Upstream{{
@@ -161,7 +172,8 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		}},
 		RequestTimeout: 30 * time.Second,
 		Logger:         logger,
-		Closers:        []io.Closer{replay},
+		Closers:        []io.Closer{replay, auditLog},
+		Recorder:       &gateway.Records{Audit: auditLog},
 	})
 	if err != nil {
 		return nil, err
@@ -222,6 +234,13 @@ func (s *scene) summary() {
 		s.res.UpstreamSaw["get_env"])
 	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the token's, each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
+	if rep, err := s.audit.Verify(context.Background()); err != nil || rep.Problem != nil {
+		s.expect(false, "the audit log does not verify: %v %v", rep.Problem, err)
+	} else {
+		s.res.AuditRecords = rep.Records
+		fmt.Fprintf(w, "The audit log holds %d records, one per message, written before each left; its hash chain verifies\n"+
+			"(head %d:%s…; warden audit verify FILE checks a gateway's).\n", rep.Records, rep.Head.Seq, rep.Head.Hash[:16])
+	}
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")
 		for _, f := range s.res.Failures {

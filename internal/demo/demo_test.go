@@ -49,6 +49,11 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.UpstreamSaw["transfer_funds"] != 3 {
 		t.Errorf("transfer_funds reached the demo server %d times, want exactly the two approved calls and the token's", res.UpstreamSaw["transfer_funds"])
 	}
+	// Every message through the relay is on record: at least one per step
+	// that reached the relay, and the chain verified.
+	if res.AuditRecords < res.Relayed+res.Refused {
+		t.Errorf("the audit log holds %d records for %d steps", res.AuditRecords, res.Relayed+res.Refused)
+	}
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
