@@ -41,15 +41,20 @@ Error codes are listed in docs/errors.md.
 
   warden token issue --sub USER --tool TOOL --params JSON [--ttl 30s]
                      [--dpop-jkt JKT] [--aud A] [--iss I] [--persona P]
-                     [--classification 1..5] [--binding-mode M] [--data-dir DIR]
+                     [--classification 1..5] [--binding-mode M] [--schema JSON]
+                     [--data-dir DIR]
       Prints a compact JWS (typ "wzt+jwt") signed with the active key of
       'warden keys', authorizing USER to call TOOL once with exactly these
       arguments. Claims: iss, aud, sub, iat, nbf, exp, jti, tool,
-      parameters_hash, hash_alg, binding_mode, persona, classification,
-      cnf.jkt, txn. The lifetime is at most 30s.
+      parameters_hash, hash_alg, binding_mode, schema_hash, persona,
+      classification, cnf.jkt, txn. The lifetime is at most 30s. With
+      --schema (the tool's inputSchema as its server declares it) the token
+      is hybrid (binding mode C): it also binds the schema's hash, and a
+      gateway refuses it once the tool's definition changes.
 
   warden token verify --token T|- --sub USER --tool TOOL --params JSON
-                      [--aud A] [--iss I] [--persona P] [--skew 5s] [--data-dir DIR]
+                      [--aud A] [--iss I] [--persona P] [--skew 5s] [--schema JSON]
+                      [--data-dir DIR]
       Checks the token against exactly that call: signature (EdDSA or ES256
       only), iss and aud, INV-1 sub and tool, persona, INV-2 nbf/exp, INV-3
       parameters_hash. Exit code 0 when valid, 1 with the failed invariant,

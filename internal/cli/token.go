@@ -77,7 +77,8 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	iss := fs.String("iss", zerotrust.DefaultIssuer, "issuer")
 	persona := fs.String("persona", "", "role of the presenter, checked at step 3a")
 	class := fs.Int("classification", 0, "data classification 1..5 (0: none)")
-	mode := fs.String("binding-mode", zerotrust.BindingAdHoc, "ad-hoc, pre-defined or hybrid")
+	mode := fs.String("binding-mode", "", "ad-hoc, pre-defined or hybrid (default: hybrid with --schema, else ad-hoc)")
+	schema := fs.String("schema", "", "hybrid (binding mode C): the tool's `inputSchema` as JSON, as its server declares it")
 	keysDir := dataDirFlag(env, fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
@@ -89,6 +90,15 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
+	var schemaHash string
+	if *schema != "" {
+		if schemaHash, err = zerotrust.SchemaHash([]byte(*schema)); err != nil {
+			return ExitUsage, fmt.Errorf("--schema: %v", strings.TrimPrefix(err.Error(), "jsonrpc -32700: "))
+		}
+		if *mode == "" {
+			*mode = zerotrust.BindingHybrid
+		}
+	}
 	ring, code, err := loadRing(keysDir)
 	if err != nil {
 		return code, err
@@ -98,7 +108,7 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	}
 	tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{
 		Sub: *sub, Tool: *tool, Arguments: in, TTL: *ttl, Aud: *aud, Iss: *iss,
-		Persona: *persona, Classification: *class, DPoPJKT: *jkt, BindingMode: *mode,
+		Persona: *persona, Classification: *class, DPoPJKT: *jkt, BindingMode: *mode, SchemaHash: schemaHash,
 	})
 	if err != nil {
 		return ExitUsage, errors.New(strings.TrimPrefix(err.Error(), "arguments: jsonrpc -32700: "))
@@ -119,6 +129,7 @@ func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
 	iss := fs.String("iss", zerotrust.DefaultIssuer, "expected issuer")
 	persona := fs.String("persona", "", "when set, the role the token must name (step 3a)")
 	skew := fs.Duration("skew", zerotrust.DefaultSkew, "tolerated clock skew")
+	schema := fs.String("schema", "", "the tool's current `inputSchema` as JSON, for hybrid tokens")
 	keysDir := dataDirFlag(env, fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
@@ -141,8 +152,14 @@ func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
 	if err != nil {
 		return code, err
 	}
+	var schemaHash string
+	if *schema != "" {
+		if schemaHash, err = zerotrust.SchemaHash([]byte(*schema)); err != nil {
+			return ExitUsage, fmt.Errorf("--schema: %v", err)
+		}
+	}
 	c, verr := zerotrust.Verify(ring, strings.TrimSpace(string(tok)), zerotrust.Expect{
-		Sub: *sub, Tool: *tool, Arguments: in, Aud: *aud, Iss: *iss, Persona: *persona, Skew: *skew,
+		Sub: *sub, Tool: *tool, Arguments: in, Aud: *aud, Iss: *iss, Persona: *persona, Skew: *skew, SchemaHash: schemaHash,
 	})
 	if verr != nil {
 		fmt.Fprintln(env.Stdout, verr.Error())

@@ -177,3 +177,28 @@ func TestClientSignatureCommands(t *testing.T) {
 		t.Fatal("alice's signature verified with bob's pinned key")
 	}
 }
+
+// warden token issue --schema makes a hybrid token; verify needs the same
+// schema (in any key order) and refuses a changed one.
+func TestTokenHybridRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := run(t, "keys", "generate", "--data-dir", dir); code != ExitOK {
+		t.Fatalf("keys generate: %s", errOut)
+	}
+	schema := `{"type":"object","properties":{"amount":{"type":"number"}}}`
+	code, tok, errOut := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
+	if code != ExitOK {
+		t.Fatalf("issue: %s", errOut)
+	}
+	tok = strings.TrimSpace(tok)
+	verify := func(schema string) (int, string) {
+		code, out, _ := run(t, "token", "verify", "--data-dir", dir, "--token", tok, "--sub", "alice", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
+		return code, out
+	}
+	if code, out := verify(`{"properties":{"amount":{"type":"number"}},"type":"object"}`); code != ExitOK {
+		t.Fatalf("the same schema, reordered: %d %s", code, out)
+	}
+	if code, out := verify(`{"type":"object","properties":{"amount":{"type":"string"}}}`); code != ExitFindings || !strings.Contains(out, "INV-3") {
+		t.Fatalf("a changed schema: %d %s", code, out)
+	}
+}

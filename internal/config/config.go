@@ -77,7 +77,7 @@ const (
 // Validate, or in code starting from Default.
 type Config struct {
 	// Version is the file format version; it must be 1. Files must state it.
-	Version int
+	Version   int
 	Log       LogConfig
 	Gateway   GatewayConfig
 	Telemetry TelemetryConfig

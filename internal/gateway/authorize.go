@@ -42,16 +42,26 @@ const AuthorizePath = "/warden/v1/authorize"
 
 // authorizer is a stage that can issue a token for a call without running it.
 type authorizer interface {
-	Authorize(ctx context.Context, c *Call, jkt string) (string, *zerotrust.Claims, *Denial)
+	Authorize(ctx context.Context, c *Call, req TokenRequest) (string, *zerotrust.Claims, *Denial)
+}
+
+// TokenRequest is what a client asks of the token it requests.
+type TokenRequest struct {
+	// JKT, if not "", binds the token to that DPoP key (cnf.jkt).
+	JKT string
+	// Hybrid asks for binding mode C: the token also binds the tool's
+	// inputSchema as the upstream declares it now, so a changed tool voids
+	// it. The gateway must have seen the upstream's tools/list.
+	Hybrid bool
 }
 
 // Authorize runs the stages before the zero-trust stage on c (so that no
 // token is issued for a call that policy refuses anyway), then asks the
 // zero-trust stage for a token bound to c, and to the DPoP key jkt if not "".
-func (p *Pipeline) Authorize(ctx context.Context, c *Call, jkt string) (string, *zerotrust.Claims, *Denial) {
+func (p *Pipeline) Authorize(ctx context.Context, c *Call, req TokenRequest) (string, *zerotrust.Claims, *Denial) {
 	for _, s := range p.stages {
 		if a, ok := s.(authorizer); ok {
-			token, claims, d := a.Authorize(ctx, c, jkt)
+			token, claims, d := a.Authorize(ctx, c, req)
 			if d != nil && d.Stage == "" {
 				d.Stage = s.Name()
 			}
@@ -72,7 +82,8 @@ func (p *Pipeline) Authorize(ctx context.Context, c *Call, jkt string) (string, 
 // mandate, otherwise once an operator approves the exact arguments. jkt, if
 // not "", binds the token to that DPoP key; Tier 2 and 3 calls, and
 // RequireDPoP, need one.
-func (z ZeroTrust) Authorize(ctx context.Context, c *Call, jkt string) (string, *zerotrust.Claims, *Denial) {
+func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (string, *zerotrust.Claims, *Denial) {
+	jkt := req.JKT
 	if z.Signer == nil {
 		return "", nil, &Denial{Rule: "issue", Reason: "this gateway does not issue tokens"}
 	}
@@ -93,9 +104,16 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, jkt string) (string, 
 			Reason: "INV-5 transport binding: a token for this call must be DPoP-bound" + tierReason(c) +
 				"; send a DPoP proof for this request, signed by the key the client will prove on each call"}
 	}
-	mode := zerotrust.BindingAdHoc
+	mode, schemaHash := zerotrust.BindingAdHoc, ""
+	if req.Hybrid {
+		if schemaHash = c.SchemaHash(); schemaHash == "" {
+			return "", nil, &Denial{Rule: "schema-unknown", Code: jsonrpc.CodeInvalidParams,
+				Reason: "a hybrid token binds the tool's inputSchema, and the gateway has not seen tool " + quote(c.Tool) + " in upstream " + quote(c.Upstream) + "'s tools/list"}
+		}
+		mode = zerotrust.BindingHybrid
+	}
 	switch {
-	case z.Mandates[MandateKey(c.Tool, hash)]:
+	case z.Mandates[MandateKey(c.Tool, hash)] && !req.Hybrid:
 		mode = zerotrust.BindingPreDefined
 	case z.Approvals != nil && z.AdminApproval:
 		if d := z.approve(ctx, c, sub, hash, canonical); d != nil {
@@ -106,7 +124,8 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, jkt string) (string, 
 			Reason: "no mandate covers this call, and this gateway has no operator approval (hold_for_approval with the admin channel)"}
 	}
 	token, claims, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level, DPoPJKT: jkt, BindingMode: mode})
+		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level, DPoPJKT: jkt, BindingMode: mode,
+		SchemaHash: schemaHash})
 	if err != nil {
 		return "", nil, &Denial{Rule: "issue", Reason: "warden could not issue the token: " + err.Error()}
 	}
@@ -118,6 +137,9 @@ type authorizeRequest struct {
 	Upstream  string          `json:"upstream"` // "" means the default upstream
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// BindingMode "hybrid" asks for binding mode C; "" is decided by warden
+	// (pre-defined for a mandate, else ad-hoc).
+	BindingMode string `json:"binding_mode"`
 }
 
 // AuthorizeResponse is the answer to an authorized request.
@@ -130,6 +152,7 @@ type AuthorizeResponse struct {
 	Classification int    `json:"classification,omitempty"`
 	Tier           int    `json:"tier,omitempty"`
 	JKT            string `json:"cnf_jkt,omitempty"`
+	SchemaHash     string `json:"schema_hash,omitempty"`
 	Approver       string `json:"approver,omitempty"`
 	// Header names where to present the token: the HTTP header, or
 	// params._meta[Meta] of the tools/call.
@@ -184,6 +207,10 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 		bad("tool", "tool is required")
 		return
 	}
+	if req.BindingMode != "" && req.BindingMode != zerotrust.BindingHybrid {
+		bad("binding_mode", "binding_mode may only be \"hybrid\" (warden chooses ad-hoc or pre-defined itself)")
+		return
+	}
 	if req.Upstream == "" {
 		req.Upstream = g.opts.Default
 	}
@@ -208,14 +235,15 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 		c.tools = u.tools.info()
 		var token string
 		var claims *zerotrust.Claims
-		if token, claims, d = u.Pipeline.Authorize(r.Context(), c, jkt); d == nil {
+		treq := TokenRequest{JKT: jkt, Hybrid: req.BindingMode == zerotrust.BindingHybrid}
+		if token, claims, d = u.Pipeline.Authorize(r.Context(), c, treq); d == nil {
 			g.log.Info("token issued", "upstream", u.Name, "tool", c.Tool, "jti", claims.ID, "approver", c.Approver)
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Cache-Control", "no-store")
 			_ = json.NewEncoder(w).Encode(AuthorizeResponse{
 				Token: token, JTI: claims.ID, ExpiresAt: time.Unix(claims.Expiry, 0).UTC().Format(time.RFC3339),
 				ParametersHash: claims.ParametersHash, BindingMode: claims.BindingMode,
-				Classification: c.Level, Tier: policy.TierOf(c.Level), JKT: jkt, Approver: c.Approver,
+				Classification: c.Level, Tier: policy.TierOf(c.Level), JKT: jkt, Approver: c.Approver, SchemaHash: claims.SchemaHash,
 				Header: HeaderToken, Meta: MetaTokenKey,
 			})
 			return

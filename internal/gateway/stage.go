@@ -105,6 +105,18 @@ func (c *Call) Description() string {
 type ToolInfo struct {
 	Annotations func(tool string) map[string]any
 	Description func(tool string) string
+	// SchemaHash is zerotrust.SchemaHash of the tool's inputSchema, for
+	// hybrid tokens (binding mode C); "" when unknown.
+	SchemaHash func(tool string) string
+}
+
+// SchemaHash returns the hash of c.Tool's inputSchema as the upstream
+// declared it, or "" if none was seen.
+func (c *Call) SchemaHash() string {
+	if c.tools.SchemaHash == nil || c.Tool == "" {
+		return ""
+	}
+	return c.tools.SchemaHash(c.Tool)
 }
 
 // Denial is a stage's refusal of a call.

@@ -180,7 +180,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.ParamsHash = hash
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
-		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash,
+		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash, SchemaHash: c.SchemaHash(),
 		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Now: now, Skew: z.Skew,
 	})
 	if verr != nil {

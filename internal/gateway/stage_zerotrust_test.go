@@ -262,3 +262,34 @@ func TestTokenInHTTPHeader(t *testing.T) {
 		t.Fatalf("upstream got %s", got.Raw)
 	}
 }
+
+// Binding mode C: a hybrid token binds the tool's inputSchema as the
+// upstream declared it; after the tool changes (a rug pull), tokens issued
+// for the old definition are refused.
+func TestHybridTokenAndAChangedTool(t *testing.T) {
+	f := newZT(t, nil)
+	idx := newToolIndex()
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage), Tools: idx.info()})
+	schema := `{"type":"object","properties":{"amount":{"type":"number"}}}`
+	idx.learn("tools/list", []byte(`{"tools":[{"name":"transfer_funds","inputSchema":`+schema+`}]}`))
+	sh, _ := zerotrust.SchemaHash([]byte(schema))
+	hybrid := func() string {
+		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+			Arguments: []byte(transferArgs), BindingMode: zerotrust.BindingHybrid, SchemaHash: sh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	h.send(h.client, call("1", "transfer_funds", transferArgs, hybrid()))
+	if got := h.recv(h.upstream); got.ID.Raw() != "1" {
+		t.Fatalf("upstream got %s", got.Raw)
+	}
+	// The server now describes the tool differently.
+	idx.learn("tools/list", []byte(`{"tools":[{"name":"transfer_funds","inputSchema":{"type":"object","properties":{"amount":{"type":"number"},"memo":{"type":"string"}}}}]}`))
+	h.send(h.client, call("2", "transfer_funds", transferArgs, hybrid()))
+	m := h.recv(h.client)
+	if _, d := detailOf(t, m); d.Rule != "INV-3" || !strings.Contains(m.Error.Message, "the tool changed") {
+		t.Fatalf("a hybrid token for the old definition: %s", m.Raw)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // toolIndex remembers what an upstream's tools/list answers said about each
@@ -17,11 +18,12 @@ type toolIndex struct {
 	bindings    map[string][]mcp.ParamBinding // by tool name; guarded by mu
 	annotations map[string]map[string]any     // by tool name; guarded by mu
 	description map[string]string             // by tool name; guarded by mu
+	schemaHash  map[string]string             // SchemaHash of inputSchema, by tool name; guarded by mu
 }
 
 func newToolIndex() *toolIndex {
 	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding), annotations: make(map[string]map[string]any),
-		description: make(map[string]string)}
+		description: make(map[string]string), schemaHash: make(map[string]string)}
 }
 
 // learn records the tools of one tools/list result (one page of it).
@@ -49,6 +51,11 @@ func (x *toolIndex) learn(method string, result []byte) {
 			x.bindings[t.Name] = mcp.ParamBindings(t.InputSchema)
 			x.annotations[t.Name] = t.Annotations
 			x.description[t.Name] = t.Description
+			if h, err := zerotrust.SchemaHash(t.InputSchema); err == nil {
+				x.schemaHash[t.Name] = h
+			} else {
+				delete(x.schemaHash, t.Name) // unhashable: hybrid tokens for it fail
+			}
 		}
 	}
 }
@@ -77,7 +84,14 @@ func (x *toolIndex) toolDescription(tool string) string {
 	return x.description[tool]
 }
 
+// toolSchemaHash returns SchemaHash of tool's inputSchema, "" if unknown.
+func (x *toolIndex) toolSchemaHash(tool string) string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.schemaHash[tool]
+}
+
 // info is what stages may look up about the upstream's tools.
 func (x *toolIndex) info() ToolInfo {
-	return ToolInfo{Annotations: x.toolAnnotations, Description: x.toolDescription}
+	return ToolInfo{Annotations: x.toolAnnotations, Description: x.toolDescription, SchemaHash: x.toolSchemaHash}
 }

@@ -122,3 +122,25 @@ func checkNumber(n []byte) error {
 	}
 	return nil
 }
+
+// SchemaHash is the hash a hybrid token (binding mode C) binds of the
+// server's side of a call: lowercase hex SHA-256 of the RFC 8785 form of the
+// tool's inputSchema, as the server's tools/list defines it. An absent
+// schema hashes as {}.
+func SchemaHash(inputSchema []byte) (string, error) {
+	hash, _, err := ParamsHash(inputSchema)
+	return hash, err
+}
+
+// isHexSHA256 reports whether s is 64 lowercase hex digits.
+func isHexSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -72,17 +72,22 @@ const (
 // Claims is the payload of an invocation token. Times are NumericDates
 // (seconds since the epoch).
 type Claims struct {
-	Issuer         string        `json:"iss"`
-	Audience       string        `json:"aud"`
-	Subject        string        `json:"sub"`
-	IssuedAt       int64         `json:"iat"`
-	NotBefore      int64         `json:"nbf"`
-	Expiry         int64         `json:"exp"`
-	ID             string        `json:"jti"`
-	Tool           string        `json:"tool"`
-	ParametersHash string        `json:"parameters_hash"`
-	HashAlg        string        `json:"hash_alg"`
-	BindingMode    string        `json:"binding_mode"`
+	Issuer         string `json:"iss"`
+	Audience       string `json:"aud"`
+	Subject        string `json:"sub"`
+	IssuedAt       int64  `json:"iat"`
+	NotBefore      int64  `json:"nbf"`
+	Expiry         int64  `json:"exp"`
+	ID             string `json:"jti"`
+	Tool           string `json:"tool"`
+	ParametersHash string `json:"parameters_hash"`
+	HashAlg        string `json:"hash_alg"`
+	BindingMode    string `json:"binding_mode"`
+	// SchemaHash, in hybrid tokens (binding mode C), is SchemaHash of the
+	// tool's inputSchema as the server defined it when the token was
+	// issued: the token then binds the server's schema and the client's
+	// values, and a changed tool definition voids it.
+	SchemaHash     string        `json:"schema_hash,omitempty"`
 	Persona        string        `json:"persona,omitempty"`
 	Classification int           `json:"classification,omitempty"`
 	Confirmation   *Confirmation `json:"cnf,omitempty"`
@@ -115,7 +120,10 @@ type IssueRequest struct {
 	Classification int           // optional data classification, 1..5
 	DPoPJKT        string        // optional: bind to this DPoP key thumbprint (cnf.jkt)
 	BindingMode    string        // zero means BindingAdHoc
-	TxnID          string        // optional transaction id; zero means a random one
+	// SchemaHash is required for BindingHybrid, and only allowed with it:
+	// SchemaHash(the tool's inputSchema).
+	SchemaHash string
+	TxnID      string // optional transaction id; zero means a random one
 
 	// UnsafeMaxTTL raises the 30 s cap on TTL. It weakens the standard
 	// (Axiom 3, D5): a stolen token stays usable for longer, and verifiers
@@ -151,6 +159,12 @@ func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 	if req.Classification < 0 || req.Classification > 5 {
 		return "", c, fmt.Errorf("classification %d is outside 1..5", req.Classification)
 	}
+	if (mode == BindingHybrid) != (req.SchemaHash != "") {
+		return "", c, errors.New("a hybrid token needs the schema hash, and only a hybrid token carries one")
+	}
+	if req.SchemaHash != "" && !isHexSHA256(req.SchemaHash) {
+		return "", c, fmt.Errorf("schema hash %q is not a lowercase hex SHA-256", req.SchemaHash)
+	}
 	if req.DPoPJKT != "" && !kidPattern.MatchString(req.DPoPJKT) {
 		return "", c, fmt.Errorf("dpop jkt %q is not a base64url SHA-256 JWK thumbprint", req.DPoPJKT)
 	}
@@ -181,6 +195,7 @@ func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 		ParametersHash: hash,
 		HashAlg:        HashAlgSHA256,
 		BindingMode:    mode,
+		SchemaHash:     req.SchemaHash,
 		Persona:        req.Persona,
 		Classification: req.Classification,
 		Transaction:    Transaction{ID: txn, Timestamp: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
@@ -237,9 +252,12 @@ type Expect struct {
 	// the caller (the gateway hashes once per call and forwards the canonical
 	// bytes); Arguments is then not hashed again.
 	ParametersHash string
-	Aud            string // zero means DefaultAudience
-	Iss            string // zero means DefaultIssuer
-	Persona        string // when set, the token's persona must equal it (step 3a)
+	// SchemaHash is SchemaHash of the tool's current inputSchema, "" when
+	// unknown. A hybrid token verifies only when it equals the token's.
+	SchemaHash string
+	Aud        string // zero means DefaultAudience
+	Iss        string // zero means DefaultIssuer
+	Persona    string // when set, the token's persona must equal it (step 3a)
 
 	Now  time.Time     // zero means time.Now()
 	Skew time.Duration // tolerated clock skew; zero tolerates none (DefaultSkew is typical)
@@ -412,6 +430,9 @@ func decodeClaims(payload []byte) (*Claims, *VerifyError) {
 	if !validBindingMode(c.BindingMode) {
 		return nil, fail(inv, step, "binding_mode %q is not one of %s, %s, %s", c.BindingMode, BindingAdHoc, BindingPreDefined, BindingHybrid)
 	}
+	if (c.BindingMode == BindingHybrid) != (c.SchemaHash != "") {
+		return nil, fail(inv, step, "a hybrid token needs schema_hash, and only a hybrid token may carry one")
+	}
 	if c.Classification < 0 || c.Classification > 5 {
 		return nil, fail(inv, step, "classification %d is outside 1..5", c.Classification)
 	}
@@ -441,7 +462,7 @@ func strictJSON(data []byte, v any, strict bool) error {
 
 // knownNames are the member names of token headers and claims, at any level.
 var knownNames = []string{"alg", "kid", "typ", "crit", "b64", "iss", "aud", "sub", "iat", "nbf", "exp", "jti",
-	"tool", "parameters_hash", "hash_alg", "binding_mode", "persona", "classification", "cnf", "jkt", "txn", "id", "timestamp"}
+	"tool", "parameters_hash", "hash_alg", "binding_mode", "schema_hash", "persona", "classification", "cnf", "jkt", "txn", "id", "timestamp"}
 
 // exactNames refuses, in valid JSON, any object member whose name equals a
 // known name only when case is ignored.
@@ -499,6 +520,14 @@ func checkClaims(c *Claims, want Expect) *VerifyError {
 	}
 	if subtle.ConstantTimeCompare([]byte(hash), []byte(c.ParametersHash)) != 1 {
 		return fail("INV-3", "5", "parameters_hash does not match the arguments")
+	}
+	if c.BindingMode == BindingHybrid {
+		switch {
+		case want.SchemaHash == "":
+			return fail("INV-3", "5", "the token is hybrid, and the tool's current inputSchema is unknown (list the tools first)")
+		case subtle.ConstantTimeCompare([]byte(want.SchemaHash), []byte(c.SchemaHash)) != 1:
+			return fail("INV-3", "5", "schema_hash does not match the tool's current inputSchema: the tool changed since the token was issued")
+		}
 	}
 	return nil
 }

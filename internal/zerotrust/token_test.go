@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -384,5 +385,62 @@ func TestVerifyWithPrecomputedHash(t *testing.T) {
 	e.ParametersHash = other
 	if _, verr := Verify(r, tok, e); verr == nil || verr.Invariant != "INV-3" {
 		t.Fatalf("precomputed hash of other arguments: %v, want INV-3", verr)
+	}
+}
+
+// Binding mode C: the token binds the server's schema (its hash) and the
+// client's values; a changed tool definition voids it.
+func TestHybridToken(t *testing.T) {
+	r := newRing(t, AlgEdDSA)
+	schema := []byte(`{"type":"object","properties":{"amount":{"type":"number"}},"required":["amount"]}`)
+	// Key order does not matter to the schema hash, as to parameters_hash.
+	reordered := []byte(`{"required":["amount"],"properties":{"amount":{"type":"number"}},"type":"object"}`)
+	sh, err := SchemaHash(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sh2, _ := SchemaHash(reordered); sh2 != sh {
+		t.Fatal("the schema hash depends on key order")
+	}
+	tok, c := issue(t, r, IssueRequest{BindingMode: BindingHybrid, SchemaHash: sh})
+	if c.SchemaHash != sh || c.BindingMode != "hybrid" {
+		t.Fatalf("claims %+v", c)
+	}
+	now := time.Unix(c.IssuedAt, 0)
+	want := expect()
+	want.Now, want.SchemaHash = now, sh
+	if _, err := Verify(r, tok, want); err != nil {
+		t.Fatalf("the unchanged tool: %v", err)
+	}
+	changed, _ := SchemaHash([]byte(`{"type":"object","properties":{"amount":{"type":"number"},"to":{"type":"string"}}}`))
+	for name, schemaHash := range map[string]string{"changed tool": changed, "unknown tool": ""} {
+		want.SchemaHash = schemaHash
+		_, err := Verify(r, tok, want)
+		var v *VerifyError
+		if !errors.As(err, &v) || v.Invariant != "INV-3" || v.Step != "5" {
+			t.Errorf("%s: %v, want INV-3 at step 5", name, err)
+		}
+	}
+	// Other modes ignore the schema: a changed tool does not void them.
+	tok, _ = issue(t, r, IssueRequest{})
+	want.SchemaHash = changed
+	if _, err := Verify(r, tok, want); err != nil {
+		t.Errorf("an ad-hoc token and a changed schema: %v", err)
+	}
+	for name, req := range map[string]IssueRequest{
+		"hybrid without a schema hash": {Sub: "a", Tool: "t", BindingMode: BindingHybrid},
+		"ad-hoc with a schema hash":    {Sub: "a", Tool: "t", SchemaHash: sh},
+		"a schema hash that is not":    {Sub: "a", Tool: "t", BindingMode: BindingHybrid, SchemaHash: "abc"},
+	} {
+		if _, _, err := Issue(r, req); err == nil {
+			t.Errorf("%s: issued", name)
+		}
+	}
+	// A token signed elsewhere that claims hybrid without schema_hash.
+	payload := decodeSegment(t, strings.Split(tok, ".")[1])
+	payload["binding_mode"] = "hybrid"
+	forged := signRaw(t, r, TokenType, []byte(mustJSON(payload)))
+	if _, err := Verify(r, forged, want); err == nil || !strings.Contains(err.Error(), "schema_hash") {
+		t.Errorf("hybrid without schema_hash: %v", err)
 	}
 }
