@@ -6,6 +6,7 @@ package demo
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -15,11 +16,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/agentwarden/warden/internal/approval"
@@ -29,6 +32,7 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/inprocess"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -74,8 +78,13 @@ type scene struct {
 	queue  *approval.Queue    // calls held for the demo's approver
 	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
-	userSaw string
-	audit   *audit.Log // the gateway's audit log
+	userSaw  string
+	audit    *audit.Log // the gateway's audit log
+	keys     *keys      // the demo client's DPoP and signing keys
+	endpoint *url.URL   // s.url, parsed: the htu of DPoP proofs
+	// proofKey is the key the client proves possession of when it sends a
+	// token (tiers.go); guarded by mu.
+	proofKey map[string]*ecdsa.PrivateKey
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -138,6 +147,14 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	s.ring = ring
+	if s.keys, err = newKeys(); err != nil {
+		return nil, err
+	}
+	s.proofKey = map[string]*ecdsa.PrivateKey{}
+	classifier, err := policy.NewClassifier(tierRules)
+	if err != nil {
+		return nil, err
+	}
 	replay := store.NewMemory()
 	s.queue = approval.New(time.Minute)
 	zt := gateway.ZeroTrust{
@@ -149,6 +166,10 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		Approvals: s.queue, Signer: ring, AdminApproval: true,
 		// ... or until the client's user approves them (MCP elicitation).
 		ElicitApproval: true,
+		// Tier 2 and 3 (by classification): DPoP proofs for the listener's
+		// URL, and alice's pinned signing key.
+		URLs:       func(*gateway.Call) []*url.URL { return []*url.URL{s.endpoint} },
+		ClientKeys: func(sub string) []jose.JSONWebKey { return map[string][]jose.JSONWebKey{"alice": s.keys.pinned()}[sub] },
 	}
 	// The audit log: every message on record before it leaves.
 	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, ".warden-audit.db"), audit.Options{})
@@ -168,7 +189,8 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				}
 				return &countingConn{Conn: c, scene: s}, nil
 			},
-			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}, zt),
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools},
+				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, zt),
 		}},
 		RequestTimeout: 30 * time.Second,
 		Logger:         logger,
@@ -185,6 +207,7 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	s.url = "http://" + ln.Addr().String() + "/mcp"
+	s.endpoint, _ = url.Parse(s.url)
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
@@ -219,11 +242,13 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
-	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → zero-trust\n")
+	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → classify → zero-trust, every message audited\n")
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
 	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")
-	fmt.Fprintf(w, "            through MCP elicitation, or an operator (warden approve); the first decision wins\n\n")
+	fmt.Fprintf(w, "            through MCP elicitation, or an operator (warden approve); the first decision wins.\n")
+	fmt.Fprintf(w, "            Transfers above 10000 are Tier 2 (a DPoP-bound token), above 50000 Tier 3 (also the\n")
+	fmt.Fprintf(w, "            client's signature by a pinned key), by CEL classification rules\n\n")
 	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
 }
 
@@ -232,7 +257,7 @@ func (s *scene) summary() {
 	fmt.Fprintf(w, "\n%d relayed, %d refused.\n", s.res.Relayed, s.res.Refused)
 	fmt.Fprintf(w, "The demo server received get_env %d times: its secret WARDEN_DEMO_SECRET never reached the client.\n",
 		s.res.UpstreamSaw["get_env"])
-	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the token's, each with the arguments that were hashed.\n",
+	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the three valid tokens', each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
 	if rep, err := s.audit.Verify(context.Background()); err != nil || rep.Problem != nil {
 		s.expect(false, "the audit log does not verify: %v %v", rep.Problem, err)

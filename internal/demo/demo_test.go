@@ -27,14 +27,19 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		by[st.Action] = st.Outcome + " " + st.By
 	}
 	for action, want := range map[string]string{
-		`tools/call echo {"message":"hello through warden"}`:                           "relayed ",
-		`tools/call get_env {}`:                                                        "refused tool-policy (deny \"get_env\")",
-		"transfer_funds of 50 without a token: held, and alice is asked in her client": "relayed ",
-		"transfer_funds of 99999 without a token: held for approval":                   "refused zero-trust (approval-denied)",
-		`a tools/call whose params repeat "name" (echo, then get_env)`:                 "refused wire (duplicate-key)",
-		`a request spelled "Method" instead of "method"`:                               "refused wire (member-case)",
-		`a request nested 100 levels deep`:                                             "refused wire (depth)",
-		`a POST from a web page at http://evil.example (DNS rebinding)`:                "refused listener (host)",
+		`tools/call echo {"message":"hello through warden"}`:                                           "relayed ",
+		`tools/call get_env {}`:                                                                        "refused tool-policy (deny \"get_env\")",
+		"transfer_funds of 50 without a token: held, and alice is asked in her client":                 "relayed ",
+		"transfer_funds of 9999 without a token: held for approval":                                    "refused zero-trust (approval-denied)",
+		"transfer_funds of 20000 (Tier 2 by rule big-transfer) with a token but no DPoP key":           "refused zero-trust (INV-5)",
+		"alice's DPoP-bound token, stolen, with the thief's own proof":                                 "refused zero-trust (INV-5)",
+		"alice's DPoP-bound token with her proof (RFC 9449)":                                           "relayed ",
+		"transfer_funds of 75000 (Tier 3 by rule huge-transfer): token and proof, no client signature": "refused zero-trust (INV-6)",
+		"the same with alice's signature of the invocation by her pinned key":                          "relayed ",
+		`a tools/call whose params repeat "name" (echo, then get_env)`:                                 "refused wire (duplicate-key)",
+		`a request spelled "Method" instead of "method"`:                                               "refused wire (member-case)",
+		`a request nested 100 levels deep`:                                                             "refused wire (depth)",
+		`a POST from a web page at http://evil.example (DNS rebinding)`:                                "refused listener (host)",
 	} {
 		if got := by[action]; got != want {
 			t.Errorf("%s: %q, want %q", action, got, want)
@@ -46,8 +51,8 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.UpstreamSaw["echo"] != 1 {
 		t.Errorf("echo reached the demo server %d times, want 1", res.UpstreamSaw["echo"])
 	}
-	if res.UpstreamSaw["transfer_funds"] != 3 {
-		t.Errorf("transfer_funds reached the demo server %d times, want exactly the two approved calls and the token's", res.UpstreamSaw["transfer_funds"])
+	if res.UpstreamSaw["transfer_funds"] != 5 {
+		t.Errorf("transfer_funds reached the demo server %d times, want exactly the two approved calls and the three tokens'", res.UpstreamSaw["transfer_funds"])
 	}
 	// Every message through the relay is on record: at least one per step
 	// that reached the relay, and the chain verified.
@@ -57,7 +62,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"7 relayed, 8 refused.", "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"9 relayed, 11 refused.", "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -34,7 +35,10 @@ func (s *scene) script(ctx context.Context) error {
 			return &mcp.ElicitResult{Action: "cancel"}, nil
 		},
 	})
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	endpoint, _ := url.Parse(s.url)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url,
+		HTTPClient: &http.Client{Transport: proofTransport{scene: s, url: endpoint}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("demo client could not connect through the gateway: %w", err)
 	}
@@ -60,7 +64,7 @@ func (s *scene) script(ctx context.Context) error {
 	// arguments, once.
 	s.elicited(ctx, cs, 50)
 	s.held(ctx, cs, 250, true)
-	s.held(ctx, cs, 99999, false)
+	s.held(ctx, cs, 9999, false)
 	approved := map[string]any{"account_id": "ACC_123", "amount": 1000, "recipient": "vendor@example.com"}
 	token, err := s.issue("alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
 	if err != nil {
@@ -77,6 +81,9 @@ func (s *scene) script(ctx context.Context) error {
 	}
 	tampered := map[string]any{"account_id": "ACC_123", "amount": 1001, "recipient": "vendor@example.com"}
 	s.callWith(ctx, cs, "a fresh token for 1000, presented with amount 1001", "transfer_funds", tampered, fresh, "refused")
+	if err := s.tiers(ctx, cs); err != nil {
+		return err
+	}
 
 	// Raw HTTP: what a hostile or broken client might send.
 	sid := cs.ID()
@@ -197,10 +204,16 @@ func (s *scene) call(ctx context.Context, cs *mcp.ClientSession, tool string, ar
 // callWith makes one tool call, with a zero-trust token when token is set,
 // and records it under action.
 func (s *scene) callWith(ctx context.Context, cs *mcp.ClientSession, action, tool string, args map[string]any, token, want string) {
-	p := &mcp.CallToolParams{Name: tool, Arguments: args}
+	var meta mcp.Meta
 	if token != "" {
-		p.Meta = mcp.Meta{gateway.MetaTokenKey: token}
+		meta = mcp.Meta{gateway.MetaTokenKey: token}
 	}
+	s.callWithMeta(ctx, cs, action, tool, args, meta, want)
+}
+
+// callWithMeta is callWith with the whole params._meta given.
+func (s *scene) callWithMeta(ctx context.Context, cs *mcp.ClientSession, action, tool string, args map[string]any, meta mcp.Meta, want string) {
+	p := &mcp.CallToolParams{Name: tool, Arguments: args, Meta: meta}
 	res, err := cs.CallTool(ctx, p)
 	if err != nil {
 		stage, rule, msg, ok := refusal(err)
