@@ -74,6 +74,8 @@ func commands() []command {
 			short: "check the gateway's hash-chained audit log, or export it", run: runAudit},
 		{name: "attack", usage: "validate [--library-compat] FILE... | normalize [--library-compat] FILE | list [--library DIR]",
 			short: "OATF attack documents: validate, normalize, list a library", run: runAttack},
+		{name: "conform", usage: "lint FILE|--builtin | check [--model NAME|--all] [--warden] [--out DIR] | emit --format promela --model NAME | matrix [--format json|markdown]",
+			short: "model-check agent protocols against the AASM principles (AgentConform)", run: runConform},
 		{name: "version", short: "print the version", run: runVersion},
 		{name: "help", usage: "[COMMAND]", short: "show help", run: runHelp},
 		{name: "demo-server", usage: "[--root DIR] [--http ADDR] [--stateless]",

@@ -121,6 +121,31 @@ Support/warden).
       warden audit verify reads back), or as OCSF events: API Activity
       (6003) per record, plus a Detection Finding (2004) per refusal.
 `,
+	"conform": `  warden conform lint FILE|--builtin
+      Parses and lints a protocol model (IR v1), explores it and warns about
+      transitions that never fire. Prints file:line:col diagnostics with a
+      caret. Exit code 0 when clean, 3 when not.
+
+  warden conform check [--model NAME|--all] [--warden] [--out DIR]
+                       [--max-states N] [--max-depth N] [--workers N] [--progress]
+      Checks each property of the built-in models in its own run, first
+      without and then with Adversary actions, and prints the result, class,
+      triage label and shortest counterexample. --out writes each
+      counterexample as ITF JSON under DIR/traces/. --warden checks the
+      models behind the gateway. Exit code 1 when a property is violated.
+
+  warden conform emit --format promela --model NAME [--warden]
+      Prints a model as Promela for SPIN (-DCHECK_<PROPERTY> selects the
+      invariant to assert).
+
+  warden conform matrix [--format json|markdown] [--out DIR]
+      Prints the protocol x principle matrix (5 x 11) and the composition
+      table from model-check results. Exit code 0.
+
+Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,
+cs2-chained-tools, cs3-consent-bypass, cs4-delegation-capability,
+cs5-federated. See docs/conform.md.
+`,
 	"attack": `  warden attack validate [--library-compat] FILE...
       Parses and validates OATF 0.1 documents (rules V-001..V-049, warnings
       W-001..W-007) and prints every problem as file:line:col with its rule

@@ -1,0 +1,458 @@
+package ir
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Parse reads one model from YAML. It returns the model (nil when the YAML
+// itself cannot be read) and every problem found, each with its position.
+// Unknown keys, duplicate keys, anchors, aliases and explicit tags are
+// errors. Expressions are parsed and typed here; Lint adds the checks that
+// need the clause catalog.
+func Parse(data []byte, file string) (*Model, Diagnostics) {
+	p := &parser{d: diags{file: file}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := decodeNode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			p.d.add(Pos{Line: 1, Col: 1}, "empty", "the file is empty")
+		} else {
+			p.d.add(yamlErrPos(err), "yaml", "invalid YAML: %v", err)
+		}
+		return nil, p.d.list
+	}
+	var second yaml.Node
+	if err := decodeNode(dec, &second); err == nil {
+		p.d.add(p.pos(&second), "yaml", "a second YAML document starts here; a model file holds exactly one")
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	m := &Model{File: file}
+	p.model(root, m)
+	return m, p.d.list
+}
+
+func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(n)
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+func yamlErrPos(err error) Pos {
+	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return Pos{Line: n, Col: 1}
+	}
+	return Pos{Line: 1, Col: 1}
+}
+
+type parser struct {
+	d diags
+}
+
+func (p *parser) pos(n *yaml.Node) Pos { return Pos{File: p.d.file, Line: n.Line, Col: n.Column} }
+
+// ok reports the YAML features models must not use on n.
+func (p *parser) ok(n *yaml.Node) bool {
+	if n.Kind == yaml.AliasNode {
+		p.d.add(p.pos(n), "yaml", "alias \"*%s\" is not allowed: write the value out", n.Value)
+		return false
+	}
+	if n.Anchor != "" {
+		p.d.add(p.pos(n), "yaml", "anchor \"&%s\" is not allowed", n.Anchor)
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		p.d.add(p.pos(n), "yaml", "explicit tag %q is not allowed", n.Tag)
+		return false
+	}
+	return true
+}
+
+// fields walks a mapping, calling the handler of each known key; unknown
+// and duplicate keys are reported.
+func (p *parser) fields(n *yaml.Node, what string, handlers map[string]func(v *yaml.Node)) {
+	if !p.ok(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.d.add(p.pos(n), "yaml", "%s must be a mapping", what)
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !p.ok(k) || !p.ok(v) {
+			continue
+		}
+		if seen[k.Value] {
+			p.d.add(p.pos(k), "duplicate-key", "duplicate key %q in %s", k.Value, what)
+			continue
+		}
+		seen[k.Value] = true
+		h, known := handlers[k.Value]
+		if !known {
+			keys := make([]string, 0, len(handlers))
+			for key := range handlers {
+				keys = append(keys, key)
+			}
+			slices.Sort(keys)
+			p.d.add(p.pos(k), "unknown-key", "unknown key %q in %s (known: %v)", k.Value, what, keys)
+			continue
+		}
+		h(v)
+	}
+}
+
+func (p *parser) str(n *yaml.Node, dst *string) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		p.d.add(p.pos(n), "yaml", "expected a string")
+		return
+	}
+	*dst = n.Value
+}
+
+func (p *parser) integer(n *yaml.Node, dst *int) bool {
+	v, err := strconv.Atoi(n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		p.d.add(p.pos(n), "yaml", "expected an integer, not %q", n.Value)
+		return false
+	}
+	*dst = v
+	return true
+}
+
+func (p *parser) strList(n *yaml.Node, dst *[]string) {
+	if n.Kind != yaml.SequenceNode {
+		p.d.add(p.pos(n), "yaml", "expected a list of strings")
+		return
+	}
+	for _, c := range n.Content {
+		if p.ok(c) {
+			var s string
+			p.str(c, &s)
+			*dst = append(*dst, s)
+		}
+	}
+}
+
+func (p *parser) oneOf(n *yaml.Node, dst *string, what string, allowed []string) {
+	p.str(n, dst)
+	if *dst != "" && !slices.Contains(allowed, *dst) {
+		p.d.add(p.pos(n), "invalid-"+what, "%s %q is not one of %v", what, *dst, allowed)
+	}
+}
+
+// exprPos is where the text of a scalar starts: after the opening quote.
+func (p *parser) exprPos(n *yaml.Node) Pos {
+	pos := p.pos(n)
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		pos.Col++
+	}
+	return pos
+}
+
+func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
+	if n.Kind != yaml.ScalarNode {
+		p.d.add(p.pos(n), "yaml", "an expression must be a string")
+		return nil
+	}
+	e, diag := ParseExpr(n.Value, p.exprPos(n))
+	if diag != nil {
+		diag.Pos.File = p.d.file
+		p.d.list = append(p.d.list, *diag)
+		return nil
+	}
+	t := resolve(e, vars, want, &p.d)
+	if want != nil && t.Kind != 0 && !compatible(*want, t) {
+		p.d.add(e.Pos, "type-mismatch", "expected %s, not %s", want, t)
+	}
+	return e
+}
+
+func (p *parser) model(n *yaml.Node, m *Model) {
+	var varsNode, transNode, propsNode *yaml.Node
+	versionSeen := false
+	p.fields(n, "the model", map[string]func(*yaml.Node){
+		"ir_version": func(v *yaml.Node) {
+			versionSeen = true
+			if p.integer(v, &m.IRVersion) && m.IRVersion != Version {
+				p.d.add(p.pos(v), "ir-version", "ir_version %d is not supported (this warden reads %d)", m.IRVersion, Version)
+			}
+		},
+		"model":        func(v *yaml.Node) { p.str(v, &m.Name) },
+		"protocol":     func(v *yaml.Node) { p.str(v, &m.Protocol) },
+		"protocols":    func(v *yaml.Node) { p.strList(v, &m.Protocols) },
+		"pattern":      func(v *yaml.Node) { p.integer(v, &m.Pattern) },
+		"spec_version": func(v *yaml.Node) { p.str(v, &m.SpecVersion) },
+		"title":        func(v *yaml.Node) { p.str(v, &m.Title) },
+		"description":  func(v *yaml.Node) { p.str(v, &m.Description) },
+		"variables":    func(v *yaml.Node) { varsNode = v },
+		"transitions":  func(v *yaml.Node) { transNode = v },
+		"properties":   func(v *yaml.Node) { propsNode = v },
+	})
+	if !versionSeen {
+		p.d.add(p.pos(n), "ir-version", "the model needs \"ir_version: %d\"", Version)
+	}
+	if m.Name == "" {
+		p.d.add(p.pos(n), "missing", "the model needs a name (\"model:\")")
+	}
+	if varsNode != nil {
+		p.list(varsNode, "variables", func(c *yaml.Node) { p.variable(c, m) })
+	}
+	if transNode != nil {
+		p.list(transNode, "transitions", func(c *yaml.Node) { p.transition(c, m) })
+	}
+	if propsNode != nil {
+		p.list(propsNode, "properties", func(c *yaml.Node) { p.property(c, m) })
+	}
+}
+
+func (p *parser) list(n *yaml.Node, what string, fn func(*yaml.Node)) {
+	if !p.ok(n) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		p.d.add(p.pos(n), "yaml", "%s must be a list", what)
+		return
+	}
+	for _, c := range n.Content {
+		fn(c)
+	}
+}
+
+func (p *parser) variable(n *yaml.Node, m *Model) {
+	v := Var{Pos: p.pos(n)}
+	var typ string
+	var initNode *yaml.Node
+	var minSet, maxSet bool
+	p.fields(n, "a variable", map[string]func(*yaml.Node){
+		"name":   func(x *yaml.Node) { p.str(x, &v.Name) },
+		"type":   func(x *yaml.Node) { p.oneOf(x, &typ, "type", []string{"bool", "enum", "int"}) },
+		"values": func(x *yaml.Node) { p.strList(x, &v.Type.Values) },
+		"min":    func(x *yaml.Node) { minSet = p.integer(x, &v.Type.Min) },
+		"max":    func(x *yaml.Node) { maxSet = p.integer(x, &v.Type.Max) },
+		"init":   func(x *yaml.Node) { initNode = x },
+		"doc":    func(x *yaml.Node) { p.str(x, &v.Doc) },
+	})
+	switch typ {
+	case "bool":
+		v.Type.Kind = Bool
+	case "enum":
+		v.Type.Kind = Enum
+		if len(v.Type.Values) < 1 {
+			p.d.add(v.Pos, "domain", "enum %q needs at least one value", v.Name)
+		}
+		for i, val := range v.Type.Values {
+			if slices.Index(v.Type.Values, val) != i {
+				p.d.add(v.Pos, "domain", "enum %q lists %q twice", v.Name, val)
+			}
+			if _, err := ParseExpr(val, Pos{}); err != nil || !isLetter(val[0]) || val == "true" || val == "false" {
+				p.d.add(v.Pos, "domain", "enum value %q of %q must be an identifier", val, v.Name)
+			}
+		}
+	case "int":
+		v.Type.Kind = Int
+		if !minSet || !maxSet || v.Type.Min > v.Type.Max {
+			p.d.add(v.Pos, "domain", "int %q needs min <= max", v.Name)
+		} else if v.Type.Max-v.Type.Min > 1<<16 {
+			p.d.add(v.Pos, "domain", "int %q has more than 65536 values; bound it more tightly", v.Name)
+		}
+	case "":
+		p.d.add(v.Pos, "missing", "variable %q needs a type", v.Name)
+	}
+	if v.Name == "" {
+		p.d.add(v.Pos, "missing", "a variable needs a name")
+	} else if !validIdent(v.Name) {
+		p.d.add(v.Pos, "name", "variable name %q must be an identifier", v.Name)
+	} else if m.VarIndex(v.Name) >= 0 {
+		p.d.add(v.Pos, "duplicate-id", "variable %q is declared twice", v.Name)
+	}
+	if typ != "enum" && len(v.Type.Values) > 0 {
+		p.d.add(v.Pos, "domain", "only enum variables have values")
+	}
+	v.Init = v.Type.Min
+	if initNode != nil && v.Type.Kind != 0 {
+		e := p.expr(initNode, nil, &v.Type)
+		if e != nil && e.Op == OpConst {
+			v.Init = e.Val
+			if !v.Type.Contains(e.Val) {
+				p.d.add(e.Pos, "out-of-domain", "initial value %d is outside %s", e.Val, v.Type)
+			}
+		} else if e != nil {
+			p.d.add(p.pos(initNode), "init", "the initial value must be a constant")
+		}
+	}
+	m.Vars = append(m.Vars, v)
+}
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func validIdent(s string) bool {
+	return identRE.MatchString(s) && s != "true" && s != "false" && s != "if" && s != "then" && s != "else"
+}
+
+func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
+	if !p.ok(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		p.d.add(p.pos(n), "yaml", "writes must be a mapping from variable to expression")
+		return
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !p.ok(k) || !p.ok(v) {
+			continue
+		}
+		if seen[k.Value] {
+			p.d.add(p.pos(k), "duplicate-key", "%q is written twice", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		idx := m.VarIndex(k.Value)
+		if idx < 0 {
+			p.d.add(p.pos(k), "unknown-variable", "write to unknown variable %q", k.Value)
+			continue
+		}
+		t := m.Vars[idx].Type
+		e := p.expr(v, m.Vars, &t)
+		if e == nil {
+			continue
+		}
+		if e.Op == OpConst && !t.Contains(e.Val) {
+			p.d.add(e.Pos, "out-of-domain", "constant %d is outside the domain of %s (%s)", e.Val, k.Value, t)
+		}
+		*dst = append(*dst, Assign{Var: idx, Expr: e, Pos: p.pos(k)})
+	}
+}
+
+var boolType = Type{Kind: Bool}
+
+func (p *parser) transition(n *yaml.Node, m *Model) {
+	t := Transition{Pos: p.pos(n)}
+	var kind string
+	p.fields(n, "a transition", map[string]func(*yaml.Node){
+		"id":   func(x *yaml.Node) { p.str(x, &t.ID) },
+		"kind": func(x *yaml.Node) { p.oneOf(x, &kind, "kind", []string{"Protocol", "Environment", "Adversary"}) },
+		"adversary": func(x *yaml.Node) {
+			p.oneOf(x, &t.Adversary, "adversary", AdversaryCaps)
+		},
+		"actor":       func(x *yaml.Node) { p.str(x, &t.Actor) },
+		"trigger":     func(x *yaml.Node) { p.str(x, &t.Trigger) },
+		"guard":       func(x *yaml.Node) { t.Guard = p.expr(x, m.Vars, &boolType) },
+		"writes":      func(x *yaml.Node) { p.writes(x, m, &t.Writes) },
+		"modality":    func(x *yaml.Node) { p.oneOf(x, &t.Modality, "modality", Modalities) },
+		"source_refs": func(x *yaml.Node) { p.strList(x, &t.SourceRefs) },
+		"assumption":  func(x *yaml.Node) { p.str(x, &t.Assumption) },
+		"description": func(x *yaml.Node) { p.str(x, &t.Description) },
+		"message":     func(x *yaml.Node) { t.Message = p.message(x) },
+		"warden":      func(x *yaml.Node) { t.Warden = p.warden(x, m) },
+	})
+	t.Kind = Kind(kind)
+	if t.ID == "" {
+		p.d.add(t.Pos, "missing", "a transition needs an id")
+	} else if !validIdent(t.ID) {
+		p.d.add(t.Pos, "name", "transition id %q must be an identifier", t.ID)
+	}
+	if kind == "" {
+		p.d.add(t.Pos, "missing", "transition %q needs a kind (Protocol, Environment or Adversary)", t.ID)
+	}
+	m.Transitions = append(m.Transitions, t)
+}
+
+func (p *parser) message(n *yaml.Node) *Message {
+	msg := &Message{}
+	p.fields(n, "a message", map[string]func(*yaml.Node){
+		"method":    func(x *yaml.Node) { p.str(x, &msg.Method) },
+		"transport": func(x *yaml.Node) { p.str(x, &msg.Transport) },
+		"notify": func(x *yaml.Node) {
+			if x.Value != "true" && x.Value != "false" {
+				p.d.add(p.pos(x), "yaml", "notify must be true or false")
+			}
+			msg.Notify = x.Value == "true"
+		},
+		"params": func(x *yaml.Node) {
+			if p.noAnchors(x) {
+				var v any
+				if err := x.Decode(&v); err != nil {
+					p.d.add(p.pos(x), "yaml", "params: %v", err)
+				}
+				msg.Params = v
+			}
+		},
+	})
+	if (msg.Method == "") == (msg.Transport == "") {
+		p.d.add(p.pos(n), "message", "a message has exactly one of method and transport")
+	}
+	return msg
+}
+
+func (p *parser) noAnchors(n *yaml.Node) bool {
+	if !p.ok(n) {
+		return false
+	}
+	good := true
+	for _, c := range n.Content {
+		good = p.noAnchors(c) && good
+	}
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]bool{}
+		for i := 0; i < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; seen[k] {
+				p.d.add(p.pos(n.Content[i]), "duplicate-key", "duplicate key %q", k)
+				good = false
+			} else {
+				seen[k] = true
+			}
+		}
+	}
+	return good
+}
+
+func (p *parser) warden(n *yaml.Node, m *Model) *Warden {
+	w := &Warden{Pos: p.pos(n)}
+	p.fields(n, "a warden block", map[string]func(*yaml.Node){
+		"guard":  func(x *yaml.Node) { w.Guard = p.expr(x, m.Vars, &boolType) },
+		"writes": func(x *yaml.Node) { p.writes(x, m, &w.Writes) },
+		"rule":   func(x *yaml.Node) { p.str(x, &w.Rule) },
+	})
+	if w.Guard == nil && len(w.Writes) == 0 {
+		p.d.add(w.Pos, "warden", "a warden block needs a guard or writes")
+	}
+	return w
+}
+
+func (p *parser) property(n *yaml.Node, m *Model) {
+	pr := Property{Pos: p.pos(n)}
+	p.fields(n, "a property", map[string]func(*yaml.Node){
+		"id":          func(x *yaml.Node) { p.str(x, &pr.ID) },
+		"principle":   func(x *yaml.Node) { p.oneOf(x, &pr.Principle, "principle", Principles) },
+		"class":       func(x *yaml.Node) { p.oneOf(x, &pr.Class, "class", Classes) },
+		"expr":        func(x *yaml.Node) { pr.Expr = p.expr(x, m.Vars, &boolType) },
+		"source_refs": func(x *yaml.Node) { p.strList(x, &pr.SourceRefs) },
+		"description": func(x *yaml.Node) { p.str(x, &pr.Description) },
+	})
+	if pr.ID == "" || !validIdent(pr.ID) {
+		p.d.add(pr.Pos, "name", "property id %q must be an identifier", pr.ID)
+	}
+	if pr.Principle == "" || pr.Class == "" || pr.Expr == nil {
+		p.d.add(pr.Pos, "missing", "property %q needs principle, class and expr", pr.ID)
+	}
+	m.Properties = append(m.Properties, pr)
+}

@@ -1,0 +1,74 @@
+package promela
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/models"
+)
+
+// TestSpinAgreement checks every built-in model, plain and behind warden,
+// with the Go checker and with SPIN, and requires the same verdict for each
+// invariant, the same shortest counterexample length, and SPIN's stored
+// states equal to the Go checker's states plus one (SPIN also stores the
+// control state before the process enters its loop).
+func TestSpinAgreement(t *testing.T) {
+	if raceEnabled {
+		t.Skip("SPIN's pan programs are C: the race detector adds nothing; the plain test run checks agreement")
+	}
+	if !SpinAvailable() {
+		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
+			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
+		}
+		t.Skip("spin or gcc is not installed")
+	}
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, base := range all {
+		variants := []*ir.Model{base, base.Guarded()}
+		if testing.Short() {
+			variants = variants[:1] // -short: the plain models only
+		}
+		for _, m := range variants {
+			t.Run(m.Name, func(t *testing.T) {
+				t.Parallel() // each subtest compiles and runs its own pan
+				prog, err := check.Compile(m)
+				if err != nil {
+					t.Fatal(err)
+				}
+				dir := t.TempDir()
+				full, _ := check.Check(ctx, prog, "", check.Options{MaxStates: 1_000_000})
+				sr, err := RunSpin(ctx, dir, m, "", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sr.Stored != full.States+1 {
+					t.Errorf("states: SPIN stored %d, Go checker %d (expected SPIN = Go + 1)", sr.Stored, full.States)
+				}
+				for _, p := range m.Properties {
+					r, err := check.Check(ctx, prog, p.ID, check.Options{MaxStates: 1_000_000})
+					if err != nil {
+						t.Fatal(err)
+					}
+					sr, err := RunSpin(ctx, dir, m, p.ID, false)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := r.Status == check.Violated; got != sr.Violated {
+						t.Errorf("%s: Go checker says %s, SPIN says violated=%v", p.ID, r.Status, sr.Violated)
+						continue
+					}
+					if sr.Violated && sr.TraceLen != r.Trace.Len() {
+						t.Errorf("%s: shortest trace: Go checker %d actions %v, SPIN %d", p.ID, r.Trace.Len(), r.Trace.Actions(), sr.TraceLen)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package promela
+
+const raceEnabled = false

@@ -1,0 +1,145 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agentwarden/warden/internal/conform/catalog"
+	"github.com/agentwarden/warden/internal/conform/ir"
+)
+
+// Document is the JSON form of the matrix.
+type Document struct {
+	Version      int       `json:"version"`
+	Source       string    `json:"source"`
+	Replay       string    `json:"replay"`
+	Cells        []Cell    `json:"cells"`
+	Compositions []Finding `json:"compositions"`
+	Summary      Summary   `json:"summary"`
+}
+
+// Summary counts the cells.
+type Summary struct {
+	Cells            int            `json:"cells"`
+	Violated         int            `json:"violated"`
+	Holds            int            `json:"holds"`
+	ByTriage         map[string]int `json:"by_triage"`
+	CSInvariants     int            `json:"cs_invariants"`
+	CSViolated       int            `json:"cs_violated"`
+	WardenViolations int            `json:"warden_violations"`
+}
+
+// JSONDocument assembles the JSON form.
+func (res *Results) JSONDocument() (*Document, error) {
+	cells, err := res.Matrix()
+	if err != nil {
+		return nil, err
+	}
+	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: "none",
+		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}}
+	for _, c := range cells {
+		doc.Summary.Cells++
+		doc.Summary.ByTriage[c.Triage]++
+		if c.Result == "violated" {
+			doc.Summary.Violated++
+		} else {
+			doc.Summary.Holds++
+		}
+	}
+	for _, f := range res.Findings {
+		if f.Principle == "CS" {
+			doc.Summary.CSInvariants++
+			if f.Result == "violated" {
+				doc.Summary.CSViolated++
+			}
+		}
+		if f.WardenResult != "holds" {
+			doc.Summary.WardenViolations++
+		}
+	}
+	return doc, nil
+}
+
+// WriteJSON writes the JSON form, indented.
+func (res *Results) WriteJSON(w io.Writer) error {
+	doc, err := res.JSONDocument()
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+var shortTriage = map[string]string{SpecFail: "SPEC", AmbiguityFail: "AMBIG", Pass: "PASS", ImplFail: "IMPL",
+	BothFail: "BOTH", ModelFail: "MODEL"}
+
+var shortClass = map[string]string{"SPEC-MANDATED": "SM", "SPEC-RECOMMENDED": "SR", "AASM-HARDENING": "AH", "APS-COMPLETENESS": "AC"}
+
+// WriteMarkdown writes the matrix, a legend and the composition table.
+func (res *Results) WriteMarkdown(w io.Writer) error {
+	doc, err := res.JSONDocument()
+	if err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("# AgentConform: protocol × principle matrix\n\n")
+	b.WriteString("Model check only (replay pending). Cell: result, triage label, taxonomy class; † = the violation needs an Adversary action; → warden = result behind the gateway.\n\n")
+	b.WriteString("| protocol |")
+	for _, p := range ir.Principles {
+		fmt.Fprintf(&b, " %s |", p)
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---|", len(ir.Principles)))
+	b.WriteString("\n")
+	i := 0
+	for _, proto := range catalog.Protocols {
+		fmt.Fprintf(&b, "| %s |", proto)
+		for range ir.Principles {
+			c := doc.Cells[i]
+			i++
+			mark := "✓"
+			if c.Result == "violated" {
+				mark = "✗"
+			}
+			adv := ""
+			if c.Adversary {
+				adv = "†"
+			}
+			fmt.Fprintf(&b, " %s%s %s %s |", mark, adv, shortTriage[c.Triage], shortClass[c.Class])
+		}
+		b.WriteString("\n")
+	}
+	s := doc.Summary
+	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. Behind warden: %d of %d properties still violated.\n",
+		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), s.WardenViolations, len(res.Findings))
+	b.WriteString("\nClasses: SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness. " +
+		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, PASS.\n")
+	fmt.Fprintf(&b, "\n## Composition safety (%d invariants, %d violated)\n\n", s.CSInvariants, s.CSViolated)
+	b.WriteString("| model | protocols | invariant | result | triage | class | length | → warden |\n|---|---|---|---|---|---|---|---|\n")
+	for _, f := range doc.Compositions {
+		l := "—"
+		if f.Result == "violated" {
+			l = fmt.Sprint(f.TraceLen)
+			if f.Adversary {
+				l += " †"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Model, strings.Join(f.Protocols, " + "),
+			f.Property, f.Result, f.Triage, f.Class, l, f.WardenResult)
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+func triageLine(m map[string]int) string {
+	var parts []string
+	for _, l := range []string{SpecFail, AmbiguityFail, BothFail, ImplFail, ModelFail, Pass} {
+		if m[l] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", m[l], l))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,246 @@
+// Package report runs every property of the built-in models (plain and
+// behind warden) and turns the results into AgentRFC's protocol × principle
+// matrix, with each cell's taxonomy class and triage label, as JSON and
+// Markdown.
+//
+// Triage follows the decision table of the conformance reference. With
+// model-check results only (no replay yet), a cell is AMBIGUITY-FAIL when
+// its counterexample passes through an ambiguous clause or a Protocol step
+// the specification does not determine (NOT_SPECIFIED), SPEC-FAIL when the
+// specification permits the violation, and PASS when the property holds;
+// "replay": "pending" says that replay may still turn SPEC-FAIL into
+// BOTH-FAIL or MODEL-FAIL, and PASS into IMPL-FAIL.
+//
+// Each property is checked twice: without Adversary transitions, and (if it
+// holds there) with them, so every violation says whether it needs the
+// attacker.
+package report
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/agentwarden/warden/internal/conform/catalog"
+	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/conform/ir"
+)
+
+// Triage labels.
+const (
+	SpecFail      = "SPEC-FAIL"
+	ImplFail      = "IMPL-FAIL"
+	BothFail      = "BOTH-FAIL"
+	ModelFail     = "MODEL-FAIL"
+	AmbiguityFail = "AMBIGUITY-FAIL"
+	Pass          = "PASS"
+)
+
+// Finding is the outcome of one property of one model.
+type Finding struct {
+	Model          string       `json:"model"`
+	Protocols      []string     `json:"protocols"`
+	Property       string       `json:"property"`
+	Principle      string       `json:"principle"`
+	Class          string       `json:"class"`
+	Result         string       `json:"result"` // holds | violated | incomplete
+	Adversary      bool         `json:"adversary"`
+	TraceLen       int          `json:"trace_len,omitempty"`
+	Actions        []string     `json:"actions,omitempty"`
+	Triage         string       `json:"triage"`
+	AmbiguousRefs  []string     `json:"ambiguous_refs,omitempty"`
+	Counterexample string       `json:"counterexample,omitempty"` // relative path of the ITF trace
+	States         int          `json:"states"`
+	WardenResult   string       `json:"warden_result"`
+	Trace          *check.Trace `json:"-"`
+}
+
+// Results is every finding, in model and property order.
+type Results struct {
+	Findings []Finding
+}
+
+// Options bounds the checks.
+type Options struct {
+	Check check.Options
+}
+
+// Run checks every property of every model, plain and behind warden.
+func Run(ctx context.Context, ms []*ir.Model, cat *catalog.Catalog, opts Options) (*Results, error) {
+	res := &Results{}
+	for _, m := range ms {
+		fs, err := CheckModel(ctx, m, cat, opts)
+		if err != nil {
+			return nil, err
+		}
+		res.Findings = append(res.Findings, fs...)
+	}
+	return res, nil
+}
+
+// CheckModel checks every property of m and of m behind warden.
+func CheckModel(ctx context.Context, m *ir.Model, cat *catalog.Catalog, opts Options) ([]Finding, error) {
+	plain, err := check.Compile(m)
+	if err != nil {
+		return nil, err
+	}
+	guarded, err := check.Compile(m.Guarded())
+	if err != nil {
+		return nil, err
+	}
+	protocols := m.Protocols
+	if !m.IsComposition() {
+		protocols = []string{m.Protocol}
+	}
+	var out []Finding
+	for _, p := range m.Properties {
+		r, adv, err := twice(ctx, plain, p.ID, opts.Check)
+		if err != nil {
+			return nil, err
+		}
+		f := Finding{Model: m.Name, Protocols: protocols, Property: p.ID, Principle: p.Principle, Class: p.Class,
+			Result: string(r.Status), Adversary: adv, States: r.States}
+		if r.Status == check.Violated {
+			f.TraceLen = r.Trace.Len()
+			f.Actions = r.Trace.Actions()
+			f.Trace = r.Trace
+			f.Counterexample = TracePath(m.Name, p.ID)
+		}
+		f.Triage, f.AmbiguousRefs = Triage(r, m, cat)
+		w, _, err := twice(ctx, guarded, p.ID, opts.Check)
+		if err != nil {
+			return nil, err
+		}
+		f.WardenResult = string(w.Status)
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// TracePath is where a model's counterexample for a property is written,
+// relative to the output directory.
+func TracePath(model, property string) string {
+	return path.Join("traces", model, property+".itf.json")
+}
+
+// twice checks without Adversary transitions, then, if the property held,
+// with them. adversary reports whether the violation needed the attacker.
+func twice(ctx context.Context, p *check.Program, prop string, opts check.Options) (*check.Result, bool, error) {
+	o := opts
+	o.NoAdversary = true
+	r, err := check.Check(ctx, p, prop, o)
+	if err != nil || r.Status == check.Violated {
+		return r, false, err
+	}
+	o.NoAdversary = false
+	r2, err := check.Check(ctx, p, prop, o)
+	if err != nil {
+		return nil, false, err
+	}
+	return r2, r2.Status == check.Violated, nil
+}
+
+// Triage labels a model-check result without replay, and lists the
+// ambiguous clauses that decided an AMBIGUITY-FAIL.
+func Triage(r *check.Result, m *ir.Model, cat *catalog.Catalog) (string, []string) {
+	switch r.Status {
+	case check.Holds:
+		return Pass, nil
+	case check.Incomplete:
+		return "", nil
+	}
+	var amb []string
+	for _, id := range r.Trace.SourceRefs() {
+		if cl, ok := cat.Clause(id); ok && cl.Ambiguous && !slices.Contains(amb, id) {
+			amb = append(amb, id)
+		}
+	}
+	for _, s := range r.Trace.Steps[1:] {
+		t := m.Transitions[s.Action]
+		if t.Kind == ir.Protocol && t.Modality == "NOT_SPECIFIED" {
+			for _, id := range t.SourceRefs {
+				if !slices.Contains(amb, id) {
+					amb = append(amb, id)
+				}
+			}
+			if len(t.SourceRefs) == 0 {
+				amb = append(amb, t.ID)
+			}
+		}
+	}
+	if len(amb) > 0 {
+		return AmbiguityFail, amb
+	}
+	return SpecFail, nil
+}
+
+// Cell is one protocol × principle entry of the matrix.
+type Cell struct {
+	Protocol       string   `json:"protocol"`
+	Principle      string   `json:"principle"`
+	Result         string   `json:"result"` // holds | violated
+	Class          string   `json:"class"`
+	Triage         string   `json:"triage"`
+	Replay         string   `json:"replay"` // "pending": no replay yet
+	Adversary      bool     `json:"adversary"`
+	Properties     []string `json:"properties"` // model/property ids behind the cell
+	TraceLen       int      `json:"trace_len,omitempty"`
+	Counterexample string   `json:"counterexample,omitempty"`
+	WardenResult   string   `json:"warden_result"`
+}
+
+// Matrix builds the 5 × 11 matrix. A CS cell aggregates the composition
+// invariants of every composition the protocol takes part in; any other
+// cell is the protocol model's property for that principle. A cell is
+// violated when any of its properties is, and then shows the first
+// violated one (in model order); otherwise it shows the first property.
+func (res *Results) Matrix() ([]Cell, error) {
+	var cells []Cell
+	for _, proto := range catalog.Protocols {
+		for _, pr := range ir.Principles {
+			var fs []Finding
+			for _, f := range res.Findings {
+				if f.Principle != pr || !slices.Contains(f.Protocols, proto) {
+					continue
+				}
+				if (pr == "CS") != (len(f.Protocols) > 1) {
+					continue
+				}
+				fs = append(fs, f)
+			}
+			if len(fs) == 0 {
+				return nil, fmt.Errorf("no property for %s × %s", proto, pr)
+			}
+			shown := fs[0]
+			for _, f := range fs {
+				if f.Result == string(check.Violated) {
+					shown = f
+					break
+				}
+			}
+			c := Cell{Protocol: proto, Principle: pr, Result: shown.Result, Class: shown.Class, Triage: shown.Triage,
+				Replay: "pending", Adversary: shown.Adversary, TraceLen: shown.TraceLen, Counterexample: shown.Counterexample,
+				WardenResult: string(check.Holds)}
+			for _, f := range fs {
+				c.Properties = append(c.Properties, f.Model+"/"+f.Property)
+				if f.WardenResult != string(check.Holds) {
+					c.WardenResult = f.WardenResult
+				}
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells, nil
+}
+
+// Compositions returns the findings of the composition models.
+func (res *Results) Compositions() []Finding {
+	var out []Finding
+	for _, f := range res.Findings {
+		if len(f.Protocols) > 1 {
+			out = append(out, f)
+		}
+	}
+	return out
+}

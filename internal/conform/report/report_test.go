@@ -1,0 +1,94 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/conform/catalog"
+	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/models"
+)
+
+func run(t *testing.T) *Results {
+	t.Helper()
+	ms, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := catalog.Default()
+	res, err := Run(context.Background(), ms, cat, Options{Check: check.Options{MaxStates: 200_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func find(t *testing.T, res *Results, model, prop string) Finding {
+	for _, f := range res.Findings {
+		if f.Model == model && f.Property == prop {
+			return f
+		}
+	}
+	t.Fatalf("no finding %s/%s", model, prop)
+	return Finding{}
+}
+
+func TestTriage(t *testing.T) {
+	res := run(t)
+	cases := []struct {
+		model, prop, triage string
+		adversary           bool
+	}{
+		// Forged card, used: every step is licensed and no clause on the path is ambiguous.
+		{"a2a", "P2_card", SpecFail, true},
+		// Answered before initialize: the lifecycle clause is a client SHOULD NOT; the server side is open.
+		{"mcp", "SL_lifecycle", AmbiguityFail, false},
+		// The 401 rule is a MUST: the property holds.
+		{"mcp", "P7_fail_secure", Pass, false},
+	}
+	for _, c := range cases {
+		f := find(t, res, c.model, c.prop)
+		if f.Triage != c.triage || f.Adversary != c.adversary {
+			t.Errorf("%s/%s: %s adversary=%v, want %s %v", c.model, c.prop, f.Triage, f.Adversary, c.triage, c.adversary)
+		}
+		if f.WardenResult != "holds" {
+			t.Errorf("%s/%s behind warden: %s", c.model, c.prop, f.WardenResult)
+		}
+	}
+	if f := find(t, res, "mcp", "SL_lifecycle"); len(f.AmbiguousRefs) == 0 || f.AmbiguousRefs[0] != "MCP-2025-06-18-LIFECYCLE-03" {
+		t.Errorf("ambiguous refs %v", f.AmbiguousRefs)
+	}
+}
+
+func TestMatrixShape(t *testing.T) {
+	res := run(t)
+	cells, err := res.Matrix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != len(catalog.Protocols)*len(ir.Principles) {
+		t.Fatalf("%d cells", len(cells))
+	}
+	for _, c := range cells {
+		if c.Principle == "CS" {
+			for _, p := range c.Properties {
+				if !strings.HasPrefix(p, "cs") {
+					t.Errorf("%s CS cell built from %s", c.Protocol, p)
+				}
+			}
+		}
+		if c.Result == "violated" && c.Counterexample == "" {
+			t.Errorf("%s/%s: violated without a counterexample link", c.Protocol, c.Principle)
+		}
+	}
+	var md bytes.Buffer
+	if err := res.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| MCP |") || !strings.Contains(md.String(), "cs5-federated | A2A + ANP | CS_DomainIsolation | holds") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
