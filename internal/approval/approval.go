@@ -66,8 +66,10 @@ type Queue struct {
 	// Immutable after New.
 	timeout time.Duration
 
-	mu      sync.Mutex
-	pending map[string]*entry // guarded by mu
+	mu       sync.Mutex
+	pending  map[string]*entry      // guarded by mu
+	watchers map[chan struct{}]bool // Subscribe's channels; guarded by mu (watch.go)
+	history  []Decided              // the last HistoryLimit outcomes, oldest first; guarded by mu (history.go)
 }
 
 type entry struct {
@@ -91,6 +93,7 @@ func (q *Queue) Submit(r Request) Pending {
 		done: make(chan Decision, 1)}
 	q.mu.Lock()
 	q.pending[e.p.ID] = e
+	q.notifyLocked()
 	q.mu.Unlock()
 	return e.p
 }
@@ -108,6 +111,7 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 	defer func() {
 		q.mu.Lock()
 		delete(q.pending, id)
+		q.notifyLocked()
 		q.mu.Unlock()
 	}()
 	timer := time.NewTimer(time.Until(e.p.Expires))
@@ -127,6 +131,9 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 	q.mu.Lock()
 	decided := e.decided
 	e.decided = true
+	if !decided {
+		q.recordLocked(e.p, giveUp)
+	}
 	q.mu.Unlock()
 	if decided {
 		return <-e.done
@@ -136,18 +143,33 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 
 // Decide approves or denies the request id. approver must name who decides.
 func (q *Queue) Decide(id string, approve bool, approver, reason string) error {
+	return q.decide(id, nil, approve, approver, reason)
+}
+
+// decide settles the pending request id with a decision, after check (when
+// not nil) accepted the request under the lock.
+func (q *Queue) decide(id string, check func(Pending) error, approve bool, approver, reason string) error {
 	if approver == "" {
 		return ErrApprover
 	}
+	d := Decision{Approved: approve, Approver: approver, Reason: reason}
 	q.mu.Lock()
 	e := q.pending[id]
 	if e == nil || e.decided {
 		q.mu.Unlock()
 		return ErrUnknown
 	}
+	if check != nil {
+		if err := check(e.p); err != nil {
+			q.mu.Unlock()
+			return err
+		}
+	}
 	e.decided = true
+	q.recordLocked(e.p, d)
+	q.notifyLocked()
 	q.mu.Unlock()
-	e.done <- Decision{Approved: approve, Approver: approver, Reason: reason}
+	e.done <- d
 	return nil
 }
 

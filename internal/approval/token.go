@@ -17,25 +17,32 @@ const TokenFile = "admin.token"
 // 256 random bits) on first use. A token file readable by group or others is
 // refused, as a key would be.
 func EnsureToken(dir string) (string, error) {
+	tok, _, err := LoadOrCreateToken(dir)
+	return tok, err
+}
+
+// LoadOrCreateToken is EnsureToken, and also reports whether this call
+// created the token (so that the gateway can show a new token once).
+func LoadOrCreateToken(dir string) (token string, created bool, err error) {
 	path := filepath.Join(dir, TokenFile)
 	if tok, err := ReadToken(dir); err == nil {
-		return tok, nil
+		return tok, false, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", err
+		return "", false, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return "", false, err
 	}
 	tok := rand.Text() + rand.Text()
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	defer f.Close()
 	if _, err := f.WriteString(tok + "\n"); err != nil {
-		return "", err
+		return "", false, err
 	}
-	return tok, nil
+	return tok, true, nil
 }
 
 // ReadToken reads the admin token from dir.

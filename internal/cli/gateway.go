@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/console"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -142,7 +144,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
 	}
 	if opts.Approvals != nil {
-		stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, logger)
+		_, stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, logger)
 		if err != nil {
 			return ExitUpstream, err
 		}
@@ -168,24 +170,56 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	return ExitOK, nil
 }
 
-// serveAdmin starts the admin listener with the approval API.
-func serveAdmin(env *Env, addr string, opts gateway.Options, logger *slog.Logger) (stop func(), err error) {
-	token, err := approval.EnsureToken(opts.DataDir)
+// serveAdmin starts the admin listener: the approval API (/v1/approvals)
+// and the approval console (/console). It creates the admin token on first
+// start and prints it once, to stderr; later starts only say where it is.
+func serveAdmin(env *Env, addr string, opts gateway.Options, logger *slog.Logger) (bound net.Addr, stop func(), err error) {
+	token, created, err := approval.LoadOrCreateToken(opts.DataDir)
 	if err != nil {
-		return nil, fmt.Errorf("admin token: %w", err)
+		return nil, nil, fmt.Errorf("admin token: %w", err)
+	}
+	h, err := adminHandler(opts.Approvals, token, auditLogOf(opts), logger)
+	if err != nil {
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("admin listener: %w", err)
+		return nil, nil, fmt.Errorf("admin listener: %w", err)
 	}
 	if !isLoopback(ln.Addr()) {
 		logger.Warn("the admin listener is not on a loopback address", "addr", ln.Addr().String())
 	}
-	srv := &http.Server{Handler: approval.Handler(opts.Approvals, token), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	fmt.Fprintf(env.Stderr, "approvals: http://%s/v1/approvals (warden approve list; token in %s)\n",
-		ln.Addr(), filepath.Join(opts.DataDir, approval.TokenFile))
-	return func() { srv.Close() }, nil
+	tokenPath := filepath.Join(opts.DataDir, approval.TokenFile)
+	fmt.Fprintf(env.Stderr, "approvals: http://%s/v1/approvals (warden approve list; token in %s)\n", ln.Addr(), tokenPath)
+	fmt.Fprintf(env.Stderr, "approval console: http://%s/console (log in with your name and the admin token)\n", ln.Addr())
+	if created {
+		fmt.Fprintf(env.Stderr, "new admin token (shown this once; it stays in %s):\n  %s\n", tokenPath, token)
+	}
+	return ln.Addr(), func() { srv.Close() }, nil
+}
+
+// adminHandler serves the admin listener's routes for the queue q. With an
+// audit log, the console's history shows each decision's audit record.
+func adminHandler(q *approval.Queue, token string, log *audit.Log, logger *slog.Logger) (http.Handler, error) {
+	con, err := console.New(console.Options{Queue: q, Token: token, Audit: log, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console", con)
+	mux.Handle("/console/", con)
+	mux.Handle("/", approval.Handler(q, token))
+	return mux, nil
+}
+
+// auditLogOf returns the gateway's audit log, nil when it keeps none.
+func auditLogOf(opts gateway.Options) *audit.Log {
+	if rs, ok := opts.Recorder.(*gateway.Records); ok && rs != nil {
+		return rs.Audit
+	}
+	return nil
 }
 
 func compileList(allow, deny []string) (config.List, error) {

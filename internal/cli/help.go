@@ -16,12 +16,24 @@ var commandHelp = map[string]string{
       Serves the upstreams of FILE on a streamable HTTP listener: the default
       upstream at <path> (default /mcp) and each upstream at <path>/<name>.
       The listener binds to loopback unless the configuration says otherwise,
-      and checks Host and Origin against DNS rebinding.
+      and checks Host and Origin against DNS rebinding. With zero-trust it
+      also serves the authorization API (POST /warden/v1/authorize) and the
+      public signing keys (/.well-known/jwks.json).
+
+      With hold_for_approval, the admin listener (default 127.0.0.1:8788)
+      serves the approval API and the approval console at /console: log in
+      with a display name and the admin token, then approve or deny held
+      calls after seeing their exact arguments and parameters_hash.
+      Decisions are recorded as console:<name>. The token is printed once,
+      when the gateway creates it. Loopback Host names only; see
+      docs/console.md.
 
 Every request passes the stages of the pipeline in order: wire (strict
 JSON-RPC decoding: duplicate keys, invalid UTF-8, lone surrogates, depth and
-size limits), method-policy and tool-policy. A refusal is a JSON-RPC error
-whose data names the stage and the rule, for example
+size limits), method-policy, tool-policy, classify and zero-trust (when
+configured), and every message is recorded in the audit log before it leaves
+(when gateway.audit is on). A refusal is a JSON-RPC error whose data names
+the stage and the rule, for example
   {"code":-32001,"message":"tool \"get_env\" is not allowed on upstream \"demo\"",
    "data":{"stage":"tool-policy","rule":"deny \"get_env\""}}
 Error codes are listed in docs/errors.md.

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/gateway"
+)
+
+// TestServeAdminServesConsoleAndShowsTokenOnce: the admin listener serves
+// the approval API and the console; the token is printed when it is
+// created, and never again.
+func TestServeAdminServesConsoleAndShowsTokenOnce(t *testing.T) {
+	dir := t.TempDir()
+	opts := gateway.Options{Approvals: approval.New(time.Minute), DataDir: dir}
+	start := func() (string, string) {
+		var stderr bytes.Buffer
+		addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, "127.0.0.1:0", opts, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		return "http://" + addr.String(), stderr.String()
+	}
+	base, first := start()
+	token, err := approval.ReadToken(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(first, token) || !strings.Contains(first, base+"/console") {
+		t.Fatalf("first start did not show the new token and the console:\n%s", first)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := noRedirect.Get(base + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login" {
+		t.Fatalf("GET /console: %s → %q, want the login page", resp.Status, resp.Header.Get("Location"))
+	}
+	req, _ := http.NewRequest("GET", base+"/v1/approvals", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the approval API: %s", resp.Status)
+	}
+
+	_, second := start()
+	if strings.Contains(second, token) || !strings.Contains(second, "/console") {
+		t.Fatalf("a later start showed the token again (or not the console):\n%s", second)
+	}
+}

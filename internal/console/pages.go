@@ -1,0 +1,355 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/audit"
+)
+
+// page is what every template gets.
+type page struct {
+	Title string
+	Page  string // "pending", "history", "pins": the current navigation item
+	User  string // the approver identity; "" when logged out
+	CSRF  string
+	Flash string
+	Data  any
+}
+
+// parsePages parses each page template together with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	pages := map[string]*template.Template{}
+	for _, name := range []string{"pending", "history", "pins", "login", "message"} {
+		t, err := template.New(name).ParseFS(assets, "assets/templates/layout.html", "assets/templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: template %s: %w", name, err)
+		}
+		pages[name] = t
+	}
+	return pages, nil
+}
+
+// render executes the page template name (or one of its templates, with
+// the "name/block" form) into a buffer first, so that a failure never sends
+// half a page.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, status int, name string, p page) {
+	set, block := name, "layout"
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		set, block = name[:i], name[i+1:]
+	}
+	var buf bytes.Buffer
+	if err := c.pages[set].ExecuteTemplate(&buf, block, p); err != nil {
+		c.log.Error("console: rendering failed", "page", name, "err", err)
+		http.Error(w, "the page could not be rendered", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// pageFor fills the fields every logged-in page has.
+func (c *Console) pageFor(r *http.Request, name, title string, data any) page {
+	id, s := sessionOf(r)
+	return page{Title: title, Page: name, User: s.approver(), CSRF: s.csrf, Flash: c.sessions.takeFlash(id), Data: data}
+}
+
+// renderError shows msg to a logged-in person.
+func (c *Console) renderError(w http.ResponseWriter, r *http.Request, s session, status int, msg string) {
+	c.render(w, r, status, "message", page{Title: http.StatusText(status), User: s.approver(), CSRF: s.csrf, Data: msg})
+}
+
+// pendingData is the pending page's data.
+type pendingData struct {
+	Calls []callView
+}
+
+// callView is a pending call as the page shows it.
+type callView struct {
+	approval.Pending
+	Args     string // the canonical arguments, indented
+	Escaped  string // Args with every non-ASCII or invisible character escaped; "" if there is none
+	Class    string // classification and tier in words
+	Created  string
+	Expires  string
+	Diff     *diffView
+	HashHead string // the first 12 hex digits, for the sentence by the buttons
+}
+
+func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "pending", c.pageFor(r, "pending", "Pending approvals", c.pendingData()))
+}
+
+// pendingList serves the list alone, for the script's live updates.
+func (c *Console) pendingList(w http.ResponseWriter, r *http.Request) {
+	_, s := sessionOf(r)
+	c.render(w, r, http.StatusOK, "pending/pending-list", page{Page: "pending", User: s.approver(), CSRF: s.csrf, Data: c.pendingData()})
+}
+
+func (c *Console) pendingData() pendingData {
+	list := c.q.List()
+	hist := c.q.History()
+	d := pendingData{Calls: make([]callView, len(list))}
+	for i, p := range list {
+		v := callView{Pending: p, Args: indent(p.Arguments), Class: classText(p.Request),
+			Created: stamp(p.Created), Expires: stamp(p.Expires)}
+		v.HashHead = p.Hash[:min(12, len(p.Hash))]
+		if esc, ok := escapeUnusual(v.Args); ok {
+			v.Escaped = esc
+		}
+		v.Diff = previousDiff(p, list[:i], hist, v.Args)
+		d.Calls[i] = v
+	}
+	return d
+}
+
+// previousDiff compares p with the previous call of the same tool on the
+// same upstream: the one pending just before it, else the latest outcome.
+func previousDiff(p approval.Pending, earlier []approval.Pending, hist []approval.Decided, args string) *diffView {
+	same := func(o approval.Pending) bool { return o.Tool == p.Tool && o.Upstream == p.Upstream }
+	for i := len(earlier) - 1; i >= 0; i-- {
+		if same(earlier[i]) {
+			return newDiff(indent(earlier[i].Arguments), args, earlier[i].ID+", also pending")
+		}
+	}
+	for _, h := range hist { // newest first
+		if same(h.Pending) && h.Created.Before(p.Created) {
+			return newDiff(indent(h.Arguments), args, fmt.Sprintf("%s, %s %s", h.ID, h.Outcome(), stamp(h.At)))
+		}
+	}
+	return nil
+}
+
+// indent pretty-prints canonical JSON without changing any value: only
+// whitespace is added between tokens.
+func indent(raw []byte) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// escapeUnusual returns s with every character outside printable ASCII
+// (and the newline) written as \u{XXXX}, and whether there was one: an
+// approver must see that "vendor@example.com" is not spelled with a
+// Cyrillic "е" or hides a right-to-left override.
+func escapeUnusual(s string) (string, bool) {
+	var b strings.Builder
+	found := false
+	for _, r := range s {
+		if r == '\n' || (r >= 0x20 && r < 0x7f) {
+			b.WriteRune(r)
+			continue
+		}
+		found = true
+		if r == utf8.RuneError {
+			b.WriteString(`\u{FFFD}`)
+			continue
+		}
+		fmt.Fprintf(&b, `\u{%04X}`, r)
+	}
+	return b.String(), found
+}
+
+func classText(r approval.Request) string {
+	if r.Classification == 0 {
+		return "unclassified"
+	}
+	s := fmt.Sprintf("level %d", r.Classification)
+	if r.Tier > 0 {
+		s += fmt.Sprintf(", Tier %d", r.Tier)
+	}
+	if r.ClassRule != "" {
+		s += " (rule " + r.ClassRule + ")"
+	}
+	return s
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// decide approves or denies a pending call: the form must carry the
+// parameters_hash that was shown (CSRF was checked by requireSession).
+func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
+	id, s := sessionOf(r)
+	callID := r.PathValue("id")
+	hash := r.PostForm.Get("hash")
+	var approve bool
+	switch r.PostForm.Get("decision") {
+	case "approve":
+		approve = true
+	case "deny":
+	default:
+		c.renderError(w, r, s, http.StatusBadRequest, "The form did not say approve or deny. Nothing was decided.")
+		return
+	}
+	reason := strings.TrimSpace(r.PostForm.Get("reason"))
+	if utf8.RuneCountInString(reason) > 500 || !utf8.ValidString(reason) {
+		c.renderError(w, r, s, http.StatusBadRequest, "The reason is longer than 500 characters. Nothing was decided.")
+		return
+	}
+	p, _ := c.q.Get(callID)
+	switch err := c.q.DecideExact(callID, hash, approve, s.approver(), reason); {
+	case errors.Is(err, approval.ErrUnknown):
+		c.renderError(w, r, s, http.StatusNotFound, "No call "+callID+" is waiting: it was decided, timed out or cancelled. Nothing was changed.")
+		return
+	case errors.Is(err, approval.ErrHash):
+		c.log.Warn("console: decision with another parameters_hash refused", "approval", callID, "approver", s.approver(), "hash", hash)
+		c.renderError(w, r, s, http.StatusConflict, "The parameters_hash in your form is not the one of call "+callID+
+			": the page you decided on does not show these arguments. Nothing was decided; open the pending list again.")
+		return
+	case err != nil:
+		c.renderError(w, r, s, http.StatusBadRequest, err.Error())
+		return
+	}
+	verb := "Denied"
+	if approve {
+		verb = "Approved"
+	}
+	c.log.Info("console: decision", "approval", callID, "approved", approve, "approver", s.approver(), "tool", p.Tool, "parameters_hash", hash)
+	msg := fmt.Sprintf("%s %s: %s on %s.", verb, callID, p.Tool, p.Upstream)
+	if approve {
+		msg += " It runs once, with exactly the arguments you saw."
+	} else {
+		msg += " The client is told that " + s.approver() + " denied it."
+	}
+	c.sessions.setFlash(id, msg)
+	http.Redirect(w, r, "/console", http.StatusSeeOther)
+}
+
+// historyData is the history page's data.
+type historyData struct {
+	Filter   historyFilter
+	Outcomes []string
+	Rows     []historyRow
+	Total    int // outcomes remembered, before filtering
+	Limit    int
+	Audit    *auditSummary // nil without an audit log
+}
+
+type historyFilter struct {
+	Tool, User, Decision, From, To string
+	Problem                        string // why the filter could not be applied
+}
+
+type historyRow struct {
+	approval.Decided
+	When       string
+	Args       string
+	AuditText  string
+	AuditClass string // "ok", "bad" or "none"
+}
+
+type auditSummary struct {
+	Records int
+	Problem string // the first break in the chain; "" when intact
+}
+
+const timeLayout = "2006-01-02T15:04"
+
+func (c *Console) historyPage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := historyFilter{Tool: strings.TrimSpace(q.Get("tool")), User: strings.TrimSpace(q.Get("user")),
+		Decision: q.Get("decision"), From: q.Get("from"), To: q.Get("to")}
+	var from, to time.Time
+	var err error
+	if f.From != "" {
+		if from, err = time.Parse(timeLayout, f.From); err != nil {
+			f.Problem = "From is not a time like 2026-11-30T14:05 (UTC)."
+		}
+	}
+	if f.To != "" {
+		if to, err = time.Parse(timeLayout, f.To); err != nil {
+			f.Problem = "To is not a time like 2026-11-30T14:05 (UTC)."
+		}
+		to = to.Add(time.Minute) // inclusive of the minute given
+	}
+	all := c.q.History()
+	d := historyData{Filter: f, Outcomes: []string{"approved", "denied", "timed out", "cancelled"},
+		Total: len(all), Limit: approval.HistoryLimit}
+	for _, h := range all {
+		if f.Problem == "" && !matches(h, f, from, to) {
+			continue
+		}
+		d.Rows = append(d.Rows, historyRow{Decided: h, When: stamp(h.At), Args: indent(h.Arguments)})
+	}
+	if c.audit != nil {
+		d.Audit = c.auditStatus(r.Context(), d.Rows)
+	}
+	c.render(w, r, http.StatusOK, "history", c.pageFor(r, "history", "History", d))
+}
+
+// matches reports whether h passes the filter. Tool and user match
+// substrings, case-insensitively; the user matches the call's subject or
+// its approver.
+func matches(h approval.Decided, f historyFilter, from, to time.Time) bool {
+	has := func(s, sub string) bool { return strings.Contains(strings.ToLower(s), strings.ToLower(sub)) }
+	switch {
+	case f.Tool != "" && !has(h.Tool, f.Tool):
+		return false
+	case f.User != "" && !has(h.Subject, f.User) && !has(h.Approver, f.User):
+		return false
+	case f.Decision != "" && h.Outcome() != f.Decision:
+		return false
+	case !from.IsZero() && h.At.Before(from):
+		return false
+	case !to.IsZero() && !h.At.Before(to):
+		return false
+	}
+	return true
+}
+
+// auditStatus finds each row's audit record (same tool and parameters_hash,
+// written after the call was held, preferring one that names the row's
+// approver) and says whether the chain up to it is intact.
+func (c *Console) auditStatus(ctx context.Context, rows []historyRow) *auditSummary {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hashes := map[string]bool{}
+	for _, row := range rows {
+		hashes[row.Hash] = true
+	}
+	res, err := c.audit.Query(ctx, func(rec *audit.Record) bool { return hashes[rec.ParamsHash] }, 10*approval.HistoryLimit)
+	sum := &auditSummary{Records: res.Records}
+	if err != nil {
+		sum.Problem = "the audit log could not be read: " + err.Error()
+	} else if res.Problem != nil {
+		sum.Problem = res.Problem.String()
+	}
+	for i := range rows {
+		row := &rows[i]
+		var found *audit.Checked
+		for j := range res.Matches {
+			m := &res.Matches[j]
+			if m.Tool != row.Tool || m.ParamsHash != row.Hash || m.Time.Before(row.Created.Add(-time.Second)) {
+				continue
+			}
+			if found == nil || (m.Approver == row.Approver && found.Approver != row.Approver) {
+				found = m
+			}
+		}
+		switch {
+		case found == nil:
+			row.AuditText, row.AuditClass = "no audit record found", "none"
+		case found.Verified:
+			row.AuditText, row.AuditClass = fmt.Sprintf("record %d (%s, approver %q): chain intact up to it", found.Seq, found.Decision, found.Approver), "ok"
+		default:
+			row.AuditText, row.AuditClass = fmt.Sprintf("record %d: NOT verified, the chain is broken at or before it", found.Seq), "bad"
+		}
+	}
+	return sum
+}
+
+func (c *Console) pinsPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, http.StatusOK, "pins", c.pageFor(r, "pins", "Tool pins", nil))
+}
