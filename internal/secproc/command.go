@@ -1,0 +1,166 @@
+package secproc
+
+import (
+	"regexp"
+	"strings"
+)
+
+// freeTextKeys are member names whose values are prose, code or queries:
+// metacharacters there are content, not injection.
+var freeTextKeys = map[string]bool{
+	"content": true, "contents": true, "text": true, "body": true, "message": true, "msg": true,
+	"description": true, "desc": true, "comment": true, "note": true, "notes": true, "summary": true,
+	"title": true, "subject": true, "query": true, "q": true, "sql": true, "code": true,
+	"snippet": true, "source_code": true, "prompt": true, "markdown": true, "html": true,
+	"data": true, "patch": true, "diff": true, "pattern": true, "regex": true, "glob": true,
+	"filter": true, "expression": true, "template": true, "language": true, "format": true,
+	"caption": true, "question": true, "answer": true, "messages": true, "context": true,
+	"reason": true, "instructions": true, "search": true, "input_text": true, "commit_message": true,
+}
+
+func freeText(k string) bool { return freeTextKeys[k] }
+
+// commandKeys are member names whose values are shell commands.
+var commandKeys = map[string]bool{
+	"command": true, "cmd": true, "shell": true, "script": true, "exec": true, "run": true,
+	"cmdline": true, "command_line": true, "bash": true, "sh": true, "powershell": true,
+	"args": true, "argv": true, "commands": true, "opts": true, "options": true, "flags": true,
+}
+
+// commandTool reports whether a tool's name says it runs commands.
+func commandTool(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"command", "exec", "shell", "bash", "terminal", "run_script", "powershell", "execute", "ssh"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// dangerous are commands that are harmful wherever they appear in a
+// command or a parameter: each is a rule name and a pattern.
+var dangerous = []struct {
+	rule string
+	re   *regexp.Regexp
+}{
+	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|c)?sh\b`)},
+	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[23]?|perl|ruby|php|node)\b`)},
+	{"decode-to-shell", regexp.MustCompile(`(?i)\bbase64\s+(?:-d|--decode|-D)\b[^|;\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b`)},
+	{"rm-root", regexp.MustCompile(`(?i)\brm\s+(?:-{1,2}[\w-]+\s+)*-[a-z]*r[a-z]*\s+(?:-{1,2}[\w-]+\s+)*(?:/\*?|~/?|\$home/?|/(?:etc|usr|var|home|root|boot|bin)/?)(?:\s|$|;|&|\|)`)},
+	{"rm-root", regexp.MustCompile(`(?i)--no-preserve-root`)},
+	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:nc|ncat|netcat)\b[^\n|;]*\s-[a-z]*[ec]\s`)},
+	{"reverse-shell", regexp.MustCompile(`(?i)/dev/(?:tcp|udp)/`)},
+	{"reverse-shell", regexp.MustCompile(`(?i)\bsocat\b[^\n]*\bexec:`)},
+	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:python[23]?|perl|ruby|php)\b\s+-[a-z]*[erc]\s+.*(?:socket\.socket|fsockopen|tcpsocket\.new|socket\(\s*s)`)},
+	{"disk-wipe", regexp.MustCompile(`(?i)\bmkfs(?:\.\w+)?\s+/dev/|\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|disk|xvd)`)},
+	{"fork-bomb", regexp.MustCompile(`:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`)},
+	{"ifs-evasion", regexp.MustCompile(`\$\{?IFS\}?`)},
+	{"system-file-write", regexp.MustCompile(`>>?\s*/etc/(?:passwd|shadow|sudoers|cron|profile|ld\.so|rc\.local|ssh/)|>>?\s*~?/\S*\.ssh/authorized_keys`)},
+	{"powershell-download", regexp.MustCompile(`(?i)\b(?:iex|invoke-expression)\b[^\n]*downloadstring|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}`)},
+	{"argument-injection", regexp.MustCompile(`(?i)(?:^|\s|=|')(?:--upload-pack|--receive-pack|--checkpoint-action=exec|--to-command|--use-compress-program|-o\s*proxycommand|-o\s*localcommand|--rsh)\b`)},
+}
+
+// injection finds a separator followed by a command in a parameter that
+// is not a command.
+var injection = []struct {
+	rule string
+	re   *regexp.Regexp
+}{
+	{"command-substitution", regexp.MustCompile("\\$\\([^)]*\\)|`[^`]+`")},
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|%0a)\s*(?:sudo\s+)?(?:sh|bash|zsh|dash|rm|curl|wget|cat|nc|ncat|netcat|python[23]?|perl|ruby|php|id|whoami|uname|chmod|chown|echo|touch|ls|ping|sleep|nslookup|dig|powershell|cmd|su|kill|reboot|shutdown|mkfs|dd|tar|base64|eval|exec|sed|awk|env|printenv|export|cp|mv|scp|ssh|telnet|ftp|tftp|crontab|systemctl|useradd|usermod|passwd|iex|certutil|bitsadmin|mshta|rundll32|reg|net|xargs|find|head|tail|nohup|node|sudo)(?:\s|$|;|&|\||>|<)`)},
+	{"redirection", regexp.MustCompile(`>\s*/(?:etc|tmp|dev|root|usr|bin|var)/`)},
+}
+
+// argument injection: a whole value that is an option, or an option
+// followed by a value, writing where nothing should be written.
+var (
+	dangerousOption = regexp.MustCompile(`(?i)^(?:--upload-pack|--receive-pack|--exec|-exec|--checkpoint-action|--to-command|--use-compress-program|-oproxycommand|-olocalcommand|--rsh|--post-file|--config|-k|--output|-o|--output-document|-O)(?:=|\s|$)`)
+	outputOption    = regexp.MustCompile(`^(?:-o|-O|--output|--output-document|--log-file|-a|--append-output)$`)
+	outputJoined    = regexp.MustCompile(`^(?:--output|--output-document|--log-file|-o|-O)=?(\S+)`)
+	systemPath      = regexp.MustCompile(`^(?:/etc|/usr|/bin|/sbin|/lib|/root|/boot|/var/spool|/var/lib|/dev|/proc|/sys)(?:/|$)|^~/\.|^/home/[^/]+/\.`)
+)
+
+// commandInjection checks the arguments of tool calls.
+func (p *Processor) commandInjection(in *input, fs *findings) {
+	if !p.on(CommandInjection) || in.ev.Kind != KindToolCall {
+		return
+	}
+	cmdTool := commandTool(in.ev.Tool)
+	for _, s := range in.args {
+		if freeText(s.key) {
+			continue
+		}
+		variants := []string{s.value}
+		if d, _ := percentDecode(s.value); d != s.value {
+			variants = append(variants, d)
+			if d2, _ := percentDecode(d); d2 != d {
+				variants = append(variants, d2)
+			}
+		}
+		command := cmdTool || commandKeys[s.key]
+		for vi, v := range variants {
+			if p.checkCommand(s, v, vi > 0, command, fs) {
+				break
+			}
+		}
+		p.checkArgumentInjection(in, s, fs)
+	}
+}
+
+// checkCommand reports the first rule v breaks; decoded says v is a decoded
+// form of the value.
+func (p *Processor) checkCommand(s str, v string, decoded, command bool, fs *findings) bool {
+	add := func(rule string, loc []int, sev Severity, msg string) bool {
+		if decoded {
+			rule += "-encoded"
+		}
+		fs.add(Finding{Category: CommandInjection, Rule: "command_injection/" + rule, Severity: sev,
+			Message: msg, Evidence: excerpt(v, loc[0], loc[1]), Path: s.path, Confidence: 0.9})
+		return true
+	}
+	for _, d := range dangerous {
+		if loc := d.re.FindStringIndex(v); loc != nil {
+			return add(d.rule, loc, Critical, "dangerous command in a parameter ("+d.rule+")")
+		}
+	}
+	if command {
+		return false // a command may chain and substitute
+	}
+	for _, r := range injection {
+		if loc := r.re.FindStringIndex(v); loc != nil {
+			return add(r.rule, loc, High, "shell syntax in a parameter ("+r.rule+")")
+		}
+	}
+	return false
+}
+
+// checkArgumentInjection looks for options smuggled in as values.
+func (p *Processor) checkArgumentInjection(in *input, s str, fs *findings) {
+	v := strings.TrimSpace(s.value)
+	if !strings.HasPrefix(v, "-") {
+		return
+	}
+	report := func(msg string) {
+		fs.add(Finding{Category: CommandInjection, Rule: "command_injection/argument-injection", Severity: High,
+			Message: msg, Evidence: excerpt(s.value, -1, 0), Path: s.path, Confidence: 0.85})
+	}
+	if m := outputJoined.FindStringSubmatch(v); m != nil && systemPath.MatchString(m[1]) {
+		report("option writes to a system path")
+		return
+	}
+	if s.index >= 0 && outputOption.MatchString(v) {
+		sib := in.siblings(s)
+		for i, t := range sib {
+			if t.index == s.index && i+1 < len(sib) && systemPath.MatchString(sib[i+1].value) {
+				report("option writes to a system path")
+				return
+			}
+		}
+	}
+	// A whole value that is a dangerous option, in a field that is not a
+	// list of options, is injected.
+	if !commandKeys[s.key] && !commandTool(in.ev.Tool) && dangerousOption.MatchString(v) && s.index < 0 {
+		report("parameter value is a command-line option")
+	}
+}

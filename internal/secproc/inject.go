@@ -1,0 +1,278 @@
+package secproc
+
+import (
+	"encoding/base64"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+type textRule struct {
+	rule string
+	re   *regexp.Regexp
+	// window, when set, must also match the 240 bytes after the match.
+	window *regexp.Regexp
+	// descOnly limits the rule to tool descriptions.
+	descOnly bool
+	// pre lists words of which the lower-cased text must contain one for
+	// the rule to be tried: a cheap filter that keeps scans fast.
+	pre []string
+}
+
+// mayMatch applies the prefilter to lower, the lower-cased text.
+func mayMatch(lower string, pre []string) bool {
+	if len(pre) == 0 {
+		return true
+	}
+	for _, w := range pre {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
+var directiveWords = regexp.MustCompile(`(?i)\b(?:you|must|should|always|never|ignore|disregard|assistant|instructions?|forward|send|read|call|tool|do not|don't|before|after|reveal)\b`)
+
+var textRules = []textRule{
+	{rule: "override", re: regexp.MustCompile(`(?i)\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of|my|these|those|every)\s+)*(?:previous|prior|above|earlier|preceding|former|original|system|safety|your|all)\s+(?:\w+\s+)?(?:instructions?|prompts?|directions?|directives?|rules|guidelines|guardrails|constraints|commands?|policies|restrictions|programming)\b`), pre: []string{"ignore", "disregard", "forget", "override", "bypass"}},
+	{rule: "override", re: regexp.MustCompile(`(?i)\b(?:ignore|disregard)\s+(?:the\s+)?user'?s?\s+(?:request|question|instructions?|message)`), pre: []string{"ignore", "disregard"}},
+	{rule: "new-instructions", re: regexp.MustCompile(`(?i)\b(?:new|updated|real|actual|hidden|secret|true)\s+(?:system\s+)?(?:instructions?|directives?|policy)\s*:`), pre: []string{"instruction", "directive", "policy"}},
+	{rule: "conceal-from-user", re: regexp.MustCompile(`(?i)\b(?:do\s+not|don'?t|never|without|not)\s+(?:tell|inform|mention|reveal|notify|alert)(?:ing)?\s+(?:(?:this|it|anything|that)\s+)?(?:to\s+)?(?:the\s+|your\s+)?(?:user|human|operator)s?\b`), pre: []string{"user", "human", "operator"}},
+	{rule: "role-spoofing", re: regexp.MustCompile(`(?i)<\|(?:im_start|im_end|system|endoftext|start_header_id)\|>|\[/?INST\]|<<\s*/?SYS\s*>>`), pre: []string{"<|", "inst]", "sys"}},
+	{rule: "role-spoofing", re: regexp.MustCompile(`(?i)</?(?:system|system_prompt|sys_prompt|instructions?|important|admin|assistant_instructions)>`), window: directiveWords, pre: []string{"system>", "sys_prompt>", "instruction>", "instructions>", "important>", "admin>", "system_prompt>", "assistant_instructions>"}},
+	{rule: "persona-change", re: regexp.MustCompile(`(?i)\byou\s+are\s+(?:now\s+)?(?:no\s+longer\s+(?:an?\s+)?(?:assistant|ai|bound|restricted|limited|required)|now\s+(?:in\s+)?(?:developer|dan|jailbreak|god|unrestricted|admin)\s*mode|now\s+(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|uncensored|evil|different)\b|now\s+(?:acting|operating|playing)\s+as)`), pre: []string{"you"}},
+	{rule: "persona-change", re: regexp.MustCompile(`(?i)\bfrom\s+now\s+on,?\s+(?:you|the\s+assistant|the\s+ai|the\s+model)\s+(?:will|must|should|are|shall)\b`), pre: []string{"now"}},
+	{rule: "persona-change", re: regexp.MustCompile(`(?i)\b(?:act|behave|pretend)\s+(?:as|like)\s+(?:if\s+you\s+(?:are|were)\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|dan\b|evil)|\b(?:developer|dan|jailbreak)\s+mode\s+(?:enabled|activated|on)\b|\benable\s+(?:developer|dan|jailbreak)\s+mode`), pre: []string{"mode", "unrestricted", "unfiltered", "jailbroken", "dan", "evil"}},
+	{rule: "system-line", re: regexp.MustCompile(`(?im)^\s*(?:system|sys)\s*(?:prompt|message|override|instruction)?\s*:\s*(?:new\s+instructions?|ignore|you\s+(?:must|will|are|should)|from\s+now|forward|send|always|never|do\s+not)`), pre: []string{"sys"}},
+	{rule: "addressed-to-model", re: regexp.MustCompile(`(?i)\b(?:note|message|instructions?|attention|important)\s+(?:to|for)\s+(?:the\s+|any\s+)?(?:ai|assistant|model|llm|agent|chatbot|claude|gpt|copilot)s?\b`), pre: []string{" ai", "\tai", "assistant", "model", "llm", "agent", "chatbot", "claude", "gpt", "copilot"}},
+	{rule: "addressed-to-model", re: regexp.MustCompile(`(?i)(?:^|[\s>(])@?(?:ai\s+)?(?:assistant|agent|ai|llm|claude|chatgpt|model)\s*[:,]\s*(?:please\s+)?(?:ignore|disregard|call|run|execute|send|forward|read|delete|from\s+now|you\s+must|always|never|do\s+not)\b`), pre: []string{" ai", "\tai", ">ai", "(ai", "@ai", "assistant", "agent", "llm", "claude", "chatgpt", "model"}},
+	{rule: "tool-directive", re: regexp.MustCompile("(?i)\\b(?:call|invoke|use|run|execute|trigger)\\s+(?:the\\s+)?[`'\"]?[a-z0-9_.-]+[`'\"]?\\s+(?:tool|function)\\b[^.\\n]{0,120}?\\b(?:with|passing|to\\s+(?:send|forward|upload|post)|and\\s+(?:send|forward|include))\\b[^.\\n]{0,120}?(?:contents?|history|inbox|secrets?|keys?|tokens?|passwords?|credentials|\\.env|id_rsa|conversation|\\.ssh)"), pre: []string{"tool", "function"}},
+	{rule: "exfil-directive", re: regexp.MustCompile(`(?i)\b(?:send|forward|upload|post|email|transmit|exfiltrate|leak)\b[^.\n]{0,80}?\b(?:files?|data|contents?|keys?|secrets?|tokens?|passwords?|credentials|history|conversation|emails?|messages|inbox|database|environment)\b[^.\n]{0,60}?\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.|@[\w-]+)`), pre: []string{"send", "forward", "upload", "post", "email", "transmit", "exfiltrate", "leak"}},
+	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:send|upload|pass|attach|reveal|dump|exfiltrate|forward|leak|print\s+(?:all|every|the)|output\s+the\s+contents?\s+of)\b[^.\n]{0,60}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+keys?|api\s+keys|secrets|system\s+prompt)`), pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private", "api key", "secrets", "system prompt"}},
+	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:read|open|cat|include)\b[^.\n]{0,40}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+key)`), descOnly: true, pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private"}},
+}
+
+var (
+	htmlComment = regexp.MustCompile(`(?s)<!--(.{0,1000}?)-->`)
+	hiddenWords = regexp.MustCompile(`(?i)\b(?:ai|assistant|model|llm|agent|claude|gpt|chatbot|ignore|disregard|forget|instructions?|you\s+must|do\s+not\s+tell|tool)\b`)
+	ansiCSI     = regexp.MustCompile(`\x1b\[([0-9;?]*)([@-~])`)
+)
+
+// maxBase64 bounds the base64 runs decoded per string, and base64Depth the
+// nesting followed.
+const (
+	maxBase64   = 16
+	base64Depth = 2
+)
+
+// injected looks for instructions aimed at the model in outputs,
+// descriptions and prompts.
+func (p *Processor) injected(in *input, fs *findings) {
+	if !p.on(InjectedInstructions) {
+		return
+	}
+	var strs []str
+	switch in.ev.Kind {
+	case KindToolResult, KindResource, KindPrompt:
+		strs = in.content
+	case KindToolDescription:
+		strs = append(append(strs, in.desc...), in.content...)
+	default:
+		return
+	}
+	desc := in.ev.Kind == KindToolDescription
+	for _, s := range strs {
+		p.scanText(s, s.value, desc, 0, fs)
+		p.scanInvisible(s, desc, fs)
+	}
+}
+
+// scanText applies the text rules to v (s.value, or text decoded from it).
+func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings) {
+	prefix := "prompt_injection/"
+	if depth > 0 {
+		prefix += "base64-"
+	}
+	add := func(rule string, i, j int, sev Severity, msg string) {
+		ev := excerpt(v, i, j)
+		if depth > 0 {
+			ev = "base64 of: " + ev
+		}
+		fs.add(Finding{Category: InjectedInstructions, Rule: prefix + rule, Severity: sev, Message: msg,
+			Evidence: ev, Path: s.path, Confidence: 0.8})
+	}
+	// The rules are tried line by line: none spans lines, and short
+	// inputs keep Go's regexp on its fast paths.
+	off := 0
+	for line := range strings.SplitAfterSeq(v, "\n") {
+		lower := strings.ToLower(line)
+		for _, r := range textRules {
+			if r.descOnly && !desc || !mayMatch(lower, r.pre) && !strings.HasPrefix(lower, "ai") {
+				continue
+			}
+			for _, loc := range r.re.FindAllStringIndex(line, 4) {
+				if r.window != nil && !r.window.MatchString(v[off+loc[1]:min(len(v), off+loc[1]+240)]) {
+					continue
+				}
+				add(r.rule, off+loc[0], off+loc[1], High, "text addressed to the model ("+r.rule+")")
+				break
+			}
+		}
+		off += len(line)
+	}
+	for _, m := range commentMatches(v) {
+		if hiddenWords.MatchString(v[m[2]:m[3]]) {
+			add("hidden-comment", m[0], m[1], High, "HTML comment carries a directive")
+			break
+		}
+	}
+	if depth >= base64Depth {
+		return
+	}
+	for _, run := range base64Runs(v, maxBase64) {
+		if text, ok := decodeBase64Text(run); ok {
+			p.scanText(s, text, desc, depth+1, fs)
+		}
+	}
+}
+
+func commentMatches(v string) [][]int {
+	if !strings.Contains(v, "<!--") {
+		return nil
+	}
+	return htmlComment.FindAllStringSubmatchIndex(v, 8)
+}
+
+// base64Runs returns up to n runs of at least 24 base64 characters
+// (either alphabet), with their padding.
+func base64Runs(v string, n int) []string {
+	var out []string
+	start := -1
+	for i := 0; i <= len(v) && len(out) < n; i++ {
+		if i < len(v) && isBase64Char(v[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= 24 {
+			end := i
+			for end < len(v) && end < i+2 && v[end] == '=' {
+				end++
+			}
+			out = append(out, v[start:end])
+		}
+		start = -1
+	}
+	return out
+}
+
+func isBase64Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-'
+}
+
+// decodeBase64Text decodes a base64 run (standard or URL alphabet, padded
+// or not) and returns it if it is printable text.
+func decodeBase64Text(run string) (string, bool) {
+	trimmed := strings.TrimRight(run, "=")
+	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(trimmed)
+		if err != nil {
+			continue
+		}
+		if printableText(b) {
+			return string(b), true
+		}
+	}
+	return "", false
+}
+
+func printableText(b []byte) bool {
+	if len(b) < 12 || !utf8.Valid(b) {
+		return false
+	}
+	printable, spaces := 0, 0
+	for _, r := range string(b) {
+		if r == ' ' {
+			spaces++
+		}
+		if unicode.IsPrint(r) || r == '\n' || r == '\t' {
+			printable++
+		}
+	}
+	return spaces > 0 && printable*100 >= utf8.RuneCount(b)*90
+}
+
+// scanInvisible looks for characters a person does not see: Unicode tag
+// characters, bidi controls, zero-width characters and ANSI escapes.
+func (p *Processor) scanInvisible(s str, desc bool, fs *findings) {
+	v := s.value
+	add := func(rule, msg, evidence string) {
+		fs.add(Finding{Category: InjectedInstructions, Rule: "prompt_injection/" + rule, Severity: High, Message: msg,
+			Evidence: evidence, Path: s.path, Confidence: 0.85})
+	}
+	var tags strings.Builder
+	bidi, zw := 0, 0
+	var prev rune
+	runes := []rune(v)
+	for i, r := range runes {
+		switch {
+		case r >= 0xE0000 && r <= 0xE007F:
+			if r >= 0xE0020 && r < 0xE007F {
+				tags.WriteRune(r - 0xE0000)
+			}
+		case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
+			bidi++
+		case r == 0x200B, r >= 0x2060 && r <= 0x2064, r == 0x180E, r == 0xFEFF && i > 0:
+			zw++
+		case r == 0x200C || r == 0x200D:
+			next := rune(0)
+			if i+1 < len(runes) {
+				next = runes[i+1]
+			}
+			if prev < 0x80 && next < 0x80 {
+				zw++
+			}
+		}
+		prev = r
+	}
+	if tags.Len() > 0 {
+		hidden := tags.String()
+		add("tag-characters", "invisible Unicode tag characters spell hidden text", excerpt(hidden, -1, 0))
+		p.scanText(s, hidden, desc, 1, fs)
+	}
+	if bidi > 0 {
+		add("bidi-control", "bidirectional control characters reorder the text a person sees", excerpt(v, -1, 0))
+	}
+	if zw >= 2 || desc && zw > 0 {
+		add("zero-width", "zero-width characters hide content", excerpt(v, -1, 0))
+	}
+	if i := strings.IndexByte(v, 0x1b); i >= 0 {
+		if desc || !onlyColors(v) {
+			add("ansi-escape", "terminal escape sequences can hide or rewrite text", excerpt(v, i, i+1))
+		}
+	}
+}
+
+// onlyColors reports whether every escape in v is an SGR colour sequence
+// that does not conceal text.
+func onlyColors(v string) bool {
+	escapes := strings.Count(v, "\x1b")
+	ms := ansiCSI.FindAllStringSubmatch(v, -1)
+	if len(ms) != escapes {
+		return false
+	}
+	for _, m := range ms {
+		if m[2] != "m" {
+			return false
+		}
+		for p := range strings.SplitSeq(m[1], ";") {
+			if p == "8" || p == "08" {
+				return false
+			}
+		}
+	}
+	return true
+}
