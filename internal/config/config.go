@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/secproc"
 )
 
 // Version is the only configuration file version this package reads.
@@ -130,6 +131,76 @@ type GatewayConfig struct {
 	Admin AdminConfig
 	// Audit is the hash-chained audit log of every message handled.
 	Audit AuditConfig
+	// Security is the security processor (internal/secproc).
+	Security SecurityConfig
+}
+
+// SecurityConfig configures the security processor: which categories it
+// checks, what each finding does, and what is allowed.
+type SecurityConfig struct {
+	Enabled bool
+	// Actions by category (file_access, command_injection, exfiltration,
+	// privilege_escalation, prompt_injection): "deny", "require_approval",
+	// "flag" or "off"; "" is the category's default.
+	Actions        map[string]string
+	AllowedRoots   []string
+	AllowedHosts   []string
+	SensitivePaths []string
+	Grants         []SecurityGrant
+	Rules          []SecurityRule
+}
+
+// SecurityGrant is what a subject may do on an upstream.
+type SecurityGrant struct {
+	Subject, Upstream string
+	Tools, Scopes     []string
+}
+
+// SecurityRule is a custom regular expression of the security processor.
+type SecurityRule struct {
+	Name, Category, Pattern string
+}
+
+// Processor returns the security processor's configuration, or the first
+// problem found converting it (secproc.Config.Validate reports the rest).
+func (s SecurityConfig) Processor() (secproc.Config, error) {
+	var c secproc.Config
+	for cat, a := range s.Actions {
+		var p *secproc.Policy
+		switch secproc.Category(cat) {
+		case secproc.FileAccess:
+			p = &c.FileAccess
+		case secproc.CommandInjection:
+			p = &c.CommandInjection
+		case secproc.Exfiltration:
+			p = &c.Exfiltration
+		case secproc.PrivilegeEscalation:
+			p = &c.PrivilegeEscalation
+		case secproc.InjectedInstructions:
+			p = &c.InjectedInstructions
+		default:
+			return c, fmt.Errorf("%s: unknown category", cat)
+		}
+		switch a {
+		case "":
+		case "off":
+			p.Disabled = true
+		default:
+			act, err := secproc.ParseAction(a)
+			if err != nil {
+				return c, fmt.Errorf("%s: action %q: want deny, require_approval, flag or off", cat, a)
+			}
+			p.Action = act
+		}
+	}
+	c.AllowedRoots, c.AllowedHosts, c.SensitivePaths = s.AllowedRoots, s.AllowedHosts, s.SensitivePaths
+	for _, g := range s.Grants {
+		c.Grants = append(c.Grants, secproc.Grant{Subject: g.Subject, Upstream: g.Upstream, Tools: g.Tools, Scopes: g.Scopes})
+	}
+	for _, r := range s.Rules {
+		c.Rules = append(c.Rules, secproc.Rule{Name: r.Name, Category: secproc.Category(r.Category), Pattern: r.Pattern})
+	}
+	return c, nil
 }
 
 // AuditConfig configures the gateway's audit log (internal/audit). With it

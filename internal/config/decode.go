@@ -452,6 +452,7 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 		{"admin", func(n *yaml.Node, p string) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
+		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
 		{"audit", func(n *yaml.Node, p string) {
 			g.Audit.Enabled = true // a present audit section turns it on unless it says enabled: false
 			d.mapping(n, p, []field{
@@ -461,6 +462,63 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			})
 		}},
 	})
+}
+
+func (d *decoder) security(n *yaml.Node, path string, s *SecurityConfig) {
+	s.Enabled = true // a present section turns it on unless it says enabled: false
+	s.Actions = map[string]string{}
+	action := func(cat string) field {
+		return field{cat, func(n *yaml.Node, p string) {
+			var a string
+			d.str(n, p, &a)
+			s.Actions[cat] = a
+		}}
+	}
+	d.mapping(n, path, []field{
+		{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &s.Enabled) }},
+		action("file_access"), action("command_injection"), action("exfiltration"),
+		action("privilege_escalation"), action("prompt_injection"),
+		{"allowed_roots", func(n *yaml.Node, p string) { d.strings(n, p, &s.AllowedRoots) }},
+		{"allowed_hosts", func(n *yaml.Node, p string) { d.strings(n, p, &s.AllowedHosts) }},
+		{"sensitive_paths", func(n *yaml.Node, p string) { d.strings(n, p, &s.SensitivePaths) }},
+		{"grants", func(n *yaml.Node, p string) {
+			d.each(n, p, "grants ({subject, upstream, tools, scopes})", func(item *yaml.Node, ip string) {
+				var g SecurityGrant
+				d.mapping(item, ip, []field{
+					{"subject", func(n *yaml.Node, p string) { d.str(n, p, &g.Subject) }},
+					{"upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.Upstream) }},
+					{"tools", func(n *yaml.Node, p string) { d.strings(n, p, &g.Tools) }},
+					{"scopes", func(n *yaml.Node, p string) { d.strings(n, p, &g.Scopes) }},
+				})
+				s.Grants = append(s.Grants, g)
+			})
+		}},
+		{"rules", func(n *yaml.Node, p string) {
+			d.each(n, p, "rules ({name, category, pattern})", func(item *yaml.Node, ip string) {
+				var r SecurityRule
+				d.mapping(item, ip, []field{
+					{"name", func(n *yaml.Node, p string) { d.str(n, p, &r.Name) }},
+					{"category", func(n *yaml.Node, p string) { d.str(n, p, &r.Category) }},
+					{"pattern", func(n *yaml.Node, p string) { d.str(n, p, &r.Pattern) }},
+				})
+				s.Rules = append(s.Rules, r)
+			})
+		}},
+	})
+}
+
+// each calls fn for every item of the sequence n.
+func (d *decoder) each(n *yaml.Node, path, what string, fn func(item *yaml.Node, path string)) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "expected a list of %s, got %s", what, describe(n))
+		return
+	}
+	for i, item := range n.Content {
+		fn(item, index(path, i))
+	}
 }
 
 func (d *decoder) telemetry(n *yaml.Node, path string, t *TelemetryConfig) {

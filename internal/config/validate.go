@@ -68,6 +68,21 @@ func (v *validator) oneOf(p, what, value string, allowed []string) {
 	}
 }
 
+func (v *validator) security(p string, s SecurityConfig) {
+	c, err := s.Processor()
+	if err != nil {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		v.errorf(join(p, field), "%s", msg)
+		return
+	}
+	if err := c.Validate(); err != nil {
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			field, msg, _ := strings.Cut(strings.TrimPrefix(e.Error(), "secproc: "), ": ")
+			v.errorf(join(p, field), "%s", msg)
+		}
+	}
+}
+
 func (v *validator) telemetry() {
 	t := v.c.Telemetry
 	for i, c := range t.Conventions {
@@ -124,6 +139,9 @@ func (v *validator) gateway() {
 	v.limits("gateway.limits", g.Limits)
 	v.list("gateway.methods", g.Methods)
 	v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
+	if g.Security.Enabled {
+		v.security("gateway.security", g.Security)
+	}
 
 	if len(g.Upstreams) == 0 {
 		v.errorf("gateway.upstreams", "at least one upstream is required")

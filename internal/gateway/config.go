@@ -19,6 +19,7 @@ import (
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -68,15 +69,32 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		}
 		classify = &Classify{Classifier: c, Subject: zt.Subject}
 	}
+	var security *Security
+	if gc.Security.Enabled {
+		sc, err := gc.Security.Processor()
+		if err != nil {
+			return Options{}, fmt.Errorf("gateway.security: %w", err)
+		}
+		proc, err := secproc.New(sc)
+		if err != nil {
+			return Options{}, fmt.Errorf("gateway.security: %w", err)
+		}
+		subject := gc.ZeroTrust.Subject
+		security = &Security{Processor: proc, CanHold: gc.RequiresTokens() && zt.MayBlock(),
+			Subject: func(*Call) (string, bool) { return subject, subject != "" }}
+	}
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
 			ToolPolicy{List: u.Tools},
 		}
+		if security != nil {
+			stages = append(stages, *security)
+		}
 		if classify != nil {
 			stages = append(stages, *classify)
 		}
-		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 {
+		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 || (security != nil && security.CanHold) {
 			z := zt
 			z.Requires = u.RequireToken
 			if len(u.RequireToken.Allow) == 0 {
@@ -102,13 +120,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if err != nil {
 			return Options{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
-		opts.Upstreams = append(opts.Upstreams, Upstream{
+		up := Upstream{
 			Name:      u.Name,
 			Transport: u.Transport(),
 			Dial:      dial,
 			Close:     closeFn,
 			Pipeline:  NewPipeline(stages...),
-		})
+		}
+		if security != nil {
+			up.Results = security.Result
+		}
+		opts.Upstreams = append(opts.Upstreams, up)
 	}
 	rs, closers, err := records(cfg, logger)
 	if err != nil {

@@ -47,6 +47,9 @@ type Upstream struct {
 	// Close, if set, releases what Dial keeps between sessions (the child
 	// shared by stateless sessions). Gateway.Close calls it.
 	Close func()
+	// Results, if set, filters the upstream's answers (the security
+	// processor's Security.Result).
+	Results ResultFilter
 
 	tools *toolIndex // what its tools/list answers said; set by New
 }
@@ -233,6 +236,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
 		Recorder:       g.opts.Recorder,
+		Results:        u.Results,
 		OnResult:       u.tools.learn,
 		Tools:          u.tools.info(),
 		Logger:         g.log,

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/telemetry"
 )
 
@@ -102,6 +103,10 @@ func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash strin
 		} else {
 			o.op.Result = d.Msg.Result
 		}
+		if dn := d.Denial; dn != nil {
+			o.op.Denial = &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason}
+		}
+		addFindings(o.op, d.Findings)
 		rs.Spans.End(o.span, o.op)
 	case d.Kind == jsonrpc.KindResponse:
 		// A client's answer to an upstream request: part of that request's
@@ -133,7 +138,20 @@ func (rs *Records) operation(d *Decision) *telemetry.Operation {
 			op.Approval = "denied"
 		}
 	}
+	addFindings(op, d.Findings)
 	return op
+}
+
+// addFindings puts the security processor's findings on op: a summary on
+// its span, and one OCSF Detection Finding each.
+func addFindings(op *telemetry.Operation, findings []secproc.Finding) {
+	if len(findings) == 0 {
+		return
+	}
+	op.Attributes = append(op.Attributes, secproc.SpanAttributes(findings)...)
+	for _, f := range findings {
+		op.Findings = append(op.Findings, f.OCSFFinding(""))
+	}
 }
 
 // withParams returns a copy of m with params replaced.

@@ -43,6 +43,7 @@ type Relay struct {
 	timeout          time.Duration
 	observe          func(Decision)
 	recorder         Recorder
+	results          ResultFilter
 	onResult         func(method string, result []byte)
 	tools            ToolInfo
 	log              *slog.Logger
@@ -59,6 +60,7 @@ type Relay struct {
 type pendingCall struct {
 	id     jsonrpc.ID
 	method string
+	tool   string // of a tools/call
 	timer  *time.Timer // nil without a request timeout
 	open   any         // the Recorder's open operation (Decision.Open), if any
 }
@@ -75,6 +77,9 @@ type RelayOptions struct {
 	// from the goroutine relaying it (several at once when the pipeline may
 	// block). It must not block.
 	Observe func(Decision)
+	// Results, if set, sees every upstream answer to a client request
+	// before it is recorded and sent (the security processor).
+	Results ResultFilter
 	// Recorder, if set, keeps a record of every message handled before it
 	// leaves the gateway (the audit log, telemetry). When it fails, the
 	// message does not go through (fail-secure).
@@ -107,6 +112,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
 		recorder:     opts.Recorder,
+		results:      opts.Results,
 		onResult:     opts.OnResult,
 		tools:        opts.Tools,
 		log:          opts.Logger,
@@ -185,12 +191,12 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
 	if call != nil {
 		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
-		d.Arguments = call.Arguments
+		d.Arguments, d.Findings = call.Arguments, call.Findings
 		if call.Forward != nil {
 			d.Msg = call.Forward
 		}
 	}
-	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method) {
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method, d.Tool) {
 		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
 		d.Denial = denial
@@ -310,6 +316,10 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			}
 			method := p.method
 			d.Method, d.Open = method, p.open
+			if r.results != nil {
+				msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
+				d.Msg = msg
+			}
 			if r.onResult != nil && msg.Result != nil {
 				r.onResult(method, msg.Result)
 			}
@@ -330,7 +340,7 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 }
 
 // track records a pending client request; false if the id is already pending.
-func (r *Relay) track(id jsonrpc.ID, method string) bool {
+func (r *Relay) track(id jsonrpc.ID, method, tool string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -339,7 +349,7 @@ func (r *Relay) track(id jsonrpc.ID, method string) bool {
 	if _, dup := r.pending[id.Raw()]; dup {
 		return false
 	}
-	p := &pendingCall{id: id, method: method}
+	p := &pendingCall{id: id, method: method, tool: tool}
 	if r.timeout > 0 {
 		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
 	}

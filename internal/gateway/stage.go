@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/secproc"
 )
 
 // A Stage is one named check of the request pipeline. Stages run in order on
@@ -41,6 +42,12 @@ type Call struct {
 	// and who approved a held call.
 	Subject, ParamsHash, JTI string
 	Approver                 string
+
+	// Findings are the security processor's findings on the call (set by
+	// the security stage), and NeedsApproval says one of them asks for a
+	// person's approval: the zero-trust stage then holds the call.
+	Findings      []secproc.Finding
+	NeedsApproval bool
 
 	// Level is the call's data classification (1 most sensitive .. 5), set
 	// by the classify stage; 0 means unclassified. ClassRule names the rule
@@ -213,11 +220,19 @@ type Decision struct {
 	Actor, ParamsHash, JTI, Approver string
 	// AuditID is set by a Recorder that wrote an audit record.
 	AuditID string
+	// Findings are the security processor's findings on the message.
+	Findings []secproc.Finding
 	// Open is the Recorder's state of an allowed client request (its open
 	// span): set by the Recorder on the request, handed back with the
 	// response's Decision.
 	Open any
 }
+
+// A ResultFilter sees an upstream's answer to a client request (method and
+// tool are the request's) before it is recorded and sent, and returns the
+// message to send instead (msg itself to let it pass), its findings, and
+// the denial when it withheld the answer.
+type ResultFilter func(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial)
 
 // A Recorder keeps a record of every message the relay handles (the audit
 // log, telemetry). Record is called before the message, or its refusal,

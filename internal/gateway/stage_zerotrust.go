@@ -137,7 +137,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if !needSig && z.Signatures != nil {
 		needSig, _ = z.Signatures.Permits(c.Tool)
 	}
-	if z.Requires != nil && !needSig && tier == 0 {
+	if z.Requires != nil && !needSig && tier == 0 && !c.NeedsApproval {
 		if ok, _ := z.Requires.Permits(c.Tool); !ok {
 			return nil
 		}
@@ -286,7 +286,7 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	}
 	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
 		Tool: c.Tool, Arguments: canonical, Hash: hash, Description: c.Description(),
-		Classification: c.Level, Tier: policy.TierOf(c.Level), ClassRule: c.ClassRule})
+		Classification: c.Level, Tier: policy.TierOf(c.Level), ClassRule: c.ClassRule, Findings: findingLines(c.Findings)})
 	if askUser {
 		actx, cancel := context.WithCancel(ctx)
 		defer cancel() // a decision made elsewhere withdraws the question

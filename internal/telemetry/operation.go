@@ -3,6 +3,8 @@ package telemetry
 import (
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/agentwarden/warden/internal/ocsf"
 )
 
@@ -61,6 +63,13 @@ type Operation struct {
 	// reported it (MCP has no standard field; the Recorder also reads
 	// result.usage.{inputTokens,outputTokens} and result._meta.usage).
 	Usage *Usage
+
+	// Attributes are added to the span as they are (the security
+	// processor's summary of its findings, for one).
+	Attributes []attribute.KeyValue
+	// Findings become OCSF Detection Findings (class 2004) next to the
+	// operation's own events.
+	Findings []ocsf.Finding
 
 	Start, End time.Time
 }

@@ -170,6 +170,7 @@ func (r *Recorder) End(s *Span, op *Operation) {
 	}
 	wardenAttributes(&b, op)
 	s.span.SetAttributes(b.attrs...)
+	s.span.SetAttributes(op.Attributes...)
 	if r.aitf {
 		for _, e := range b.events {
 			ts := op.Start
@@ -184,8 +185,12 @@ func (r *Recorder) End(s *Span, op *Operation) {
 	}
 	s.span.End(trace.WithTimestamp(op.End))
 	if r.sink != nil {
-		for _, ev := range r.builder.Events(r.ocsfCall(s, op, b.seed)) {
+		call := r.ocsfCall(s, op, b.seed)
+		for _, ev := range r.builder.Events(call) {
 			r.sink.Emit(ev)
+		}
+		for _, f := range op.Findings {
+			r.sink.Emit(r.builder.Finding(call, f))
 		}
 	}
 }

@@ -1,0 +1,197 @@
+package gateway
+
+// The security processor in the gateway (internal/secproc):
+//
+//	client tools/call, resources/read, prompts/get ─► Security.Check
+//	    deny ─► refused (stage "security", the finding's rule)
+//	    require_approval ─► held by the zero-trust stage, or refused when
+//	                        nothing can hold it
+//	    flag ─► relayed; the findings go to the span and OCSF
+//	upstream answer ─► Security.Result
+//	    deny or require_approval ─► withheld: the client gets the refusal
+//	    tools/list: a tool whose description is denied is dropped
+//	    flag ─► relayed; findings recorded
+//
+// Results are inspected even when the call was allowed: the processor's
+// read-then-send check learns from them what a session has read.
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/secproc"
+)
+
+// Security is the "security" stage.
+type Security struct {
+	Processor *secproc.Processor
+	// CanHold means a later stage (zero-trust with approvals) holds calls
+	// for a person. Without it a require_approval finding refuses the call.
+	CanHold bool
+	// Subject returns the principal of the call, for grants.
+	Subject func(c *Call) (string, bool)
+}
+
+// Name implements Stage.
+func (Security) Name() string { return "security" }
+
+// Check implements Stage.
+func (s Security) Check(ctx context.Context, c *Call) *Denial {
+	if c.Msg.Kind != jsonrpc.KindRequest {
+		return nil
+	}
+	ev := secproc.Event{Upstream: c.Upstream, Session: c.Session, Tool: c.Tool}
+	switch c.Msg.Method {
+	case mcp.MethodToolsCall:
+		ev.Kind, ev.Arguments = secproc.KindToolCall, c.Arguments
+	case mcp.MethodResourcesRead:
+		ev.Kind, ev.Arguments = secproc.KindResource, c.Msg.Params
+	case mcp.MethodPromptsGet:
+		ev.Kind = secproc.KindPrompt
+		ev.Arguments, _ = jsonrpc.Lookup(c.Msg.Params, "arguments")
+	default:
+		return nil
+	}
+	if s.Subject != nil {
+		ev.Subject, _ = s.Subject(c)
+	}
+	findings := s.Processor.Inspect(ctx, ev)
+	if len(findings) == 0 {
+		return nil
+	}
+	c.Findings = append(c.Findings, findings...)
+	switch f := strongestFinding(findings); f.Action {
+	case secproc.Deny:
+		return &Denial{Rule: f.Rule, Reason: f.Message}
+	case secproc.RequireApproval:
+		if !s.CanHold {
+			return &Denial{Rule: f.Rule, Reason: f.Message + "; it needs a person's approval, and this gateway holds no calls (zero_trust.hold_for_approval)"}
+		}
+		c.NeedsApproval = true
+	}
+	return nil
+}
+
+// Result inspects an upstream's answer to a client request: method and
+// tool are the request's. It returns the message to send the client (msg,
+// or msg with tools dropped from a tools/list answer, or a refusal) and the
+// findings.
+func (s Security) Result(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+	if msg.Result == nil {
+		return msg, nil, nil
+	}
+	ev := secproc.Event{Upstream: upstream, Session: session, Tool: tool, Content: msg.Result}
+	switch method {
+	case mcp.MethodToolsCall:
+		ev.Kind = secproc.KindToolResult
+	case mcp.MethodResourcesRead:
+		ev.Kind = secproc.KindResource
+	case mcp.MethodPromptsGet:
+		ev.Kind = secproc.KindPrompt
+	case mcp.MethodToolsList:
+		out, findings := s.toolsList(ctx, upstream, session, msg)
+		return out, findings, nil
+	default:
+		return msg, nil, nil
+	}
+	findings := s.Processor.Inspect(ctx, ev)
+	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
+		// An answer cannot wait for a person: what needs approval is withheld.
+		d := &Denial{Stage: "security", Rule: f.Rule, Reason: "the upstream's answer is withheld: " + f.Message}
+		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
+		out.Related = msg.Related
+		return out, findings, d
+	}
+	return msg, findings, nil
+}
+
+// toolsList inspects each tool's description and drops the tools whose
+// findings deny them.
+func (s Security) toolsList(ctx context.Context, upstream, session string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding) {
+	tools, ok := jsonrpc.Lookup(msg.Result, "tools")
+	if !ok {
+		return msg, nil
+	}
+	var elems []json.RawMessage // the bytes passed the strict decoder: no second reading
+	if json.Unmarshal(tools, &elems) != nil {
+		return msg, nil
+	}
+	var all []secproc.Finding
+	var kept [][]byte
+	dropped := 0
+	for _, tool := range elems {
+		nameRaw, _ := jsonrpc.Lookup(tool, "name")
+		name, _ := jsonrpc.String(nameRaw)
+		descRaw, _ := jsonrpc.Lookup(tool, "description")
+		desc, _ := jsonrpc.String(descRaw)
+		// The schema's own descriptions are model-facing text too.
+		schema, _ := jsonrpc.Lookup(tool, "inputSchema")
+		f := s.Processor.Inspect(ctx, secproc.Event{Kind: secproc.KindToolDescription, Upstream: upstream,
+			Session: session, Tool: name, Description: desc, Content: schema})
+		all = append(all, f...)
+		if strongestFinding(f).Action == secproc.Deny {
+			dropped++
+			continue
+		}
+		kept = append(kept, tool)
+	}
+	if dropped == 0 {
+		return msg, all
+	}
+	// Rebuild the result with the kept tools and every other member as it was.
+	result := rebuildResult(msg.Result, kept)
+	out := jsonrpc.NewResult(msg.ID, result)
+	out.Related = msg.Related
+	return out, all
+}
+
+// rebuildResult returns result with its "tools" member replaced by kept.
+func rebuildResult(result []byte, kept [][]byte) []byte {
+	out := []byte{'{'}
+	first := true
+	jsonrpc.Members(result, func(name string, raw []byte) {
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, jsonrpc.Quote(name)...)
+		out = append(out, ':')
+		if name != "tools" {
+			out = append(out, raw...)
+			return
+		}
+		out = append(out, '[')
+		for i, t := range kept {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(out, t...)
+		}
+		out = append(out, ']')
+	})
+	return append(out, '}')
+}
+
+// strongestFinding returns the finding with the strongest action (the
+// first of equals), or the zero Finding.
+func strongestFinding(findings []secproc.Finding) secproc.Finding {
+	var best secproc.Finding
+	for _, f := range findings {
+		if f.Action > best.Action {
+			best = f
+		}
+	}
+	return best
+}
+
+// findingLines renders findings for a person deciding on a held call.
+func findingLines(findings []secproc.Finding) []string {
+	lines := make([]string, 0, len(findings))
+	for _, f := range findings {
+		lines = append(lines, strings.TrimSpace(f.Rule+": "+f.Message+" at "+f.Path))
+	}
+	return lines
+}
