@@ -60,7 +60,7 @@ type Relay struct {
 type pendingCall struct {
 	id     jsonrpc.ID
 	method string
-	tool   string // of a tools/call
+	tool   string      // of a tools/call
 	timer  *time.Timer // nil without a request timeout
 	open   any         // the Recorder's open operation (Decision.Open), if any
 }
