@@ -227,6 +227,8 @@ type TelemetryConfig struct {
 	// Propagate adds warden's trace context to forwarded requests'
 	// params._meta (default true).
 	Propagate bool
+	// Metrics serves Prometheus metrics at /metrics on the listener.
+	Metrics bool
 	// Spans is where spans go: exporter "none" (default), "jsonl" (to
 	// Path), "stdout" or "otlp" (OTLP over HTTP to Endpoint).
 	Spans ExporterConfig

@@ -536,6 +536,7 @@ func (d *decoder) telemetry(n *yaml.Node, path string, t *TelemetryConfig) {
 		{"conventions", func(n *yaml.Node, p string) { d.strings(n, p, &t.Conventions) }},
 		{"capture", func(n *yaml.Node, p string) { d.str(n, p, &t.Capture) }},
 		{"propagate", func(n *yaml.Node, p string) { d.bool(n, p, &t.Propagate) }},
+		{"metrics", func(n *yaml.Node, p string) { d.bool(n, p, &t.Metrics) }},
 		{"spans", exporter(&t.Spans)},
 		{"ocsf", exporter(&t.OCSF)},
 	})

@@ -142,6 +142,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	if rs != nil {
 		opts.Recorder = rs
 		opts.Closers = append(opts.Closers, closers...)
+		if rs.Metrics != nil {
+			opts.Metrics = rs.Metrics
+		}
 	}
 	return opts, nil
 }

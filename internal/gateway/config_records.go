@@ -31,10 +31,13 @@ func (f closerFunc) Close() error { return f() }
 func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, error) {
 	a, t := cfg.Gateway.Audit, cfg.Telemetry
 	spansOn, ocsfOn := t.Spans.Exporter != "none" && t.Spans.Exporter != "", t.OCSF.Exporter != "none" && t.OCSF.Exporter != ""
-	if !a.Enabled && !spansOn && !ocsfOn {
+	if !a.Enabled && !spansOn && !ocsfOn && !t.Metrics {
 		return nil, nil, nil
 	}
 	rs := &Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP}
+	if t.Metrics {
+		rs.Metrics = &Metrics{}
+	}
 	var closers []io.Closer
 	fail := func(err error) (*Records, []io.Closer, error) {
 		for _, c := range closers {

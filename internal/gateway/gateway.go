@@ -96,6 +96,8 @@ type Options struct {
 	ProofStore   store.Store
 	// Authorize serves the authorization API at AuthorizePath.
 	Authorize bool
+	// Metrics, if set, is served at GET /metrics (Prometheus).
+	Metrics http.Handler
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
@@ -180,6 +182,9 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if g.opts.JWKS != nil {
 		mux.Handle("GET /.well-known/jwks.json", g.opts.JWKS)
+	}
+	if g.opts.Metrics != nil {
+		mux.Handle("GET /metrics", g.opts.Metrics)
 	}
 	if g.opts.Authorize {
 		mux.HandleFunc("POST "+AuthorizePath, g.authorizeHandler)

@@ -33,12 +33,16 @@ type Records struct {
 	Propagate bool
 	// Transport is the client leg, as telemetry names it.
 	Transport string
+	// Metrics, if set, counts messages, denials and operation durations.
+	Metrics *Metrics
 }
 
-// openCall is a forwarded request's span, waiting for the answer.
+// openCall is a forwarded request waiting for its answer: when it left, and
+// its span (op and span are nil without spans).
 type openCall struct {
-	op   *telemetry.Operation
-	span *telemetry.Span
+	start time.Time
+	op    *telemetry.Operation
+	span  *telemetry.Span
 }
 
 // Record implements Recorder.
@@ -53,8 +57,14 @@ func (rs *Records) Record(ctx context.Context, d *Decision) error {
 		seq, hash = rec.Seq, rec.Hash
 		d.AuditID = strconv.FormatUint(seq, 10)
 	}
+	if d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil {
+		d.Open = &openCall{start: time.Now()}
+	}
 	if rs.Spans != nil {
 		rs.span(ctx, d, seq, hash)
+	}
+	if rs.Metrics != nil {
+		rs.Metrics.observe(d)
 	}
 	return nil
 }
@@ -72,7 +82,7 @@ func auditRecord(d *Decision) audit.Record {
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
 	}
-	if o, ok := d.Open.(*openCall); ok && d.Direction == "upstream" {
+	if o, ok := d.Open.(*openCall); ok && o.op != nil && d.Direction == "upstream" {
 		// The answer's record names the call it answers.
 		r.Tool, r.Actor, r.ParamsHash, r.JTI, r.Approver = o.op.Tool, o.op.Actor, o.op.ParamsHash, o.op.JTI, o.op.Approver
 	}
@@ -87,7 +97,8 @@ func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash strin
 		op := rs.operation(d)
 		op.AuditSeq, op.AuditHash = seq, hash
 		_, sp := rs.Spans.Start(ctx, op)
-		d.Open = &openCall{op: op, span: sp}
+		o := d.Open.(*openCall)
+		o.op, o.span = op, sp
 		if rs.Propagate && d.Msg != nil {
 			if params, err := telemetry.InjectMeta(d.Msg.Params, sp.Context()); err == nil {
 				d.Msg = withParams(d.Msg, params)
@@ -95,7 +106,7 @@ func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash strin
 		}
 	case d.Direction == "upstream" && d.Kind == jsonrpc.KindResponse:
 		o, ok := d.Open.(*openCall)
-		if !ok {
+		if !ok || o.op == nil {
 			return // an answer to nothing: recorded in the audit log only
 		}
 		if d.Msg.Error != nil {
