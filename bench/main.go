@@ -153,6 +153,7 @@ func main() {
 	add(target(Result{Name: "stdio throughput ratio", Value: stpG / stpD, Unit: "×", Target: "≥ 0.8"}, stpG/stpD >= 0.8))
 
 	benchZeroTrust(ctx, add, *rounds, *perWorker)
+	benchRecords(ctx, add, *rounds, *perWorker, *workers)
 
 	rss := idleRSS(bin, root)
 	add(target(Result{Name: "idle gateway RSS", Value: rss, Unit: "MB", Target: "< 30 MB"}, rss < 30))

@@ -242,6 +242,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Observe:        g.opts.Observe,
 		Recorder:       g.opts.Recorder,
 		Results:        u.Results,
+		Stateless:      stateless,
 		OnResult:       u.tools.learn,
 		Tools:          u.tools.info(),
 		Logger:         g.log,

@@ -54,6 +54,7 @@ type Relay struct {
 	holding map[string]context.CancelFunc    // requests still in a blocking pipeline, by id text; guarded by mu
 	own     map[string]chan *jsonrpc.Message // warden's own requests to the client, by id text; guarded by mu
 	elicit  bool                             // the client declared form elicitation; guarded by mu
+	ready   bool                             // stateless, or the upstream answered initialize; guarded by mu
 	closed  bool                             // no more pending entries; guarded by mu
 }
 
@@ -77,6 +78,9 @@ type RelayOptions struct {
 	// from the goroutine relaying it (several at once when the pipeline may
 	// block). It must not block.
 	Observe func(Decision)
+	// Stateless marks a 2026-07-28 stateless session: there is no
+	// initialize, so requests are not held to the session lifecycle.
+	Stateless bool
 	// Results, if set, sees every upstream answer to a client request
 	// before it is recorded and sent (the security processor).
 	Results ResultFilter
@@ -120,6 +124,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		asked:        make(map[string]struct{}),
 		holding:      make(map[string]context.CancelFunc),
 		own:          make(map[string]chan *jsonrpc.Message),
+		ready:        opts.Stateless,
 	}
 }
 
@@ -175,6 +180,9 @@ func (r *Relay) fromClient(ctx context.Context) error {
 // forwards it if no stage refuses it.
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
+	if denial == nil {
+		denial = r.lifecycle(msg)
+	}
 	if denial == nil {
 		call.tools = r.tools
 		if msg.Method == mcp.MethodInitialize {
@@ -316,6 +324,11 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			}
 			method := p.method
 			d.Method, d.Open = method, p.open
+			if method == mcp.MethodInitialize && msg.Result != nil {
+				r.mu.Lock()
+				r.ready = true
+				r.mu.Unlock()
+			}
 			if r.results != nil {
 				msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
 				d.Msg = msg

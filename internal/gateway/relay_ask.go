@@ -97,3 +97,24 @@ func (r *Relay) ask(ctx context.Context, related jsonrpc.ID, method string, para
 		return nil, ctx.Err()
 	}
 }
+
+// lifecycle enforces the session lifecycle (AASM SL): on a stateful session,
+// nothing but initialize and ping is relayed before the upstream has
+// answered initialize. A request that carries its revision in
+// _meta (the stateless 2026-07-28 style) is not held to it.
+func (r *Relay) lifecycle(msg *jsonrpc.Message) *Denial {
+	if msg.Kind != jsonrpc.KindRequest || msg.Method == mcp.MethodInitialize || msg.Method == mcp.MethodPing {
+		return nil
+	}
+	r.mu.Lock()
+	ready := r.ready
+	r.mu.Unlock()
+	if ready {
+		return nil
+	}
+	if _, ok := jsonrpc.Lookup(msg.Params, "_meta", mcp.MetaProtocolVersion); ok {
+		return nil
+	}
+	return &Denial{Stage: "session", Rule: "not-initialized", Code: jsonrpc.CodeInvalidRequest,
+		Reason: msg.Method + " before the session is initialized: send initialize first"}
+}

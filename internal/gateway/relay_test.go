@@ -24,7 +24,22 @@ type harness struct {
 	cancel   context.CancelFunc
 }
 
+// newHarness relays a session that is ready at once (as a stateless one
+// is), so that tests of later stages need no handshake; newStatefulHarness
+// holds it to the lifecycle.
 func newHarness(t *testing.T, opts RelayOptions) *harness {
+	t.Helper()
+	opts.Stateless = true
+	return startHarness(t, opts)
+}
+
+func newStatefulHarness(t *testing.T, opts RelayOptions) *harness {
+	t.Helper()
+	opts.Stateless = false
+	return startHarness(t, opts)
+}
+
+func startHarness(t *testing.T, opts RelayOptions) *harness {
 	t.Helper()
 	clientTest, clientRelay := transport.Pipe()
 	upRelay, upTest := transport.Pipe()
@@ -255,5 +270,42 @@ func TestRelayObservesDecisions(t *testing.T) {
 	<-seen
 	if len(got) != 1 || got[0].Tool != "get_env" || got[0].Denial == nil || got[0].Denial.Stage != "tool-policy" {
 		t.Fatalf("decisions %+v", got)
+	}
+}
+
+// AASM SL: on a stateful session nothing but initialize and ping reaches
+// the upstream before it has answered initialize.
+func TestRelayHoldsRequestsToTheLifecycle(t *testing.T) {
+	h := newStatefulHarness(t, RelayOptions{})
+	h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get-env"}}`)
+	code, d := detailOf(t, h.recv(h.client))
+	if d.Stage != "session" || d.Rule != "not-initialized" || code != jsonrpc.CodeInvalidRequest {
+		t.Fatalf("a call before initialize: %d %+v", code, d)
+	}
+	h.send(h.client, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if got := h.recv(h.upstream); got.Method != "ping" {
+		t.Fatalf("ping before initialize: upstream got %s", got.Raw)
+	}
+	h.send(h.upstream, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	h.recv(h.client)
+	// A failed initialize does not open the session.
+	h.send(h.client, `{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}`)
+	h.recv(h.upstream)
+	h.send(h.upstream, `{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"bad"}}`)
+	h.recv(h.client)
+	h.send(h.client, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	if _, d := detailOf(t, h.recv(h.client)); d.Rule != "not-initialized" {
+		t.Fatalf("after a failed initialize: %+v", d)
+	}
+	h.initialize(`{}`)
+	h.send(h.client, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`)
+	if got := h.recv(h.upstream); got.ID.Raw() != "5" {
+		t.Fatalf("after initialize: upstream got %s", got.Raw)
+	}
+	// A stateless-style request (revision in _meta) is not held to it.
+	h2 := newStatefulHarness(t, RelayOptions{})
+	h2.send(h2.client, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if got := h2.recv(h2.upstream); got.ID.Raw() != "1" {
+		t.Fatalf("a stateless request: upstream got %s", got.Raw)
 	}
 }

@@ -1,0 +1,186 @@
+package main
+
+// Benchmarks of issue 5 (audit, telemetry, security processor) and the
+// Tier 2 row of issue 3.
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/secproc"
+	"github.com/agentwarden/warden/internal/telemetry"
+	"github.com/agentwarden/warden/internal/transport"
+	"github.com/agentwarden/warden/internal/zerotrust"
+	"github.com/agentwarden/warden/internal/zerotrust/dpop"
+)
+
+func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, workers int) {
+	dir, _ := os.MkdirTemp("", "warden-bench-records-")
+	defer os.RemoveAll(dir)
+
+	// Durable audit appends from many sessions at once (group commit).
+	l, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(dir, "append.db"), audit.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	const appenders, each = 64, 500
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range appenders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				if _, err := l.Append(ctx, audit.Record{Time: time.Now(), Upstream: "demo", Method: "tools/call", Tool: "echo",
+					RequestID: "1", Decision: audit.Allow, Direction: "client"}); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rate := float64(appenders*each) / time.Since(start).Seconds()
+	l.Close()
+	add(target(Result{Name: "audit: durable appends, SQLite, 64 sessions", Value: rate, Unit: "records/s", Target: "≥ 20,000/s"}, rate >= 2e4))
+
+	// Throughput with all telemetry on against the same gateway with none.
+	upstream := serveDemoHTTP()
+	plain := serveGateway(upstream)
+	l, err = audit.Open(ctx, audit.KindSQLite, filepath.Join(dir, "gateway.db"), audit.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	spanOut, _ := telemetry.NewSpanWriter(io.Discard)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spanOut))
+	defer tp.Shutdown(ctx)
+	queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
+	defer queue.Close(ctx)
+	recorder := &gateway.Records{Audit: l, Propagate: true, Transport: telemetry.TransportStreamableHTTP,
+		Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue}), Metrics: &gateway.Metrics{}}
+	full := serveRecordedGateway(upstream, recorder)
+	var plainTPs, fullTPs []float64
+	for range rounds {
+		plainTPs = append(plainTPs, tokenThroughput(ctx, nil, plain, false, workers, perWorker/2))
+		fullTPs = append(fullTPs, tokenThroughput(ctx, nil, full, false, workers, perWorker/2))
+	}
+	p, f := median(plainTPs), median(fullTPs)
+	add(Result{Name: "tools/call through warden, telemetry off", Value: p, Unit: "calls/s"})
+	add(Result{Name: "tools/call through warden, all telemetry on", Value: f, Unit: "calls/s",
+		Note: "audit on SQLite (durable), spans in both conventions to a batch exporter, OCSF events, metrics, trace propagation"})
+	add(target(Result{Name: "telemetry cost (1 − on/off)", Value: 1 - f/p, Unit: "", Target: "≤ 0.10"}, 1-f/p <= 0.10))
+	if st := queue.Stats(); st.Dropped > 0 {
+		add(Result{Name: "OCSF events dropped by the bounded queue", Value: float64(st.Dropped), Unit: "events"})
+	}
+
+	// The security processor on our labelled corpus.
+	rep, err := secproc.RunCorpus()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range []struct {
+		name string
+		m    secproc.Metrics
+	}{{"held-out", rep.HeldOut}, {"all", rep.All}} {
+		c := m.m.Overall
+		add(target(Result{Name: "security processor recall, " + m.name, Value: c.Recall, Unit: "",
+			Target: "≥ 0.95", Note: fmt.Sprintf("%d events; corpus and detectors written by us", c.TP+c.FP+c.TN+c.FN)}, c.Recall >= 0.95))
+		add(target(Result{Name: "security processor false-positive rate, " + m.name, Value: c.FPR, Unit: "",
+			Target: "≤ 0.02"}, c.FPR <= 0.02))
+		add(Result{Name: "security processor precision, " + m.name, Value: c.Precision, Unit: ""})
+	}
+	benchTier2(add, dir)
+}
+
+// serveRecordedGateway is serveGateway with a Recorder.
+func serveRecordedGateway(upstream string, rec gateway.Recorder) string {
+	g, err := gateway.New(gateway.Options{Recorder: rec, Upstreams: []gateway.Upstream{{
+		Name: "demo", Transport: "http",
+		Dial: func(context.Context, bool) (transport.Conn, error) {
+			return transport.NewHTTPClient(transport.HTTPClientOptions{URL: upstream, Name: "demo"}), nil
+		},
+	}}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ln := listen()
+	go http.Serve(ln, g.Handler())
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+// benchTier2 compares Tier 2 validation (the token and its DPoP proof, with
+// every claim and binding check) with its two signature checks alone.
+func benchTier2(add func(Result), dir string) {
+	ring, err := zerotrust.LoadKeyRing(filepath.Join(dir, "keys2"))
+	if err == nil {
+		_, err = ring.Rotate("EdDSA")
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	jkt, _ := dpop.Thumbprint(&jose.JSONWebKey{Key: &key.PublicKey})
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(benchArgs), DPoPJKT: jkt})
+	if err != nil {
+		log.Fatal(err)
+	}
+	u, _ := url.Parse("http://127.0.0.1:8787/mcp")
+	proof, err := dpop.NewProof(key, dpop.Request{Method: "POST", URL: u, AccessToken: token}, "bench", time.Now())
+	if err != nil {
+		log.Fatal(err)
+	}
+	hdr := http.Header{"Dpop": {proof}}
+	expect := zerotrust.Expect{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(benchArgs), Now: time.Now(), Skew: time.Second}
+	full := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			claims, verr := zerotrust.Verify(ring, token, expect)
+			if verr != nil {
+				b.Fatal(verr)
+			}
+			p, perr := dpop.Verify(hdr, dpop.Request{Method: "POST", URL: u, AccessToken: token}, dpop.Options{})
+			if perr != nil || !p.BoundTo(claims.Confirmation.JKT) {
+				b.Fatal(perr)
+			}
+		}
+	})
+	tparts, pparts := strings.Split(token, "."), strings.Split(proof, ".")
+	tsig, _ := base64.RawURLEncoding.DecodeString(tparts[2])
+	psig, _ := base64.RawURLEncoding.DecodeString(pparts[2])
+	signer, _ := ring.Signer()
+	pub := signer.Key.(jose.JSONWebKey).Key.(ed25519.PrivateKey).Public().(ed25519.PublicKey)
+	tin, pin := []byte(tparts[0]+"."+tparts[1]), sha256.Sum256([]byte(pparts[0]+"."+pparts[1]))
+	r, s := new(big.Int).SetBytes(psig[:32]), new(big.Int).SetBytes(psig[32:])
+	bare := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			if !ed25519.Verify(pub, tin, tsig) || !ecdsa.Verify(&key.PublicKey, pin[:], r, s) {
+				b.Fatal("signature")
+			}
+		}
+	})
+	add(Result{Name: "zero-trust: Tier 2 signature checks alone (Ed25519 + ES256)", Value: float64(bare.NsPerOp()) / 1000, Unit: "µs"})
+	add(Result{Name: "zero-trust: full Tier 2 validation (token + DPoP, no consume)", Value: float64(full.NsPerOp()) / 1000, Unit: "µs"})
+	ratio := float64(full.NsPerOp()) / float64(bare.NsPerOp())
+	add(target(Result{Name: "zero-trust: Tier 2 validation / its signature checks", Value: ratio, Unit: "×", Target: "≤ 1.3"}, ratio <= 1.3))
+}
