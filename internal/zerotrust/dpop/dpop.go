@@ -1,10 +1,9 @@
 package dpop
 
 import (
-	"bytes"
 	"crypto/subtle"
-	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // Limits on attacker-chosen sizes.
@@ -210,12 +211,15 @@ func VerifyProof(proof string, req Request, opts Options) (*Proof, *Error) {
 	if rerr != nil {
 		return nil, rerr
 	}
-	jws, err := jose.ParseSignedCompact(proof, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(alg)})
+	sig, err := b64Strict.DecodeString(parts[2])
 	if err != nil {
-		return nil, refuse(RuleMalformed, "%v", err)
+		return nil, refuse(RuleMalformed, "signature: not base64url without padding")
 	}
-	payload, err := jws.Verify(key)
+	payload, err := b64Strict.DecodeString(parts[1])
 	if err != nil {
+		return nil, refuse(RuleMalformed, "claims: not base64url without padding")
+	}
+	if !verifySignature(key.Key, alg, []byte(proof[:len(parts[0])+1+len(parts[1])]), sig) {
 		return nil, refuse(RuleSignature, "signature does not verify with the header jwk")
 	}
 	claims, err := decodeJSONObject(payload)
@@ -297,7 +301,7 @@ func checkClaims(claims map[string]json.RawMessage, req Request, opts Options) (
 
 // decodeObject decodes one base64url (no padding) JSON object.
 func decodeObject(b64 string) (map[string]json.RawMessage, error) {
-	data, err := base64.RawURLEncoding.Strict().DecodeString(b64)
+	data, err := b64Strict.DecodeString(b64)
 	if err != nil {
 		return nil, fmt.Errorf("not base64url without padding")
 	}
@@ -308,63 +312,20 @@ func decodeObject(b64 string) (map[string]json.RawMessage, error) {
 // duplicate members anywhere inside it (the JOSE parsers downstream and
 // encoding/json would otherwise disagree on which value counts).
 func decodeJSONObject(data []byte) (map[string]json.RawMessage, error) {
-	if err := noDuplicates(data); err != nil {
-		return nil, err
+	// warden's strict decoder: duplicate members at any depth, invalid
+	// UTF-8 and lone surrogates are refused in one pass.
+	if err := jsonrpc.Validate(data, jsonrpc.Limits{MaxBytes: MaxProofSize}); err != nil {
+		var e *jsonrpc.Error
+		if errors.As(err, &e) {
+			return nil, errors.New(e.Message)
+		}
+		return nil, fmt.Errorf("invalid JSON")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+	m := map[string]json.RawMessage{}
+	if !jsonrpc.Members(data, func(name string, raw []byte) { m[name] = raw }) {
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	return m, nil
-}
-
-// noDuplicates reports a member name repeated within one JSON object.
-func noDuplicates(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return fmt.Errorf("invalid JSON")
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return fmt.Errorf("invalid JSON")
-				}
-				name, _ := k.(string)
-				if seen[name] {
-					return fmt.Errorf("duplicate member %q", name)
-				}
-				seen[name] = true
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-		}
-		if err != nil {
-			return fmt.Errorf("invalid JSON")
-		}
-		return nil
-	}
-	if err := walk(); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err == nil {
-		return fmt.Errorf("trailing data after JSON value")
-	}
-	return nil
 }
 
 // stringMember returns m[name] if it is a JSON string.
