@@ -67,7 +67,7 @@ func commands() []command {
 		{name: "config", usage: "check FILE", short: "validate a configuration file and report every problem", run: runConfig},
 		{name: "token", usage: "hash|issue|verify|inspect [flags]",
 			short: "zero-trust tokens: parameters_hash, and single-use tokens bound to one call", run: runToken},
-		{name: "keys", usage: "generate|list|jwks [--data-dir DIR]", short: "the signing keys of zero-trust tokens", run: runKeys},
+		{name: "keys", usage: "generate|list|jwks|client|api-key [flags]", short: "the signing keys of zero-trust tokens", run: runKeys},
 		{name: "approve", usage: "list | show ID | allow ID | deny ID [--reason TEXT]",
 			short: "decide on tool calls the gateway holds for approval", run: runApprove},
 		{name: "audit", usage: "verify FILE [--head SEQ:HASH] | export FILE [--format jsonl|ocsf]",

@@ -99,6 +99,11 @@ Error codes are listed in docs/errors.md.
       (mode 0600) and the public one in FILE.pub, to pin for a subject in
       gateway.zero_trust.client_keys.
 
+  warden keys api-key --name NAME
+      Makes a local API key for the listener's clients (gateway.auth): prints
+      the key once, for the client, and the line for gateway.auth.api_keys,
+      which holds only its SHA-256. Clients send it as Bearer <key>.
+
 Keys live in DIR/keys (private key files mode 0600; a key readable by group
 or others is refused). DIR defaults to $WARDEN_DATA_DIR, else
 $XDG_DATA_HOME/warden, else ~/.local/share/warden (macOS: ~/Library/Application

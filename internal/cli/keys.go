@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/agentwarden/warden/internal/authn"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
@@ -14,7 +17,7 @@ import (
 // zero-trust invocation tokens.
 func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
-		return ExitUsage, errors.New("usage: warden keys generate|list|jwks|client (see warden help keys)")
+		return ExitUsage, errors.New("usage: warden keys generate|list|jwks|client|api-key (see warden help keys)")
 	}
 	switch args[0] {
 	case "generate":
@@ -25,8 +28,10 @@ func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 		return runKeysJWKS(ctx, env, args[1:])
 	case "client":
 		return runKeysClient(ctx, env, args[1:])
+	case "api-key":
+		return runKeysAPIKey(ctx, env, args[1:])
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list, jwks or client)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list, jwks, client or api-key)", args[0])
 }
 
 // dataDirFlag adds --data-dir to fs and returns a function that resolves it
@@ -118,5 +123,23 @@ func runKeysJWKS(_ context.Context, env *Env, args []string) (int, error) {
 		return code, err
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", ring.PublicJWKS())
+	return ExitOK, nil
+}
+
+// runKeysAPIKey makes a local API key for the listener (gateway.auth): the
+// key for the client, once, and the line for the configuration, which holds
+// only its SHA-256.
+func runKeysAPIKey(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "keys api-key", "--name NAME")
+	name := fs.String("name", "", "the principal the key identifies (required)")
+	if code, err := parseNoArgs(fs, args); err != nil {
+		return code, err
+	}
+	if *name == "" || strings.ContainsAny(*name, ": \t\n\"'") {
+		return ExitUsage, errors.New("--name is required: a plain name such as ci-bot")
+	}
+	key := "wk_" + rand.Text() + rand.Text()
+	fmt.Fprintf(env.Stdout, "key (give it to the client; it is not stored anywhere):\n  %s\n\n", key)
+	fmt.Fprintf(env.Stdout, "configuration (gateway.auth.api_keys):\n  %s: %s\n", *name, authn.HashKey(key))
 	return ExitOK, nil
 }

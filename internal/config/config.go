@@ -133,7 +133,28 @@ type GatewayConfig struct {
 	Audit AuditConfig
 	// Security is the security processor (internal/secproc).
 	Security SecurityConfig
+	// Auth authenticates the listener's clients (AASM P1).
+	Auth AuthConfig
 }
+
+// AuthConfig configures client authentication on the HTTP listener: OAuth
+// 2.1 bearer JWTs from an issuer, local API keys, or both. When set, every
+// request needs a credential, and the principal it names is whom each call
+// acts for (zero-trust tokens are checked against it).
+type AuthConfig struct {
+	Issuer   string
+	Audience string
+	JWKSURL  string
+	JWKSFile string
+	// SubjectClaim names the claim identifying the principal; "" is "sub".
+	SubjectClaim string
+	// APIKeys maps a principal's name to the lowercase hex SHA-256 of its
+	// key (warden keys api-key prints both).
+	APIKeys map[string]string
+}
+
+// Enabled reports whether the listener authenticates clients.
+func (a AuthConfig) Enabled() bool { return a.Issuer != "" || len(a.APIKeys) > 0 }
 
 // SecurityConfig configures the security processor: which categories it
 // checks, what each finding does, and what is allowed.

@@ -453,6 +453,16 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
+		{"auth", func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{
+				{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.Issuer) }},
+				{"audience", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.Audience) }},
+				{"jwks_url", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.JWKSURL) }},
+				{"jwks_file", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.JWKSFile) }},
+				{"subject_claim", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.SubjectClaim) }},
+				{"api_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &g.Auth.APIKeys) }},
+			})
+		}},
 		{"audit", func(n *yaml.Node, p string) {
 			g.Audit.Enabled = true // a present audit section turns it on unless it says enabled: false
 			d.mapping(n, p, []field{

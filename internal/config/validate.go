@@ -68,6 +68,42 @@ func (v *validator) oneOf(p, what, value string, allowed []string) {
 	}
 }
 
+func (v *validator) auth(p string, a AuthConfig) {
+	if a.Issuer == "" {
+		for _, f := range []struct{ name, value string }{{"audience", a.Audience}, {"jwks_url", a.JWKSURL}, {"jwks_file", a.JWKSFile}} {
+			if f.value != "" {
+				v.errorf(join(p, f.name), "%s is for bearer tokens: it needs issuer", f.name)
+			}
+		}
+	} else {
+		if a.Audience == "" {
+			v.errorf(join(p, "audience"), "audience is required with issuer: tokens meant for another resource must be refused (e.g. https://gw.example.com/mcp)")
+		}
+		if (a.JWKSURL == "") == (a.JWKSFile == "") {
+			v.errorf(join(p, "jwks_url"), "give exactly one of jwks_url and jwks_file: where the issuer's public keys are")
+		}
+		if a.JWKSURL != "" {
+			if u, err := url.Parse(a.JWKSURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+				v.errorf(join(p, "jwks_url"), "jwks_url must be an https URL (http only on loopback)")
+			}
+		}
+	}
+	for name, h := range a.APIKeys {
+		if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+			v.errorf(join(join(p, "api_keys"), name), "want the lowercase hex SHA-256 of the key, not the key itself (warden keys api-key makes one)")
+		}
+	}
+}
+
+// isLoopbackHost reports whether host names the loopback interface.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func (v *validator) security(p string, s SecurityConfig) {
 	c, err := s.Processor()
 	if err != nil {
@@ -142,6 +178,7 @@ func (v *validator) gateway() {
 	if g.Security.Enabled {
 		v.security("gateway.security", g.Security)
 	}
+	v.auth("gateway.auth", g.Auth)
 
 	if len(g.Upstreams) == 0 {
 		v.errorf("gateway.upstreams", "at least one upstream is required")
@@ -254,8 +291,8 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf("gateway.admin.addr", "%s", msg)
 		}
 	}
-	if g.RequiresTokens() && z.Subject == "" {
-		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (warden does not authenticate clients itself yet)")
+	if g.RequiresTokens() && z.Subject == "" && !g.Auth.Enabled() {
+		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (or configure gateway.auth, and each client's authenticated principal is used)")
 	}
 }
 

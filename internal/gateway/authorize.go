@@ -33,6 +33,7 @@ import (
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/store"
+	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
 )
@@ -172,6 +173,17 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var principal string
+	if g.opts.Authenticate != nil {
+		var ref *transport.AuthRefusal
+		if principal, ref = g.opts.Authenticate(r); ref != nil {
+			if ref.Challenge != "" {
+				w.Header().Set("WWW-Authenticate", ref.Challenge)
+			}
+			fail(ref.Status, &Denial{Stage: "auth", Rule: ref.Rule, Reason: ref.Message})
+			return
+		}
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		fail(http.StatusUnsupportedMediaType, &Denial{Stage: "authorize", Rule: "content-type", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "the body must be application/json"})
@@ -232,7 +244,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	msg := jsonrpc.NewRequest(jsonrpc.IntID(0), mcp.MethodToolsCall, append(params, '}'))
 	c, d := newCall(msg, u.Name, "")
 	if d == nil {
-		c.tools = u.tools.info()
+		c.tools, c.Principal = u.tools.info(), principal
 		var token string
 		var claims *zerotrust.Claims
 		treq := TokenRequest{JKT: jkt, Hybrid: req.BindingMode == zerotrust.BindingHybrid}

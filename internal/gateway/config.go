@@ -43,6 +43,10 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		InsecureDisableHostCheck: gc.Listen.InsecureDisableHostCheck,
 		Logger:                   logger,
 	}
+	var err error
+	if opts.Authenticate, opts.ResourceMetadata, err = authentication(gc); err != nil {
+		return Options{}, fmt.Errorf("gateway.auth: %w", err)
+	}
 	var zt ZeroTrust
 	if gc.RequiresTokens() {
 		var closer io.Closer
@@ -79,9 +83,8 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if err != nil {
 			return Options{}, fmt.Errorf("gateway.security: %w", err)
 		}
-		subject := gc.ZeroTrust.Subject
 		security = &Security{Processor: proc, CanHold: gc.RequiresTokens() && zt.MayBlock(),
-			Subject: func(*Call) (string, bool) { return subject, subject != "" }}
+			Subject: subjectOf(gc.ZeroTrust.Subject)}
 	}
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
@@ -201,7 +204,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 	stage := ZeroTrust{
 		ClientKeys: func(sub string) []jose.JSONWebKey { return pinned[sub] },
 		Keys:       ring, Store: st,
-		Subject:  func(*Call) (string, bool) { return subject, subject != "" },
+		Subject:  subjectOf(subject),
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
 		RequireDPoP: z.RequireDPoP, Persona: z.Persona,
 	}
@@ -285,4 +288,16 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func
 		}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", u.Transport())
+}
+
+// subjectOf returns the principal a call acts for: its session's
+// authenticated client (gateway.auth), else the configured subject (stdio,
+// or a listener without authentication).
+func subjectOf(configured string) func(*Call) (string, bool) {
+	return func(c *Call) (string, bool) {
+		if c.Principal != "" {
+			return c.Principal, true
+		}
+		return configured, configured != ""
+	}
 }

@@ -98,6 +98,12 @@ type Options struct {
 	Authorize bool
 	// Metrics, if set, is served at GET /metrics (Prometheus).
 	Metrics http.Handler
+	// Authenticate, if set, authenticates every request to the listener
+	// (AASM P1); the principal becomes each call's Principal.
+	Authenticate func(*http.Request) (string, *transport.AuthRefusal)
+	// ResourceMetadata, if set, is served at
+	// /.well-known/oauth-protected-resource (RFC 9728).
+	ResourceMetadata http.Handler
 
 	Logger *slog.Logger
 	// Observe, if set, sees every decision the gateway makes. It must not
@@ -183,6 +189,10 @@ func (g *Gateway) Handler() http.Handler {
 	if g.opts.JWKS != nil {
 		mux.Handle("GET /.well-known/jwks.json", g.opts.JWKS)
 	}
+	if g.opts.ResourceMetadata != nil {
+		mux.Handle("GET /.well-known/oauth-protected-resource", g.opts.ResourceMetadata)
+		mux.Handle("GET /.well-known/oauth-protected-resource/", g.opts.ResourceMetadata)
+	}
 	if g.opts.Metrics != nil {
 		mux.Handle("GET /metrics", g.opts.Metrics)
 	}
@@ -205,8 +215,12 @@ func (g *Gateway) listener(u *Upstream) *transport.HTTPServer {
 		InsecureDisableHostCheck: g.opts.InsecureDisableHostCheck,
 		SessionIdleTimeout:       g.opts.SessionIdleTimeout,
 		ParamBindings:            u.tools.paramBindings,
+		Authenticate:             g.opts.Authenticate,
 		Logger:                   g.log,
 		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
+			if info.Principal != "" {
+				ctx = WithPrincipal(ctx, info.Principal)
+			}
 			if err := g.ServeConn(ctx, conn, u.Name, info.ID, info.Stateless); err != nil {
 				g.log.Warn("session ended with an error", "upstream", u.Name, "session", info.ID, "err", err)
 			}
@@ -242,10 +256,15 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Observe:        g.opts.Observe,
 		Recorder:       g.opts.Recorder,
 		Results:        u.Results,
-		Stateless:      stateless,
-		OnResult:       u.tools.learn,
-		Tools:          u.tools.info(),
-		Logger:         g.log,
+		// Stateless sessions are not exempt from the lifecycle by being
+		// stateless: a sessionless POST of an old revision must not skip
+		// initialize. A 2026-07-28 request carries its revision in _meta,
+		// which the lifecycle check accepts.
+		Stateless: false,
+		Principal: principalFrom(ctx),
+		OnResult:  u.tools.learn,
+		Tools:     u.tools.info(),
+		Logger:    g.log,
 	})
 	err = relay.Run(ctx)
 	g.log.Debug("session ended", "upstream", u.Name, "session", session)
@@ -301,4 +320,17 @@ func (g *Gateway) Routes(base string) []string {
 		routes = append(routes, base+g.opts.Path+"/"+u.Name+"  → "+u.Name+" ("+u.Transport+")")
 	}
 	return routes
+}
+
+type principalKey struct{}
+
+// WithPrincipal returns ctx carrying the authenticated principal of the
+// session that ServeConn will serve with it.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
 }

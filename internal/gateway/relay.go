@@ -40,6 +40,7 @@ type Relay struct {
 	pipeline         *Pipeline
 	upstreamName     string
 	session          string
+	principal        string
 	timeout          time.Duration
 	observe          func(Decision)
 	recorder         Recorder
@@ -78,6 +79,9 @@ type RelayOptions struct {
 	// from the goroutine relaying it (several at once when the pipeline may
 	// block). It must not block.
 	Observe func(Decision)
+	// Principal is the authenticated client of the session ("" when the
+	// listener does not authenticate, and on stdio).
+	Principal string
 	// Stateless marks a 2026-07-28 stateless session: there is no
 	// initialize, so requests are not held to the session lifecycle.
 	Stateless bool
@@ -113,6 +117,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		pipeline:     opts.Pipeline,
 		upstreamName: opts.Upstream,
 		session:      opts.Session,
+		principal:    opts.Principal,
 		timeout:      opts.RequestTimeout,
 		observe:      opts.Observe,
 		recorder:     opts.Recorder,
@@ -181,6 +186,7 @@ func (r *Relay) fromClient(ctx context.Context) error {
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
 	if denial == nil {
+		call.Principal = r.principal
 		denial = r.lifecycle(msg)
 	}
 	if denial == nil {

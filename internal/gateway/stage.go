@@ -27,6 +27,9 @@ type Call struct {
 	Msg      *jsonrpc.Message
 	Upstream string // name of the upstream the session is bound to
 	Session  string // session id; "" for stdio and stateless sessions
+	// Principal is the session's authenticated client (AASM P1); "" when
+	// the listener does not authenticate, and on stdio.
+	Principal string
 
 	// Tool is the decoded params.name of a tools/call request ("" otherwise),
 	// and Arguments the raw JSON of its params.arguments (nil when absent).

@@ -66,6 +66,13 @@ type HTTPServerOptions struct {
 	// DNS rebinding. Use it only behind a proxy that validates Host itself.
 	InsecureDisableHostCheck bool
 
+	// Authenticate, if set, authenticates every request (after the Host and
+	// Origin checks, before anything is read). It returns the principal, or
+	// the refusal to send: its status, its WWW-Authenticate challenge and a
+	// message. A stateful session belongs to the principal that opened it;
+	// a request on it by anyone else is refused (403).
+	Authenticate func(r *http.Request) (principal string, refusal *AuthRefusal)
+
 	// SessionIdleTimeout ends stateful sessions that have had no HTTP
 	// request in flight for this long. 0 means 30 minutes.
 	SessionIdleTimeout time.Duration
@@ -92,8 +99,18 @@ type HTTPServerOptions struct {
 	OnSession func(ctx context.Context, conn Conn, info SessionInfo)
 }
 
+// AuthRefusal is a request Authenticate refused.
+type AuthRefusal struct {
+	Status    int    // 401 or 403 (400 for a malformed header)
+	Challenge string // the WWW-Authenticate value
+	Rule      string
+	Message   string
+}
+
 // SessionInfo describes a new session to OnSession.
 type SessionInfo struct {
+	// Principal is who opened the session (Authenticate); "" without it.
+	Principal string
 	// ID is the Mcp-Session-Id issued to the client; "" when stateless.
 	ID        string
 	Stateless bool
@@ -138,6 +155,7 @@ const (
 type HTTPServer struct {
 	// Immutable after NewHTTPServer.
 	onSession      func(context.Context, Conn, SessionInfo)
+	authenticate   func(*http.Request) (string, *AuthRefusal)
 	paramBindings  func(string) ([]mcp.ParamBinding, bool)
 	limits         jsonrpc.Limits
 	idle           time.Duration
@@ -170,6 +188,7 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 		eventBuffer:    opts.EventBuffer,
 		log:            opts.Logger,
 		checkHost:      !opts.InsecureDisableHostCheck,
+		authenticate:   opts.Authenticate,
 		allowedHosts:   make(map[string]bool),
 		allowedOrigins: make(map[string]bool),
 		sessions:       make(map[string]*httpSession),
@@ -230,6 +249,19 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if h.authenticate != nil {
+		principal, ref := h.authenticate(r)
+		if ref != nil {
+			h.log.Warn("http: request not authenticated", "rule", ref.Rule, "remote", r.RemoteAddr, "reason", ref.Message)
+			if ref.Challenge != "" {
+				w.Header().Set("WWW-Authenticate", ref.Challenge)
+			}
+			writeRPCError(w, ref.Status, jsonrpc.ID{},
+				jsonrpc.Detail{Stage: "auth", Rule: ref.Rule}.Errorf(jsonrpc.CodeDenied, ref.Message))
+			return
+		}
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))
+	}
 	// As the go-sdk: an unknown legacy revision is refused; newer ones are
 	// left to the revision's own rules.
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && v < mcp.Rev20260728 && !mcp.Known(v) {
@@ -275,6 +307,9 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	if sid != "" {
 		if sess = h.lookup(sid); sess == nil {
 			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		if !h.owns(w, r, sess) {
 			return
 		}
 	}
@@ -362,11 +397,31 @@ func (h *HTTPServer) sessionOf(w http.ResponseWriter, r *http.Request) (*httpSes
 		return nil, false
 	}
 	sess := h.lookup(sid)
-	if sess == nil || !sess.begin() {
-		http.Error(w, "session not found", http.StatusNotFound)
+	if sess == nil || !h.owns(w, r, sess) || !sess.begin() {
+		if sess == nil {
+			http.Error(w, "session not found", http.StatusNotFound)
+		}
 		return nil, false
 	}
 	return sess, true
+}
+
+// principalKey carries the authenticated principal in a request's context.
+type principalKey struct{}
+
+// owns reports whether r comes from the principal that opened sess, and
+// answers 403 when not: a session id alone does not make a client.
+func (h *HTTPServer) owns(w http.ResponseWriter, r *http.Request, sess *httpSession) bool {
+	if h.authenticate == nil {
+		return true
+	}
+	if principal, _ := r.Context().Value(principalKey{}).(string); principal == sess.principal {
+		return true
+	}
+	h.log.Warn("http: session used by another principal", "session", sess.id, "remote", r.RemoteAddr)
+	writeRPCError(w, http.StatusForbidden, jsonrpc.ID{},
+		jsonrpc.Detail{Stage: "auth", Rule: "session-owner"}.Errorf(jsonrpc.CodeDenied, "this session belongs to another principal"))
+	return false
 }
 
 // readBody reads the request body within the size limit, answering 413 (with
@@ -408,6 +463,8 @@ func (h *HTTPServer) startSession(r *http.Request, stateless bool, version strin
 		id = randomHex(16)
 	}
 	s := newHTTPSession(h, id, stateless, version)
+	principal, _ := r.Context().Value(principalKey{}).(string)
+	s.principal = principal // before the session is published
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -422,6 +479,7 @@ func (h *HTTPServer) startSession(r *http.Request, stateless bool, version strin
 	h.mu.Unlock()
 
 	info := SessionInfo{
+		Principal:       principal,
 		ID:              id,
 		Stateless:       stateless,
 		RemoteAddr:      r.RemoteAddr,

@@ -23,6 +23,7 @@ type httpSession struct {
 	srv       *HTTPServer
 	id        string // "" when stateless
 	stateless bool
+	principal string          // who opened it (HTTPServerOptions.Authenticate); set before OnSession
 	ctx       context.Context // OnSession's; cancelled when the session ends
 	cancel    context.CancelFunc
 	in        chan *jsonrpc.Message // inbound, in order; bounded

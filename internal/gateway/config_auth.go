@@ -1,0 +1,55 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/agentwarden/warden/internal/authn"
+	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// authentication builds the listener's Authenticate function and the RFC
+// 9728 protected resource metadata from gateway.auth, or nils when it is
+// off.
+func authentication(gc config.GatewayConfig) (func(*http.Request) (string, *transport.AuthRefusal), http.Handler, error) {
+	a := gc.Auth
+	if !a.Enabled() {
+		return nil, nil, nil
+	}
+	cfg := authn.Config{Issuer: a.Issuer, Audience: a.Audience, SubjectClaim: a.SubjectClaim, APIKeys: a.APIKeys}
+	var metadata http.Handler
+	if a.Issuer != "" {
+		switch {
+		case a.JWKSFile != "":
+			keys, err := authn.LoadJWKS(a.JWKSFile)
+			if err != nil {
+				return nil, nil, err
+			}
+			cfg.Keys = keys
+		default:
+			cfg.Keys = authn.NewRemoteKeys(a.JWKSURL, 0)
+		}
+		cfg.ResourceMetadata = publicBase(gc) + "/.well-known/oauth-protected-resource"
+		doc, _ := json.Marshal(map[string]any{
+			"resource":                 a.Audience,
+			"authorization_servers":    []string{a.Issuer},
+			"bearer_methods_supported": []string{"header"},
+		})
+		metadata = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(doc)
+		})
+	}
+	au, err := authn.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(r *http.Request) (string, *transport.AuthRefusal) {
+		p, f := au.Authenticate(r)
+		if f != nil {
+			return "", &transport.AuthRefusal{Status: f.Status, Challenge: f.Challenge, Rule: f.Rule, Message: f.Message}
+		}
+		return p.Subject, nil
+	}, metadata, nil
+}
