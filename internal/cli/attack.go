@@ -2,23 +2,30 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	"github.com/agentwarden/warden/internal/attack"
 	"github.com/agentwarden/warden/internal/oatf"
 )
 
-const attackUsage = "validate [--library-compat] FILE... | normalize [--library-compat] FILE | list [--library DIR]"
+const attackUsage = "validate [--library-compat] FILE... | normalize [--library-compat] FILE | list [--library DIR] | run [flags] DOC|--library DIR"
 
 // runAttack implements `warden attack`: OATF attack documents.
-func runAttack(_ context.Context, env *Env, args []string) (int, error) {
+func runAttack(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
 		return ExitUsage, errors.New("usage: warden attack " + attackUsage)
 	}
@@ -29,6 +36,8 @@ func runAttack(_ context.Context, env *Env, args []string) (int, error) {
 		return attackNormalize(env, args[1:])
 	case "list":
 		return attackList(env, args[1:])
+	case "run":
+		return attackRun(ctx, env, args[1:])
 	}
 	return ExitUsage, fmt.Errorf("unknown subcommand %q; usage: warden attack %s", args[0], attackUsage)
 }
@@ -111,20 +120,10 @@ func attackList(env *Env, args []string) (int, error) {
 	if code, err := parseNoArgs(flags, args); err != nil {
 		return code, err
 	}
-	var files []string
-	err := filepath.WalkDir(*dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
-		}
-		return nil
-	})
+	files, err := libraryFiles(*dir)
 	if err != nil {
 		return ExitConfig, err
 	}
-	sort.Strings(files)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSEVERITY\tMODES\tINDICATORS\tNAME")
 	invalid := 0
@@ -164,4 +163,332 @@ func plural(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// libraryFiles lists the OATF documents under dir (*.yaml, *.yml), sorted.
+func libraryFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}
+
+// attackRunUsage is the synopsis of `warden attack run`.
+const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--listen ADDR|--stdio] " +
+	"[--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
+
+// headerFlags collects repeated --header "Name: value" flags.
+type headerFlags http.Header
+
+func (h headerFlags) String() string { return "" }
+
+func (h headerFlags) Set(s string) error {
+	name, value, ok := strings.Cut(s, ":")
+	if !ok || strings.TrimSpace(name) == "" {
+		return fmt.Errorf("header %q is not Name: value", s)
+	}
+	http.Header(h).Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	return nil
+}
+
+// attackRun implements `warden attack run`: it executes OATF documents
+// against real peers and reports their verdicts.
+//
+// Exit codes: 0 not_exploited; 1 exploited or partial; 2 usage (also: no
+// document of a library could run with the endpoints given); 3 an invalid
+// document, or a verdict of error (every indicator skipped, or one failed to
+// evaluate); 4 a target could not be reached or failed during the run (and
+// nothing was exploited); 5 internal. A library run exits with the most
+// severe code of its documents, in the order 5, 4, 3, 1, 0.
+func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
+	flags := newFlags(env, "attack run", attackRunUsage)
+	library := flags.String("library", "", "run every document under `DIR` (recursively, *.yaml and *.yml)")
+	mcpCommand := flags.String("mcp-command", "", "mcp_client target: `COMMAND` line of an MCP server to run over stdio (split on spaces; or give it after --)")
+	mcpURL := flags.String("mcp-url", "", "mcp_client target: streamable HTTP `URL` of an MCP server")
+	aguiURL := flags.String("agui-url", "", "ag_ui_client target: `URL` of the AG-UI agent (POST RunAgentInput, SSE back)")
+	a2aURL := flags.String("a2a-url", "", "a2a_client target `URL` (the A2A modes are not supported yet)")
+	listen := flags.String("listen", "127.0.0.1:0", "`ADDR` server actors listen on (mcp_server at /mcp/ACTOR, and /mcp when there is one)")
+	stdio := flags.Bool("stdio", false, "serve the document's mcp_server actor on stdin/stdout (the summary goes to stderr)")
+	header := headerFlags{}
+	flags.Var(header, "header", "`NAME: VALUE` header for the client actors' HTTP requests (repeatable)")
+	grace := flags.Duration("grace-period", -1, "observe this long after the client actors finish (default: the document's grace_period)")
+	maxSession := flags.Duration("max-session", attack.DefaultMaxSession, "stop a run after this long")
+	verdictOut := flags.String("verdict", "", "write the verdict JSON (OATF §9.3 metadata) to `FILE`; a library run writes a JSON array")
+	traceOut := flags.String("trace", "", "write the message trace as JSON Lines to `FILE`")
+	sarifOut := flags.String("sarif", "", "write SARIF 2.1.0 to `FILE`")
+	junitOut := flags.String("junit", "", "write JUnit XML to `FILE` (one test case per document and per indicator)")
+	verbose := flags.Bool("verbose", false, "log the run's progress to stderr")
+	compat := flags.Bool("library-compat", false, "accept what the public scenario library does beyond OATF 0.1 (always on with --library)")
+	if code, err := parseFlags(flags, args); err != nil {
+		return code, err
+	}
+	rest := flags.Args()
+	var files []string
+	switch {
+	case *library != "" && len(rest) > 0 && rest[0] != "--":
+		return ExitUsage, errors.New("give a document or --library, not both")
+	case *library != "":
+		var err error
+		if files, err = libraryFiles(*library); err != nil {
+			return ExitConfig, err
+		}
+		if len(files) == 0 {
+			return ExitConfig, fmt.Errorf("no *.yaml documents under %s", *library)
+		}
+	case len(rest) == 0:
+		return ExitUsage, errors.New("usage: warden attack run " + attackRunUsage)
+	default:
+		files, rest = rest[:1], rest[1:]
+	}
+	command := strings.Fields(*mcpCommand)
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+		if len(rest) == 0 || len(command) > 0 {
+			return ExitUsage, errors.New("-- must be followed by the MCP server command, and replaces --mcp-command")
+		}
+		command = rest
+	} else if len(rest) > 0 {
+		return ExitUsage, fmt.Errorf("unexpected arguments %q", rest)
+	}
+	if len(command) > 0 && *mcpURL != "" {
+		return ExitUsage, errors.New("--mcp-command and --mcp-url are exclusive")
+	}
+	if *stdio && *library != "" {
+		return ExitUsage, errors.New("--stdio serves one document; it cannot run a library")
+	}
+	_ = a2aURL
+	logLevel := slog.LevelWarn
+	if *verbose {
+		logLevel = slog.LevelInfo
+	}
+	opts := attack.Options{MCPCommand: command, MCPURL: *mcpURL, AGUIURL: *aguiURL, Header: http.Header(header),
+		Listen: *listen, Stdio: *stdio, Stdin: env.Stdin, Stdout: env.Stdout, MaxSession: *maxSession,
+		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))}
+	if *grace >= 0 {
+		opts.GracePeriod = grace
+	}
+	report := env.Stdout
+	if *stdio {
+		report = env.Stderr
+	}
+	opts.OnReady = func(endpoints map[string]string) error {
+		for _, actor := range slices.Sorted(maps.Keys(endpoints)) {
+			fmt.Fprintf(env.Stderr, "actor %s listening at %s\n", actor, endpoints[actor])
+		}
+		return nil
+	}
+
+	var outcomes []attack.Outcome
+	code := ExitOK
+	single := *library == ""
+	for i, f := range files {
+		o, c := runOne(ctx, env, f, opts, single, *compat || !single)
+		outcomes = append(outcomes, o)
+		code = worseExit(code, c)
+		if single {
+			if o.Result != nil {
+				attack.WriteSummary(report, o.Result)
+			} else if o.Err != nil {
+				return c, o.Err
+			}
+		} else {
+			dur := ""
+			if o.Result != nil {
+				dur = " " + o.Result.Duration.Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(env.Stderr, "[%d/%d] %s %s%s\n", i+1, len(files), orDash(o.ID), o.Status(), dur)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if !single {
+		writeLibraryTable(report, outcomes)
+		ran := 0
+		for _, o := range outcomes {
+			if o.Result != nil {
+				ran++
+			}
+		}
+		if ran == 0 && code == ExitOK {
+			code = ExitUsage
+			fmt.Fprintln(env.Stderr, "no document could run with the endpoints given (see the skipped ones above)")
+		}
+	}
+	if err := writeReports(outcomes, single, *verdictOut, *traceOut, *sarifOut, *junitOut); err != nil {
+		return ExitInternal, err
+	}
+	return code, nil
+}
+
+// runOne loads and runs one document and maps its outcome to an exit code.
+func runOne(ctx context.Context, env *Env, file string, opts attack.Options, single, compat bool) (attack.Outcome, int) {
+	o := attack.Outcome{File: file}
+	raw, diags := oatf.ReadFile(file)
+	var doc *oatf.Document
+	if raw != nil {
+		doc, diags = oatf.ValidateOptions{Library: compat}.LoadDocument(raw, diags)
+	}
+	if doc == nil {
+		printDiagnostics(env.Stderr, raw, nil, oatf.Errors(diags))
+		o.Err = fmt.Errorf("%s: invalid document", file)
+		return o, ExitConfig
+	}
+	a := doc.Attack()
+	o.ID, o.Name = a.Get("id").StringOr(""), a.Get("name").StringOr("")
+	if len(doc.IndicatorRefs()) == 0 {
+		o.Err = fmt.Errorf("%s: a document without indicators cannot be evaluated (OATF §11.4)", file)
+		return o, ExitConfig
+	}
+	res, err := attack.Run(ctx, doc, opts)
+	var epErr *attack.EndpointError
+	var modeErr *attack.UnsupportedModeError
+	switch {
+	case errors.As(err, &epErr):
+		o.Err = err
+		if single {
+			return o, ExitUsage
+		}
+		return o, ExitOK
+	case errors.As(err, &modeErr):
+		o.Err = err
+		return o, ExitConfig
+	case err != nil:
+		o.Err = err
+		return o, ExitUpstream
+	}
+	o.Result = res
+	switch res.Verdict.Result {
+	case oatf.Exploited, oatf.Partial:
+		return o, ExitFindings
+	case oatf.Error:
+		if res.Failed() {
+			return o, ExitUpstream
+		}
+		return o, ExitConfig
+	}
+	if res.Failed() || res.TimedOut {
+		return o, ExitUpstream
+	}
+	return o, ExitOK
+}
+
+// worseExit returns the more severe of two exit codes: 5, 4, 3, 2, 1, 0.
+func worseExit(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case ExitFindings:
+			return 1
+		case ExitOK:
+			return 0
+		}
+		return c
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeLibraryTable(w io.Writer, outcomes []attack.Outcome) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tRESULT\tTIER\tMATCHED\tTIME\tNAME")
+	counts := map[string]int{}
+	for _, o := range outcomes {
+		st := o.Status()
+		counts[st]++
+		tier, matched, dur := "-", "-", "-"
+		if r := o.Result; r != nil {
+			if r.Verdict.MaxTier != "" {
+				tier = r.Verdict.MaxTier
+			}
+			matched = fmt.Sprintf("%d/%d", r.Verdict.Summary.Matched, len(r.Indicators))
+			dur = r.Duration.Round(time.Millisecond).String()
+		}
+		name := o.Name
+		if o.Err != nil {
+			name += " (" + o.Err.Error() + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", orDash(o.ID), st, tier, matched, dur, strings.TrimSpace(name))
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "%d documents: %d exploited, %d partial, %d not exploited, %d error, %d skipped\n", len(outcomes),
+		counts[oatf.Exploited], counts[oatf.Partial], counts[oatf.NotExploited], counts[oatf.Error], counts["skipped"])
+}
+
+// writeReports writes the requested report files.
+func writeReports(outcomes []attack.Outcome, single bool, verdictOut, traceOut, sarifOut, junitOut string) error {
+	write := func(path string, fn func(io.Writer) error) error {
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	err := write(verdictOut, func(w io.Writer) error {
+		var docs []json.RawMessage
+		for _, o := range outcomes {
+			if o.Result == nil {
+				continue
+			}
+			b, err := attack.VerdictJSON(o.Result)
+			if err != nil {
+				return err
+			}
+			docs = append(docs, b)
+		}
+		var out []byte
+		switch {
+		case single && len(docs) == 1:
+			out = docs[0]
+		default:
+			var err error
+			if out, err = json.MarshalIndent(docs, "", "  "); err != nil {
+				return err
+			}
+		}
+		_, err := w.Write(append(out, '\n'))
+		return err
+	})
+	if err == nil {
+		err = write(traceOut, func(w io.Writer) error {
+			for _, o := range outcomes {
+				if o.Result != nil {
+					if err := attack.WriteJSONL(w, o.Result.Trace); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		err = write(sarifOut, func(w io.Writer) error { return attack.WriteSARIF(w, outcomes) })
+	}
+	if err == nil {
+		err = write(junitOut, func(w io.Writer) error { return attack.WriteJUnit(w, outcomes) })
+	}
+	return err
 }

@@ -3,10 +3,18 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"encoding/xml"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/agentwarden/warden/internal/attack/attacktest"
+	"github.com/agentwarden/warden/internal/testenv"
 )
 
 // runAttackCmd calls runAttack as `warden attack ARGS...` would.
@@ -145,5 +153,129 @@ func TestAttackList(t *testing.T) {
 	}
 	if code, _, _ := runAttackCmd(t, "list", "stray"); code != ExitUsage {
 		t.Errorf("stray argument: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// TestAttackRunAgainstGullibleAgent runs `warden attack run` on the shared
+// library's OATF-014 against the scripted agent, writing every report:
+// exit code 1 (exploited), and the reports say so.
+func TestAttackRunAgainstGullibleAgent(t *testing.T) {
+	doc := filepath.Join(testenv.SharedDir(t), "oatf", "scenarios", "benchmark", "OATF-014_goal-hijacking-tool-response.yaml")
+	var mu sync.Mutex
+	var urls map[string]string
+	agent := &attacktest.Agent{MCP: func() map[string]string { mu.Lock(); defer mu.Unlock(); return urls }}
+	srv := httptest.NewServer(agent)
+	defer srv.Close()
+	// The agent learns the server actors' URLs from the "listening at" lines;
+	// here it is simpler to give it the fixed listener and actor paths.
+	addr := testenv.FreeLoopbackAddr(t)
+	urls = map[string]string{"mcp_web": "http://" + addr + "/mcp/mcp_web", "mcp_email": "http://" + addr + "/mcp/mcp_email"}
+	dir := t.TempDir()
+	out := func(n string) string { return filepath.Join(dir, n) }
+	code, stdout, stderr := runAttackCmd(t, "run", "--agui-url", srv.URL, "--listen", addr,
+		"--verdict", out("v.json"), "--trace", out("t.jsonl"), "--sarif", out("r.sarif"), "--junit", out("j.xml"), doc)
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d (exploited)\nstdout:\n%s\nstderr:\n%s", code, ExitFindings, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "verdict: EXPLOITED (max tier boundary_breach)") {
+		t.Errorf("summary:\n%s", stdout)
+	}
+	if !strings.Contains(stderr, "actor mcp_email listening at http://"+addr+"/mcp/mcp_email") {
+		t.Errorf("stderr does not say where the server actors listen:\n%s", stderr)
+	}
+	var v struct {
+		Verdict struct {
+			Result  string `json:"result"`
+			Summary struct {
+				Matched int `json:"matched"`
+			} `json:"evaluation_summary"`
+		} `json:"verdict"`
+	}
+	readJSON(t, out("v.json"), &v)
+	if v.Verdict.Result != "exploited" || v.Verdict.Summary.Matched == 0 {
+		t.Errorf("verdict JSON %+v", v)
+	}
+	var sarif struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Results []struct {
+				RuleID    string `json:"ruleId"`
+				Locations []struct {
+					PhysicalLocation struct {
+						Region struct {
+							StartLine int `json:"startLine"`
+						} `json:"region"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	readJSON(t, out("r.sarif"), &sarif)
+	if sarif.Version != "2.1.0" || len(sarif.Runs) != 1 || len(sarif.Runs[0].Results) == 0 ||
+		sarif.Runs[0].Results[0].Locations[0].PhysicalLocation.Region.StartLine == 0 {
+		t.Errorf("SARIF %+v: want 2.1.0 with located results", sarif)
+	}
+	var junit struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	data, err := os.ReadFile(out("j.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(data, &junit); err != nil || junit.Tests != 4 || junit.Failures == 0 {
+		t.Errorf("JUnit tests=%d failures=%d (%v), want 4 cases (document + 3 indicators) with failures", junit.Tests, junit.Failures, err)
+	}
+	trace, err := os.ReadFile(out("t.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(trace), `"method":"tools/call"`) || !strings.Contains(string(trace), `"attack":"OATF-014"`) {
+		t.Errorf("trace lacks the tools/call rows:\n%.400s", trace)
+	}
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, data)
+	}
+}
+
+// TestAttackRunUsage: missing endpoints and bad combinations are usage
+// errors (exit 2), an invalid document is a config error (exit 3).
+func TestAttackRunUsage(t *testing.T) {
+	dir := t.TempDir()
+	doc := writeFile(t, dir, "a.yaml", strings.Replace(validAttack, "mode: mcp_server", "mode: ag_ui_client", 1))
+	if code, _, stderr := runAttackCmd(t, "run", doc); code != ExitUsage || !strings.Contains(stderr, "--agui-url") {
+		t.Errorf("no --agui-url: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := runAttackCmd(t, "run"); code != ExitUsage {
+		t.Errorf("no document: exit %d", code)
+	}
+	if code, _, _ := runAttackCmd(t, "run", "--mcp-url", "http://127.0.0.1:1", "--mcp-command", "x", doc); code != ExitUsage {
+		t.Errorf("both MCP targets: exit %d", code)
+	}
+	bad := writeFile(t, dir, "bad.yaml", badRegexAttack)
+	if code, _, stderr := runAttackCmd(t, "run", bad); code != ExitConfig || !strings.Contains(stderr, "V-013") {
+		t.Errorf("invalid document: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestAttackRunLibrarySkipsWhatCannotRun: a library run whose documents all
+// need an AG-UI agent, with none given, prints the table with every document
+// skipped and exits 2.
+func TestAttackRunLibrarySkipsWhatCannotRun(t *testing.T) {
+	lib := filepath.Join(testenv.SharedDir(t), "oatf", "scenarios", "benchmark")
+	code, stdout, stderr := runAttackCmd(t, "run", "--library", lib)
+	if code != ExitUsage {
+		t.Fatalf("exit %d, want 2\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "ID") || !regexp.MustCompile(`(?m)^OATF-014 +skipped`).MatchString(stdout) || !strings.Contains(stderr, "[1/") {
+		t.Errorf("no table or progress:\n%s\n%s", stdout, stderr)
 	}
 }

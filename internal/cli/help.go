@@ -151,13 +151,32 @@ Support/warden).
       counterexample as ITF JSON under DIR/traces/. --warden checks the
       models behind the gateway. Exit code 1 when a property is violated.
 
-  warden conform emit --format promela --model NAME [--warden]
+  warden conform emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR]
       Prints a model as Promela for SPIN (-DCHECK_<PROPERTY> selects the
-      invariant to assert).
+      invariant) or as a TLA+ module with one TLC configuration per
+      invariant (--out writes MODULE.tla and MC_<PROPERTY>.cfg). --tlc-jar
+      (or TLA2TOOLS_JAR) runs TLC on each invariant and compares it with the
+      Go checker; exit code 1 on a disagreement.
 
-  warden conform matrix [--format json|markdown] [--out DIR]
+  warden conform replay --target TARGET [--profile REV] [--warden] [--format text|json]
+                        [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME] [--timeout D]
+      Replays the counterexamples of the target's protocol model against an
+      implementation and says, per property, reproduced, blocked or
+      unrealisable. TARGET: stdio:PROGRAM ARGS..., http://HOST/mcp,
+      a2a+http://..., agui+http://..., or a fake: mock:mcp, mock:mcp-http,
+      mock:a2a, mock:agui (-hardened / -broken variants). MCP profiles
+      2025-06-18, 2025-11-25, 2026-07-28; A2A 1.0, 0.3. --warden replays an
+      MCP target again behind an in-process gateway (env tools denied,
+      zero-trust on the sensitive tool, audit on). Exit code 1 when a
+      finding reproduces, 3 when the target cannot be set up.
+
+  warden conform matrix [--format json|markdown|html] [--out DIR] [--against TARGET]
       Prints the protocol x principle matrix (5 x 11) and the composition
-      table from model-check results. Exit code 0.
+      table; html is one self-contained page linking every counterexample.
+      --against replays TARGET (plain and, for MCP, behind warden) and adds
+      the implementation and behind-warden columns; triage then follows the
+      decision table (BOTH-, SPEC-, IMPL-, MODEL-, AMBIGUITY-FAIL, PASS).
+      --out writes matrix.json, matrix.md, matrix.html and the traces. Exit code 0.
 
 Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,
 cs2-chained-tools, cs3-consent-bypass, cs4-delegation-capability,
@@ -177,6 +196,22 @@ cs5-federated. See docs/conform.md.
   warden attack list [--library DIR]
       Lists the documents under DIR (default .) with id, severity, modes,
       indicator count and name. Exit code 3 if any is invalid.
+
+  warden attack run [--mcp-command CMD|--mcp-url URL] [--agui-url URL]
+                    [--listen ADDR|--stdio] [--header 'N: V'] [--grace-period D]
+                    [--max-session D] [--verdict FILE] [--trace FILE] [--sarif FILE]
+                    [--junit FILE] [--library-compat] [--verbose] DOC | --library DIR
+      Runs OATF documents against real peers (modes mcp_server, mcp_client,
+      ag_ui_client; A2A not yet). Server actors listen on --listen (default
+      127.0.0.1:0) at /mcp/ACTOR and print their URLs before any client
+      starts. "DOC -- CMD ARGS" runs an MCP server for mcp_client. Prints a
+      summary; --verdict writes the OATF verdict JSON, --trace JSONL,
+      --sarif SARIF 2.1.0, --junit JUnit XML (a case per document and per
+      indicator). --library runs every *.yaml under DIR with a progress line
+      and a table. Exit codes: 0 not exploited, 1 exploited or partial,
+      2 usage (missing endpoint), 3 invalid document or a verdict of error,
+      4 target unreachable or failed (nothing exploited), 5 internal.
+      A library exits with the worst code, in the order 5, 4, 3, 1, 0.
 `,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server and the gateway in this process, on a loopback

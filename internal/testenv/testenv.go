@@ -10,6 +10,7 @@
 //	EverythingServer   WARDEN_EVERYTHING_BIN        npm @modelcontextprotocol/server-everything
 //	ConformanceJS      WARDEN_CONFORMANCE_JS        npm @modelcontextprotocol/conformance, run with Node22
 //	GoEverythingServer WARDEN_GO_EVERYTHING_SERVER  go-sdk conformance/everything-server
+//	Aimock             WARDEN_AIMOCK_BIN            npm @copilotkit/aimock (AG-UI, A2A, MCP mock)
 //
 // When a program cannot be found the test is skipped with a message saying
 // to run `make deps`, unless WARDEN_REQUIRE_DEPS=1 (set by `make test` and
@@ -46,6 +47,7 @@ const (
 	EnvConformanceJS      = "WARDEN_CONFORMANCE_JS"
 	EnvGoEverythingServer = "WARDEN_GO_EVERYTHING_SERVER"
 	EnvSharedDir          = "WARDEN_SHARED_DIR"
+	EnvAimockBin          = "WARDEN_AIMOCK_BIN"
 )
 
 // dep describes one program installed by scripts/deps.sh.
@@ -64,6 +66,7 @@ var (
 		"conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"}
 	goEverything = dep{"go-sdk conformance everything-server", EnvGoEverythingServer,
 		"bin/everything-server"}
+	aimock = dep{"@copilotkit/aimock", EnvAimockBin, "aimock/node_modules/.bin/aimock"}
 )
 
 // Node22 returns the path of a Node 22 executable.
@@ -82,6 +85,11 @@ func ConformanceJS(t testing.TB) string { t.Helper(); return find(t, conformance
 // GoEverythingServer returns the path of the go-sdk conformance
 // everything-server executable (`-http=127.0.0.1:PORT`, `-stateless=false`).
 func GoEverythingServer(t testing.TB) string { t.Helper(); return find(t, goEverything) }
+
+// Aimock returns the path of the aimock executable (an npm bin script; run
+// it as `Node22(t) <path> -c CONFIG -p PORT`). It binds 127.0.0.1 by
+// default.
+func Aimock(t testing.TB) string { t.Helper(); return find(t, aimock) }
 
 // RequireDeps reports whether missing dependencies fail tests rather than
 // skip them (WARDEN_REQUIRE_DEPS=1).

@@ -1,0 +1,349 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentwarden/warden/internal/oatf"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxSession       = 5 * time.Minute
+	DefaultReadinessTimeout = 30 * time.Second
+	DefaultMaxTurns         = 16
+)
+
+// Options say where a run's actors connect and listen. The zero value runs
+// nothing that needs an endpoint: every mode an actor uses must have its
+// endpoint set, or Run returns an *EndpointError.
+type Options struct {
+	// MCPCommand runs an mcp_client actor's server as a child process over
+	// stdio (program and arguments). MCPEnv adds variables to its
+	// environment, which otherwise holds only transport.DefaultPassEnv.
+	MCPCommand []string
+	MCPEnv     map[string]string
+	// MCPURL is an mcp_client actor's server (streamable HTTP).
+	MCPURL string
+	// AGUIURL is the agent an ag_ui_client actor POSTs RunAgentInput to.
+	AGUIURL string
+	// Header is added to every HTTP request client actors make.
+	Header http.Header
+
+	// Listen is the address server actors (mcp_server) listen on with
+	// streamable HTTP, at /mcp/<actor> (and /mcp when there is one MCP
+	// server actor). Empty means 127.0.0.1:0 (a free loopback port).
+	Listen string
+	// Stdio serves the document's only mcp_server actor on Stdin and Stdout
+	// instead of HTTP.
+	Stdio  bool
+	Stdin  io.Reader
+	Stdout io.Writer
+
+	// OnReady is called once every server actor accepts connections and
+	// before any client actor starts, with the URL of each server actor
+	// (stdio actors are absent). A test may start the target here.
+	OnReady func(endpoints map[string]string) error
+
+	// GracePeriod overrides the document's attack.grace_period: how long to
+	// keep observing after the client actors are done. Negative means 0.
+	GracePeriod *time.Duration
+	// MaxSession bounds the whole run. 0 means DefaultMaxSession.
+	MaxSession time.Duration
+	// ReadinessTimeout bounds the wait for server actors to listen.
+	ReadinessTimeout time.Duration
+	// MaxTurns bounds the follow-up runs an ag_ui_client actor sends to
+	// return tool results within one phase. 0 means DefaultMaxTurns.
+	MaxTurns int
+
+	// Eval configures indicator evaluation.
+	Eval oatf.EvalOptions
+	// HTTPClient makes the client actors' requests. Nil means a client
+	// with no overall timeout that does not follow redirects.
+	HTTPClient *http.Client
+	// Logger receives the run's progress. Nil discards.
+	Logger *slog.Logger
+}
+
+// EndpointError says that a document needs an endpoint the options lack.
+type EndpointError struct {
+	Actor, Mode, Need string
+}
+
+func (e *EndpointError) Error() string {
+	return fmt.Sprintf("actor %s (%s) needs %s", e.Actor, e.Mode, e.Need)
+}
+
+// UnsupportedModeError says that the runtime cannot run a mode.
+type UnsupportedModeError struct{ Actor, Mode string }
+
+func (e *UnsupportedModeError) Error() string {
+	return fmt.Sprintf("actor %s: mode %s is not supported by this runtime", e.Actor, e.Mode)
+}
+
+// ActorSummary is what one actor did.
+type ActorSummary struct {
+	Name     string `json:"name"`
+	Mode     string `json:"mode"`
+	Phase    string `json:"final_phase"`
+	Phases   int    `json:"phases_reached"`
+	Terminal bool   `json:"terminal_reached"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Result is the outcome of one run.
+type Result struct {
+	Document   *oatf.Document
+	Verdict    oatf.Verdict
+	Indicators []IndicatorResult
+	Trace      []Entry
+	Dropped    int // trace entries beyond MaxTraceEntries
+	Actors     []ActorSummary
+	Endpoints  map[string]string
+	Logs       []string // messages of `log` entry actions
+	Started    time.Time
+	Duration   time.Duration
+	TimedOut   bool // MaxSession ended the run
+}
+
+// Failed reports whether an actor failed (an unreachable target, a
+// broken stream): the verdict may then miss evidence.
+func (r *Result) Failed() bool {
+	for _, a := range r.Actors {
+		if a.Error != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// runtime is the state of one Run shared by its actors.
+type runtime struct {
+	opts  Options
+	log   *slog.Logger
+	trace *Trace
+	store *store
+	http  *http.Client
+
+	mu   sync.Mutex
+	logs []string
+}
+
+func (rt *runtime) addLog(actor, msg string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.logs = append(rt.logs, actor+": "+msg)
+}
+
+// driver runs one actor in its mode.
+type driver interface {
+	// prepare binds listeners (servers) or checks endpoints; it must not
+	// block on peers.
+	prepare(ctx context.Context) error
+	// run drives the actor until its work is done or ctx ends.
+	run(ctx context.Context) error
+	// endpoint returns the URL a server actor listens on, or "".
+	endpoint() string
+	// close releases the actor's resources.
+	close()
+}
+
+// Run executes a normalized document (see oatf.Load) and evaluates its
+// indicators against the trace. It returns an error only when the run could
+// not start (a missing endpoint, a listener that cannot bind); failures of
+// peers during the run are reported in Result.Actors.
+func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error) {
+	rt := &runtime{opts: opts, log: opts.Logger, trace: NewTrace(), store: newStore(), http: opts.HTTPClient}
+	if rt.log == nil {
+		rt.log = slog.New(slog.DiscardHandler)
+	}
+	if rt.http == nil {
+		rt.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	attack := doc.Attack()
+	var actors []*actor
+	var drivers []driver
+	var servers, clients []int
+	mcpServers := 0
+	for _, av := range items(attack.Get("execution").Get("actors")) {
+		if av.Get("mode").StringOr("") == "mcp_server" {
+			mcpServers++
+		}
+	}
+	var mux *http.ServeMux
+	for _, av := range items(attack.Get("execution").Get("actors")) {
+		a := newActor(rt, av)
+		var d driver
+		switch a.mode {
+		case "mcp_server":
+			if mux == nil && !opts.Stdio {
+				mux = http.NewServeMux()
+			}
+			if opts.Stdio && mcpServers > 1 {
+				return nil, &EndpointError{a.name, a.mode, "HTTP (--listen): stdio serves only one mcp_server actor"}
+			}
+			d = newMCPServer(a, mux, mcpServers == 1)
+		case "mcp_client":
+			if len(opts.MCPCommand) == 0 && opts.MCPURL == "" {
+				return nil, &EndpointError{a.name, a.mode, "an MCP server (--mcp-command or --mcp-url)"}
+			}
+			d = newMCPClient(a)
+		case "ag_ui_client":
+			if opts.AGUIURL == "" {
+				return nil, &EndpointError{a.name, a.mode, "an AG-UI agent (--agui-url)"}
+			}
+			d = newAGUIClient(a)
+		default:
+			return nil, &UnsupportedModeError{a.name, a.mode}
+		}
+		if strings.HasSuffix(a.mode, "_server") {
+			servers = append(servers, len(actors))
+		} else {
+			clients = append(clients, len(actors))
+		}
+		actors = append(actors, a)
+		drivers = append(drivers, d)
+	}
+
+	maxSession := cmpOr(opts.MaxSession, DefaultMaxSession)
+	runCtx, cancel := context.WithTimeout(ctx, maxSession)
+	defer cancel()
+	res := &Result{Document: doc, Started: time.Now(), Endpoints: map[string]string{}}
+	defer func() {
+		for _, d := range drivers {
+			d.close()
+		}
+	}()
+
+	// Readiness gate: every server actor listens before any client starts.
+	var srv *http.Server
+	if mux != nil {
+		addr := cmpOr(opts.Listen, "127.0.0.1:0")
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("listen %s: %w", addr, err)
+		}
+		srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		base := "http://" + ln.Addr().String()
+		for _, i := range servers {
+			if ms, ok := drivers[i].(*mcpServer); ok {
+				ms.base = base
+			}
+		}
+	}
+	readyCtx, readyCancel := context.WithTimeout(runCtx, cmpOr(opts.ReadinessTimeout, DefaultReadinessTimeout))
+	for _, i := range append(slices.Clone(servers), clients...) {
+		if err := drivers[i].prepare(readyCtx); err != nil {
+			readyCancel()
+			return nil, fmt.Errorf("actor %s: %w", actors[i].name, err)
+		}
+	}
+	readyCancel()
+	for _, i := range servers {
+		if u := drivers[i].endpoint(); u != "" {
+			res.Endpoints[actors[i].name] = u
+		}
+	}
+
+	errs := make([]error, len(actors))
+	var wg sync.WaitGroup
+	serverCtx, stopServers := context.WithCancel(runCtx)
+	defer stopServers()
+	serverDone := make(chan struct{}, len(servers))
+	for _, i := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = drivers[i].run(serverCtx)
+			serverDone <- struct{}{}
+		}()
+	}
+	if opts.OnReady != nil {
+		if err := opts.OnReady(res.Endpoints); err != nil {
+			stopServers()
+			wg.Wait()
+			return nil, fmt.Errorf("on ready: %w", err)
+		}
+	}
+	rt.log.Info("attack: servers ready", "id", attack.Get("id").StringOr(""), "endpoints", res.Endpoints)
+
+	var cwg sync.WaitGroup
+	for _, i := range clients {
+		cwg.Add(1)
+		go func() {
+			defer cwg.Done()
+			errs[i] = drivers[i].run(runCtx)
+		}()
+	}
+	cwg.Wait()
+	if len(clients) == 0 {
+		// Server-only documents end when every server actor is done (its
+		// peer went away in its terminal phase) or at MaxSession.
+		for range servers {
+			select {
+			case <-serverDone:
+			case <-runCtx.Done():
+			}
+		}
+	}
+	grace := time.Duration(0)
+	if g := attack.Get("grace_period").StringOr(""); g != "" {
+		grace, _ = oatf.ParseDuration(g)
+	}
+	if opts.GracePeriod != nil {
+		grace = max(*opts.GracePeriod, 0)
+	}
+	if grace > 0 && runCtx.Err() == nil {
+		t := time.NewTimer(grace)
+		select {
+		case <-t.C:
+		case <-runCtx.Done():
+		}
+		t.Stop()
+	}
+	res.TimedOut = errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	stopServers()
+	wg.Wait()
+	for _, a := range actors {
+		a.stop()
+	}
+
+	res.Trace = rt.trace.Entries()
+	for i := range res.Trace {
+		res.Trace[i].Attack = attack.Get("id").StringOr("")
+	}
+	res.Dropped = rt.trace.Dropped()
+	for i, a := range actors {
+		idx, _, terminal, _ := a.current()
+		s := ActorSummary{Name: a.name, Mode: a.mode, Phase: a.phaseName(), Phases: idx + 1, Terminal: terminal}
+		if err := errs[i]; err != nil && !errors.Is(err, context.Canceled) {
+			s.Error = err.Error()
+		}
+		res.Actors = append(res.Actors, s)
+	}
+	rt.mu.Lock()
+	res.Logs = rt.logs
+	rt.mu.Unlock()
+	res.Indicators, res.Verdict = Evaluate(context.WithoutCancel(ctx), doc, res.Trace, oatf.NewEvaluator(opts.Eval))
+	res.Duration = time.Since(res.Started)
+	return res, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
