@@ -2,22 +2,29 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/agentwarden/warden/internal/conform/catalog"
 	"github.com/agentwarden/warden/internal/conform/check"
 	"github.com/agentwarden/warden/internal/conform/ir"
 	"github.com/agentwarden/warden/internal/conform/models"
 	"github.com/agentwarden/warden/internal/conform/promela"
+	"github.com/agentwarden/warden/internal/conform/replay"
 	"github.com/agentwarden/warden/internal/conform/report"
+	"github.com/agentwarden/warden/internal/conform/tla"
 )
 
 const conformUsage = "lint FILE|--builtin | check [--model NAME|--all] [--warden] [--out DIR] [--max-states N] | " +
-	"emit --format promela --model NAME [--warden] | matrix [--format json|markdown] [--out DIR]"
+	"emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR] | " +
+	"replay --target TARGET [--profile REV] [--warden] [--format text|json] | " +
+	"matrix [--format json|markdown|html] [--out DIR] [--against TARGET]"
 
 // runConform is `warden conform`: the AgentConform pipeline on the
 // built-in protocol models (or a model file for lint).
@@ -31,14 +38,16 @@ func runConform(ctx context.Context, env *Env, args []string) (int, error) {
 	case "check":
 		return conformCheck(ctx, env, args[1:])
 	case "emit":
-		return conformEmit(env, args[1:])
+		return conformEmit(ctx, env, args[1:])
 	case "matrix":
 		return conformMatrix(ctx, env, args[1:])
+	case "replay":
+		return conformReplay(ctx, env, args[1:])
 	case "-h", "--help", "help":
 		fmt.Fprintf(env.Stdout, "usage: warden conform %s\n", conformUsage)
 		return ExitOK, nil
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want lint, check, emit or matrix)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want lint, check, emit, replay or matrix)", args[0])
 }
 
 func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
@@ -239,11 +248,13 @@ func writeTrace(file string, t *check.Trace) error {
 	return os.WriteFile(file, data, 0o644)
 }
 
-func conformEmit(env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform emit", "--format promela --model NAME [--warden]")
-	format := fs.String("format", "promela", "output language: promela")
+func conformEmit(ctx context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "conform emit", "--format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR]")
+	format := fs.String("format", "promela", "output language: promela or tla")
 	name := fs.String("model", "", "the built-in model")
 	guarded := fs.Bool("warden", false, "emit the variant behind the warden gateway")
+	out := fs.String("out", "", "tla: write MODULE.tla and one MC_<PROPERTY>.cfg per invariant into `DIR`")
+	jar := fs.String("tlc-jar", "", "tla: run TLC from this tla2tools.jar on every invariant (needs java; default $"+tla.EnvJar+")")
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
@@ -254,28 +265,200 @@ func conformEmit(env *Env, args []string) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
+	m := ms[0]
 	switch *format {
 	case "promela":
-		if err := promela.Emit(env.Stdout, ms[0]); err != nil {
+		if err := promela.Emit(env.Stdout, m); err != nil {
 			return ExitInternal, err
 		}
 		return ExitOK, nil
 	case "tla":
-		return ExitUsage, errors.New("--format tla is not built yet; use promela")
+		if *jar == "" && env.Getenv != nil {
+			*jar = env.Getenv(tla.EnvJar)
+		}
+		if *out == "" && *jar == "" {
+			if err := tla.Emit(env.Stdout, m); err != nil {
+				return ExitInternal, err
+			}
+			for _, p := range m.Properties {
+				cfg, err := tla.Config(m, p.ID, false)
+				if err != nil {
+					return ExitInternal, err
+				}
+				fmt.Fprintf(env.Stdout, "\n\\* ---- %s ----\n%s", tla.ConfigName(p.ID), cfg)
+			}
+			return ExitOK, nil
+		}
+		dir := *out
+		if dir == "" {
+			if dir, err = os.MkdirTemp("", "warden-tla-"); err != nil {
+				return ExitInternal, err
+			}
+			defer os.RemoveAll(dir)
+		}
+		path, err := tla.WriteFiles(dir, m, false)
+		if err != nil {
+			return ExitInternal, err
+		}
+		if *out != "" {
+			fmt.Fprintf(env.Stdout, "wrote %s and %d configurations\n", path, len(m.Properties))
+		}
+		if *jar == "" {
+			return ExitOK, nil
+		}
+		return runTLC(ctx, env, *jar, dir, m)
 	}
-	return ExitUsage, fmt.Errorf("unknown format %q (want promela)", *format)
+	return ExitUsage, fmt.Errorf("unknown format %q (want promela or tla)", *format)
 }
 
-func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform matrix", "[--format json|markdown] [--out DIR]")
-	format := fs.String("format", "markdown", "json or markdown")
-	out := fs.String("out", "", "also write matrix.json, matrix.md and every counterexample under `DIR`")
-	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
+// runTLC runs TLC on every invariant and compares its verdict with the Go
+// checker's. Exit 1 when they disagree or TLC fails.
+func runTLC(ctx context.Context, env *Env, jar, dir string, m *ir.Model) (int, error) {
+	rs, err := tla.RunTLC(ctx, jar, dir, m, false)
+	if err != nil {
+		return ExitInternal, err
+	}
+	prog, err := check.Compile(m)
+	if err != nil {
+		return ExitInternal, err
+	}
+	code := ExitOK
+	for _, r := range rs {
+		want, err := check.Check(ctx, prog, r.Property, check.Options{})
+		if err != nil {
+			return ExitInternal, err
+		}
+		agree := "agrees"
+		if r.Status != string(want.Status) {
+			agree, code = "DISAGREES with the Go checker ("+string(want.Status)+")", ExitFindings
+		}
+		fmt.Fprintf(env.Stdout, "%-28s TLC %-8s states %d  %s\n", r.Property, r.Status, r.States, agree)
+		if r.Status == "error" {
+			fmt.Fprintln(env.Stderr, r.Output)
+		}
+	}
+	return code, nil
+}
+
+// replayFlags are the flags that name and complete a replay target.
+type replayFlags struct {
+	profile, tool, sensitive, leak *string
+	timeout                        *time.Duration
+}
+
+func addReplayFlags(fs *flag.FlagSet) replayFlags {
+	return replayFlags{
+		profile:   fs.String("profile", "", "MCP revision (2025-06-18, 2025-11-25, 2026-07-28) or A2A version (1.0, 0.3)"),
+		tool:      fs.String("tool", "echo", "MCP: a harmless tool any session may call (the lifecycle probe)"),
+		sensitive: fs.String("sensitive-tool", "", "MCP: the consequential tool called without credential or consent (default: --tool)"),
+		leak:      fs.String("leak-tool", "", "MCP: a tool known to return the server's environment (default: one named like *env*)"),
+		timeout:   fs.Duration("timeout", 10*time.Second, "wait this long for each answer"),
+	}
+}
+
+// replayTarget replays the target spec, plain and (for MCP, with behind)
+// behind an in-process warden gateway. Progress goes to env.Stderr.
+func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool) (plain, guarded *replay.Report, err error) {
+	t, up, stop, err := replay.ParseTarget(spec, replay.TargetOptions{Profile: *rf.profile, Tool: *rf.tool,
+		Sensitive: *rf.sensitive, Leak: *rf.leak})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stop()
+	traces := map[string]*replay.Trace{}
+	if name := map[string]string{replay.MCP: "mcp", replay.A2A: "a2a"}[t.Protocol]; name != "" {
+		m, err := models.Get(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if traces, err = replay.Counterexamples(ctx, m, check.Options{MaxStates: check.DefaultMaxStates}); err != nil {
+			return nil, nil, err
+		}
+	}
+	o := replay.Options{StepTimeout: *rf.timeout}
+	if plain, err = replay.Run(ctx, t, traces, o); err != nil {
+		return nil, nil, err
+	}
+	if !behind || t.Protocol != replay.MCP {
+		return plain, nil, nil
+	}
+	if up.URL == "" && len(up.Command) == 0 {
+		return nil, nil, fmt.Errorf("target %s cannot be put behind warden (use mock:mcp-http for the fake)", spec)
+	}
+	dir, err := os.MkdirTemp("", "warden-conform-")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir)
+	bt, stopW, err := replay.BehindWarden(t, up, dir, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer stopW()
+	guarded, err = replay.Run(ctx, bt, traces, o)
+	return plain, guarded, err
+}
+
+func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "conform replay", "--target TARGET [--profile REV] [--warden] [--format text|json]")
+	target := fs.String("target", "", "what to replay against: "+replay.SpecHelp)
+	behind := fs.Bool("warden", false, "MCP: also replay behind an in-process warden gateway")
+	format := fs.String("format", "text", "text or json")
+	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
-	if *format != "json" && *format != "markdown" {
-		return ExitUsage, fmt.Errorf("unknown format %q (want json or markdown)", *format)
+	if *target == "" {
+		return ExitUsage, errors.New("--target is required (" + replay.SpecHelp + ")")
+	}
+	if *format != "text" && *format != "json" {
+		return ExitUsage, fmt.Errorf("unknown format %q (want text or json)", *format)
+	}
+	plain, guarded, err := replayTarget(ctx, env, *target, rf, *behind)
+	if err != nil {
+		return ExitConfig, err
+	}
+	reports := []*replay.Report{plain}
+	if guarded != nil {
+		reports = append(reports, guarded)
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(env.Stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(map[string]any{"reports": reports}); err != nil {
+			return ExitInternal, err
+		}
+	} else {
+		for _, r := range reports {
+			fmt.Fprintf(env.Stdout, "%s (%s %s, %s)\n", r.Target, r.Protocol, r.Profile, r.Mode)
+			for _, n := range r.Notes {
+				fmt.Fprintf(env.Stdout, "  note: %s\n", n)
+			}
+			for _, res := range r.Results {
+				fmt.Fprintf(env.Stdout, "  %-28s %-3s %-13s %s\n", res.Model+"/"+res.Property, res.Principle, res.Outcome, res.Evidence)
+			}
+		}
+	}
+	for _, res := range plain.Results {
+		if res.Outcome == replay.Reproduced {
+			return ExitFindings, nil
+		}
+	}
+	return ExitOK, nil
+}
+
+func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "conform matrix", "[--format json|markdown|html] [--out DIR] [--against TARGET]")
+	format := fs.String("format", "markdown", "json, markdown or html")
+	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
+	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
+	against := fs.String("against", "", "replay against TARGET, plain and (MCP) behind warden, and add those columns: "+replay.SpecHelp)
+	rf := addReplayFlags(fs)
+	if code, err := parseNoArgs(fs, args); err != nil {
+		return code, err
+	}
+	if *format != "json" && *format != "markdown" && *format != "html" {
+		return ExitUsage, fmt.Errorf("unknown format %q (want json, markdown or html)", *format)
 	}
 	ms, err := models.All()
 	if err != nil {
@@ -289,6 +472,13 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	if err != nil {
 		return ExitInternal, err
 	}
+	if *against != "" {
+		plain, guarded, err := replayTarget(ctx, env, *against, rf, true)
+		if err != nil {
+			return ExitConfig, err
+		}
+		res.Against(plain, guarded)
+	}
 	if *out != "" {
 		for _, f := range res.Findings {
 			if f.Trace != nil {
@@ -300,6 +490,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 		for name, write := range map[string]func(w *os.File) error{
 			"matrix.json": func(w *os.File) error { return res.WriteJSON(w) },
 			"matrix.md":   func(w *os.File) error { return res.WriteMarkdown(w) },
+			"matrix.html": func(w *os.File) error { return res.WriteHTML(w) },
 		} {
 			f, err := os.Create(filepath.Join(*out, name))
 			if err != nil {
@@ -314,9 +505,12 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 			}
 		}
 	}
-	if *format == "json" {
+	switch *format {
+	case "json":
 		err = res.WriteJSON(env.Stdout)
-	} else {
+	case "html":
+		err = res.WriteHTML(env.Stdout)
+	default:
 		err = res.WriteMarkdown(env.Stdout)
 	}
 	if err != nil {

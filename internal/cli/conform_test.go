@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,7 +97,7 @@ func TestConformCheckBudget(t *testing.T) {
 
 func TestConformUsage(t *testing.T) {
 	for _, args := range [][]string{{}, {"frob"}, {"check"}, {"check", "--all", "--model", "mcp"}, {"emit"},
-		{"emit", "--model", "nope"}, {"matrix", "--format", "html"}} {
+		{"emit", "--model", "nope"}, {"matrix", "--format", "pdf"}, {"replay"}, {"emit", "--format", "coq", "--model", "mcp"}} {
 		if code, _, _ := runConformTest(t, args...); code != ExitUsage {
 			t.Errorf("%q: exit %d, want %d", args, code, ExitUsage)
 		}
@@ -150,5 +151,99 @@ func TestConformMatrixJSON(t *testing.T) {
 		if w, ok := want[c.Protocol+"/"+c.Principle]; ok && c.Result != w {
 			t.Errorf("%s/%s: %s, want %s", c.Protocol, c.Principle, c.Result, w)
 		}
+	}
+}
+
+func TestConformEmitTLA(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runConformTest(t, "emit", "--format", "tla", "--model", "acp-cap", "--out", dir)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "acp_cap.tla"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(mod), "---- MODULE acp_cap ----") || !strings.Contains(string(mod), "Spec == Init /\\ [][Next]_vars") {
+		t.Errorf("module:\n%s", mod)
+	}
+	cfgs, _ := filepath.Glob(filepath.Join(dir, "MC_*.cfg"))
+	if len(cfgs) != 10 {
+		t.Errorf("%d configurations, want one per invariant (10)", len(cfgs))
+	}
+}
+
+// TestConformReplayMock: replay against the fake MCP server finds the
+// known findings (exit 1); behind warden the leak is refused.
+func TestConformReplayMock(t *testing.T) {
+	code, out, errs := runConformTest(t, "replay", "--target", "mock:mcp-http", "--warden", "--format", "json", "--timeout", "3s")
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out, errs)
+	}
+	var doc struct {
+		Reports []struct {
+			Target       string
+			BehindWarden bool `json:"behind_warden"`
+			Results      []struct{ Property, Outcome string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Reports) != 2 || !doc.Reports[1].BehindWarden {
+		t.Fatalf("want a plain and a behind-warden report: %s", out)
+	}
+	got := map[string]string{}
+	for i, r := range doc.Reports {
+		for _, res := range r.Results {
+			got[fmt.Sprint(i)+"/"+res.Property] = res.Outcome
+		}
+	}
+	for k, w := range map[string]string{"0/P4_prompt_integrity": "reproduced", "1/P4_prompt_integrity": "blocked",
+		"0/SL_lifecycle": "reproduced", "1/WF_wire": "blocked"} {
+		if got[k] != w {
+			t.Errorf("%s: %s, want %s", k, got[k], w)
+		}
+	}
+}
+
+// TestConformMatrixAgainst: --against adds the implementation and
+// behind-warden columns to the A2A cells (the fake agent), keeping the
+// cells list's required fields; the HTML page is written alongside.
+func TestConformMatrixAgainst(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errs := runConformTest(t, "matrix", "--format", "json", "--against", "mock:a2a", "--out", dir, "--timeout", "3s")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Replay string
+		Cells  []struct {
+			Protocol, Principle, Result, Class, Triage string
+			Implementation                             *struct{ Outcome, Triage string }
+			BehindWarden                               *struct{ Outcome string } `json:"behind_warden"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range doc.Cells {
+		if c.Protocol == "A2A" && c.Principle == "P1" {
+			found = true
+			if c.Implementation == nil || c.Implementation.Outcome != "reproduced" || c.Triage != "IMPL-FAIL" {
+				t.Errorf("A2A × P1 against the fake agent: %+v", c)
+			}
+		}
+		if c.BehindWarden != nil {
+			t.Errorf("%s × %s: a behind-warden column for A2A, which the gateway does not relay", c.Protocol, c.Principle)
+		}
+	}
+	if !found || !strings.Contains(doc.Replay, "mock-a2a") {
+		t.Errorf("replay %q, A2A × P1 found %v", doc.Replay, found)
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "matrix.html"))
+	if err != nil || !strings.Contains(string(page), `<table id="matrix">`) || strings.Contains(string(page), "<script") {
+		t.Errorf("matrix.html: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/conform/catalog"
 	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/replay"
 )
 
 // Document is the JSON form of the matrix.
@@ -37,7 +38,7 @@ func (res *Results) JSONDocument() (*Document, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: "none",
+	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: res.replayLine(),
 		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}}
 	for _, c := range cells {
 		doc.Summary.Cells++
@@ -86,7 +87,12 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 	}
 	var b strings.Builder
 	b.WriteString("# AgentConform: protocol × principle matrix\n\n")
-	b.WriteString("Model check only (replay pending). Cell: result, triage label, taxonomy class; † = the violation needs an Adversary action; → warden = result behind the gateway.\n\n")
+	if res.impl == nil {
+		b.WriteString("Model check only (replay pending). ")
+	} else {
+		fmt.Fprintf(&b, "Model check with replay against %s. ", doc.Replay)
+	}
+	b.WriteString("Cell: result, triage label, taxonomy class; † = the violation needs an Adversary action; → warden = result behind the gateway.\n\n")
 	b.WriteString("| protocol |")
 	for _, p := range ir.Principles {
 		fmt.Fprintf(&b, " %s |", p)
@@ -116,7 +122,8 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. Behind warden: %d of %d properties still violated.\n",
 		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), s.WardenViolations, len(res.Findings))
 	b.WriteString("\nClasses: SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness. " +
-		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, PASS.\n")
+		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, BOTH = BOTH-FAIL, IMPL = IMPL-FAIL, MODEL = MODEL-FAIL, PASS.\n")
+	writeColumnsMarkdown(&b, doc.Cells)
 	fmt.Fprintf(&b, "\n## Composition safety (%d invariants, %d violated)\n\n", s.CSInvariants, s.CSViolated)
 	b.WriteString("| model | protocols | invariant | result | triage | class | length | → warden |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range doc.Compositions {
@@ -142,4 +149,50 @@ func triageLine(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// replayLine describes the replay behind the matrix, or "none".
+func (res *Results) replayLine() string {
+	if res.impl == nil && res.behind == nil {
+		return "none"
+	}
+	var parts []string
+	for _, r := range []*replay.Report{res.impl, res.behind} {
+		if r != nil {
+			parts = append(parts, fmt.Sprintf("%s (%s %s, %s)", r.Target, r.Protocol, r.Profile, r.Mode))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// writeColumnsMarkdown writes the implementation and behind-warden columns
+// of the cells that have them.
+func writeColumnsMarkdown(b *strings.Builder, cells []Cell) {
+	var rows []Cell
+	for _, c := range cells {
+		if c.Implementation != nil || c.BehindWarden != nil {
+			rows = append(rows, c)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\n## Implementation and behind warden\n\n")
+	b.WriteString("| protocol | principle | model | model triage | implementation | triage | behind warden | triage | evidence |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range rows {
+		impl, it, bw, bt, ev := "—", "—", "—", "—", ""
+		if c.Implementation != nil {
+			impl, it, ev = string(c.Implementation.Outcome), c.Implementation.Triage, c.Implementation.Evidence
+		}
+		if c.BehindWarden != nil {
+			bw, bt = string(c.BehindWarden.Outcome), c.BehindWarden.Triage
+			if ev == "" {
+				ev = c.BehindWarden.Evidence
+			} else {
+				ev += " / behind warden: " + c.BehindWarden.Evidence
+			}
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.Protocol, c.Principle, c.Result,
+			c.ModelTriage, impl, it, bw, bt, strings.ReplaceAll(ev, "|", "\\|"))
+	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/agentwarden/warden/internal/conform/catalog"
 	"github.com/agentwarden/warden/internal/conform/check"
 	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/replay"
 )
 
 // Triage labels.
@@ -59,6 +60,8 @@ type Finding struct {
 // Results is every finding, in model and property order.
 type Results struct {
 	Findings []Finding
+
+	impl, behind *replay.Report // set by Against
 }
 
 // Options bounds the checks.
@@ -182,12 +185,17 @@ type Cell struct {
 	Result         string   `json:"result"` // holds | violated
 	Class          string   `json:"class"`
 	Triage         string   `json:"triage"`
-	Replay         string   `json:"replay"` // "pending": no replay yet
+	ModelTriage    string   `json:"model_triage"` // the label from the model check alone
+	Replay         string   `json:"replay"`       // "pending" (no replay), "live" or "mock"
 	Adversary      bool     `json:"adversary"`
 	Properties     []string `json:"properties"` // model/property ids behind the cell
 	TraceLen       int      `json:"trace_len,omitempty"`
 	Counterexample string   `json:"counterexample,omitempty"`
 	WardenResult   string   `json:"warden_result"`
+	// Implementation and BehindWarden are the replay columns (matrix
+	// --against TARGET), for the target's protocol only.
+	Implementation *Column `json:"implementation,omitempty"`
+	BehindWarden   *Column `json:"behind_warden,omitempty"`
 }
 
 // Matrix builds the 5 × 11 matrix. A CS cell aggregates the composition
@@ -220,8 +228,13 @@ func (res *Results) Matrix() ([]Cell, error) {
 				}
 			}
 			c := Cell{Protocol: proto, Principle: pr, Result: shown.Result, Class: shown.Class, Triage: shown.Triage,
-				Replay: "pending", Adversary: shown.Adversary, TraceLen: shown.TraceLen, Counterexample: shown.Counterexample,
-				WardenResult: string(check.Holds)}
+				ModelTriage: shown.Triage, Replay: "pending", Adversary: shown.Adversary, TraceLen: shown.TraceLen,
+				Counterexample: shown.Counterexample, WardenResult: string(check.Holds)}
+			ordered := append([]Finding{shown}, fs...)
+			if c.Implementation = column(res.impl, proto, ordered, false); c.Implementation != nil {
+				c.Triage, c.Replay = c.Implementation.Triage, c.Implementation.Mode
+			}
+			c.BehindWarden = column(res.behind, proto, ordered, true)
 			for _, f := range fs {
 				c.Properties = append(c.Properties, f.Model+"/"+f.Property)
 				if f.WardenResult != string(check.Holds) {

@@ -1,0 +1,297 @@
+package replay
+
+// The A2A adapter: JSON-RPC over HTTP POST, in the 1.0 vocabulary
+// (SendMessage, ROLE_USER, parts {text}, header A2A-Version: 1.0) or the
+// 0.3 one (message/send, "user", parts {kind: text}, no version header).
+// IR actions carry 1.0 templates; the 0.3 profile translates them.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// A2A versions the adapter speaks.
+const (
+	A2A10 = "1.0"
+	A2A03 = "0.3"
+)
+
+// a2aMethods03 maps 1.0 JSON-RPC methods to their 0.3 names.
+var a2aMethods03 = map[string]string{
+	"SendMessage":          "message/send",
+	"SendStreamingMessage": "message/stream",
+	"GetTask":              "tasks/get",
+	"CancelTask":           "tasks/cancel",
+	"SubscribeToTask":      "tasks/resubscribe",
+	"GetExtendedAgentCard": "agent/getAuthenticatedExtendedCard",
+}
+
+type a2aClient struct {
+	t       *Target
+	version string
+	next    int
+	o       Options
+}
+
+func newA2A(t *Target, o Options) (*a2aClient, error) {
+	v := t.Profile
+	if v == "" {
+		v = A2A10
+	}
+	if v != A2A10 && v != A2A03 {
+		return nil, fmt.Errorf("unknown A2A version %q (want 1.0 or 0.3)", v)
+	}
+	return &a2aClient{t: t, version: v, o: o}, nil
+}
+
+// a2aAnswer is what came back for one POST.
+type a2aAnswer struct {
+	status int
+	result json.RawMessage
+	err    *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}
+}
+
+func (a *a2aAnswer) summary() string {
+	switch {
+	case a == nil:
+		return "no answer"
+	case a.err != nil:
+		return fmt.Sprintf("HTTP %d, error %d: %s", a.status, a.err.Code, clip(a.err.Message, 120))
+	case a.result != nil:
+		return fmt.Sprintf("HTTP %d, result: %s", a.status, clip(string(a.result), 160))
+	}
+	return fmt.Sprintf("HTTP %d", a.status)
+}
+
+func (a *a2aAnswer) served() bool { return a != nil && a.err == nil && a.result != nil }
+
+// translate turns a 1.0 method and params into the client's version.
+func (c *a2aClient) translate(method string, params map[string]any) (string, map[string]any) {
+	c.next++
+	params = fillA2A(params, c.next).(map[string]any)
+	if c.version == A2A10 {
+		return method, params
+	}
+	if m, ok := a2aMethods03[method]; ok {
+		method = m
+	}
+	if msg, ok := params["message"].(map[string]any); ok {
+		msg["kind"] = "message"
+		switch msg["role"] {
+		case "ROLE_USER":
+			msg["role"] = "user"
+		case "ROLE_AGENT":
+			msg["role"] = "agent"
+		}
+		if parts, ok := msg["parts"].([]any); ok {
+			for _, p := range parts {
+				if pm, ok := p.(map[string]any); ok {
+					switch {
+					case pm["text"] != nil:
+						pm["kind"] = "text"
+					case pm["data"] != nil:
+						pm["kind"] = "data"
+					}
+				}
+			}
+		}
+	}
+	return method, params
+}
+
+// fillA2A replaces the placeholders of an A2A template.
+func fillA2A(v any, n int) any {
+	switch x := v.(type) {
+	case string:
+		switch x {
+		case "{id}":
+			return fmt.Sprintf("conform-msg-%d", n)
+		case "{task}", "{subtask}":
+			return "warden conform replay: say hello"
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[k] = fillA2A(vv, n)
+		}
+		if msg, ok := out["message"].(map[string]any); ok && msg["messageId"] == nil {
+			msg["messageId"] = fmt.Sprintf("conform-msg-%d", n)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = fillA2A(x[i], n)
+		}
+		return out
+	}
+	return v
+}
+
+// call sends one JSON-RPC request built from a 1.0 template.
+func (c *a2aClient) call(ctx context.Context, method string, params map[string]any, header http.Header) (json.RawMessage, *a2aAnswer, error) {
+	method, params = c.translate(method, params)
+	body, err := marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	if err != nil {
+		return nil, nil, err
+	}
+	ans, err := c.post(ctx, body, header)
+	return body, ans, err
+}
+
+func (c *a2aClient) post(ctx context.Context, body []byte, header http.Header) (*a2aAnswer, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.step())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.t.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.version == A2A10 {
+		req.Header.Set("A2A-Version", A2A10)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := httpClient(c.t).Do(req)
+	if err != nil {
+		return nil, nil //nolint:nilerr // no answer: the oracle treats it as not served
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	ans := &a2aAnswer{status: resp.StatusCode}
+	var rpc struct {
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(data, &rpc) == nil {
+		ans.result, ans.err = rpc.Result, rpc.Error
+	} else if resp.StatusCode/100 != 2 {
+		ans.err = &struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}{0, strings.TrimSpace(string(data))}
+	}
+	return ans, nil
+}
+
+var a2aProbes = []probe{
+	{model: "a2a", property: "P1_identity", principle: "P1",
+		clauses: []string{"A2A-1.0-SEC-02", "A2A-1.0-SEC-07", "A2A-1.0-SEC-08"}, run: a2aUnauthenticated},
+	{model: "a2a", property: "WF_wire", principle: "WF",
+		clauses: []string{"A2A-1.0-SEC-09"}, run: a2aDuplicateMembers},
+}
+
+var a2aSendTemplate = `{"message":{"role":"ROLE_USER","parts":[{"text":"{task}"}],"messageId":"{id}"}}`
+
+func a2aTemplate(tr *Trace, action, fallback string) (string, map[string]any) {
+	method, raw := "SendMessage", fallback
+	if tr != nil {
+		for _, st := range tr.Steps {
+			if st.Action == action && len(st.Message) > 0 {
+				var m struct {
+					Method string         `json:"method"`
+					Params map[string]any `json:"params"`
+				}
+				if json.Unmarshal(st.Message, &m) == nil && m.Method != "" {
+					return m.Method, m.Params
+				}
+			}
+		}
+	}
+	var params map[string]any
+	_ = json.Unmarshal([]byte(raw), &params)
+	return method, params
+}
+
+// a2aUnauthenticated: SendMessage and GetExtendedAgentCard with no
+// credentials. The server MUST authenticate every request (§7.4) and the
+// extended card MUST require authentication (§13.3).
+func a2aUnauthenticated(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	c, err := newA2A(t, o)
+	if err != nil {
+		return unrealisable(err.Error())
+	}
+	method, params := a2aTemplate(tr, "C_send_message", a2aSendTemplate)
+	sent, ans, err := c.call(ctx, method, params, nil)
+	if err != nil {
+		return unrealisable(err.Error())
+	}
+	steps := []Step{{Action: "C_send_message", Kind: "Protocol", Sent: sent, Answer: ans.summary(),
+		Note: "no Authorization header (the C_authenticate step is left out)"}}
+	sent2, card, _ := c.call(ctx, "GetExtendedAgentCard", map[string]any{}, nil)
+	steps = append(steps, Step{Action: "probe: GetExtendedAgentCard", Sent: sent2, Answer: card.summary()})
+	switch {
+	case ans == nil:
+		return unrealisable("the agent did not answer SendMessage", steps...)
+	case authRefusal(ans):
+		return Result{Outcome: Blocked, Steps: steps, Evidence: "SendMessage without credentials was refused (" + ans.summary() + ")"}
+	}
+	ev := "SendMessage from an unauthenticated client was served (" + ans.summary() + ")"
+	if !ans.served() {
+		ev = "SendMessage from an unauthenticated client was processed, not refused for authentication (" + ans.summary() + ")"
+	}
+	if card.served() {
+		ev += "; the extended agent card was returned without authentication"
+	}
+	return Result{Outcome: Reproduced, Steps: steps, Evidence: ev}
+}
+
+// a2aDuplicateMembers: a request whose "method" member appears twice. A
+// strict parser refuses it (-32700); a lenient one picks a reading.
+func a2aDuplicateMembers(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	c, err := newA2A(t, o)
+	if err != nil {
+		return unrealisable(err.Error())
+	}
+	method, params := c.translate("SendMessage", mustParams(a2aSendTemplate))
+	p, err := marshal(params)
+	if err != nil {
+		return unrealisable(err.Error())
+	}
+	body := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"GetTask","method":%q,"params":%s}`, c.next, method, p))
+	ans, _ := c.post(ctx, body, nil)
+	steps := []Step{{Action: "A_malformed", Kind: "Adversary", Sent: body, Answer: ans.summary()},
+		{Action: "S_reject_malformed", Kind: "Protocol", Note: "oracle: a parse error, or no answer"}}
+	switch {
+	case ans == nil:
+		return Result{Outcome: Blocked, Steps: steps, Evidence: "the request with duplicate members got no answer"}
+	case ans.err != nil && ans.err.Code == -32700, ans.status == http.StatusBadRequest && ans.result == nil && ans.err == nil:
+		return Result{Outcome: Blocked, Steps: steps, Evidence: "refused as malformed (" + ans.summary() + ")"}
+	}
+	return Result{Outcome: Reproduced, Steps: steps,
+		Evidence: "a request with two \"method\" members was parsed and answered (" + ans.summary() + ")"}
+}
+
+func mustParams(s string) map[string]any {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// authRefusal reports whether an answer refuses the caller for want of
+// authentication: HTTP 401 or 403, or an error that says so.
+func authRefusal(a *a2aAnswer) bool {
+	if a.status == http.StatusUnauthorized || a.status == http.StatusForbidden {
+		return true
+	}
+	if a.err != nil {
+		m := strings.ToLower(a.err.Message)
+		return strings.Contains(m, "auth") || strings.Contains(m, "credential")
+	}
+	return false
+}

@@ -1,0 +1,284 @@
+//go:build integration
+
+package replay
+
+// Live replay against real implementations, plain and behind warden:
+// @modelcontextprotocol/server-everything over stdio (Node 22), go-sdk's
+// conformance everything-server (stdio, stateful HTTP, stateless HTTP),
+// warden's demo server (go-sdk, in-process over HTTP), an a2a-go agent
+// (in-process), and @copilotkit/aimock when installed. A missing peer skips
+// the test, or fails it under WARDEN_REQUIRE_DEPS=1 (aimock only skips).
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentwarden/warden/internal/demoserver"
+	"github.com/agentwarden/warden/internal/testenv"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+func liveOptions() Options { return Options{StepTimeout: 10 * time.Second} }
+
+func runBoth(t *testing.T, tgt *Target, up Upstream, stdio bool) (plain, behind *Report) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("live replay runs external servers")
+	}
+	traces := modelTraces(t, "mcp")
+	plain, err := Run(testCtx(t), tgt, traces, liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, stop, err := behindWardenVia(tgt, up, t.TempDir(), stdio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	behind, err = Run(testCtx(t), bt, traces, liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range []*Report{plain, behind} {
+		for _, r := range rep.Results {
+			t.Logf("%-22s %-20s %-12s %s", rep.Target, r.Property, r.Outcome, r.Evidence)
+		}
+	}
+	return plain, behind
+}
+
+// TestLiveServerEverything: the two known findings of the reference server
+// appear (get-env returns the canary; tools/call is answered before
+// initialize), and behind warden both are blocked.
+func TestLiveServerEverything(t *testing.T) {
+	node := testenv.Node22(t)
+	js := testenv.EverythingServer(t)
+	if target, err := filepath.EvalSymlinks(js); err == nil {
+		js = target
+	}
+	canary := "canary-" + randomHex(6)
+	env := map[string]string{"SECRET_TOKEN": canary}
+	argv := []string{node, js, "stdio"}
+	tgt := &Target{Name: "server-everything", Protocol: MCP, Mode: "live", Profile: "2025-06-18", Canary: canary,
+		Harmless:  Tool{Name: "echo", Args: map[string]any{"message": "early"}},
+		Sensitive: Tool{Name: "get-sum", Args: map[string]any{"a": 1, "b": 2}}, Leak: Tool{Name: "get-env"},
+		Dial: func(context.Context) (transport.Conn, error) {
+			return transport.Command(transport.CommandSpec{Path: argv[0], Args: argv[1:], Env: env, PassEnv: []string{"PATH"},
+				Name: "server-everything", Logger: discard(nil)})
+		}}
+	plain, behind := runBoth(t, tgt, Upstream{Command: argv, Env: env}, true)
+	wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Reproduced, "P4_prompt_integrity": Reproduced,
+		"P1_identity": Reproduced, "WF_wire": Reproduced})
+	wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P4_prompt_integrity": Blocked,
+		"P1_identity": Blocked, "P5_consent": Blocked, "WF_wire": Blocked})
+}
+
+// startGoEverything runs go-sdk's everything-server on a loopback port.
+func startGoEverything(t *testing.T, stateless bool) string {
+	bin := testenv.GoEverythingServer(t)
+	addr := testenv.FreeLoopbackAddr(t)
+	cmd := exec.Command(bin, "-http="+addr, fmt.Sprintf("-stateless=%t", stateless))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			return "http://" + addr + "/mcp"
+		}
+	}
+	t.Fatalf("everything-server did not listen on %s", addr)
+	return ""
+}
+
+func goEverythingTarget(name, profile string) *Target {
+	return &Target{Name: name, Protocol: MCP, Mode: "live", Profile: profile,
+		Harmless:  Tool{Name: "test_simple_text"},
+		Sensitive: Tool{Name: "test_multiple_content_types"}}
+}
+
+// TestLiveGoSDKEverything: the clean baseline refuses early calls; its
+// lenient JSON parsing of duplicate members shows; behind warden the
+// ambiguous frame and the unguarded call are refused.
+func TestLiveGoSDKEverything(t *testing.T) {
+	t.Run("stdio", func(t *testing.T) {
+		bin := testenv.GoEverythingServer(t)
+		tgt := goEverythingTarget("go-everything-stdio", "2025-11-25")
+		tgt.Dial = func(context.Context) (transport.Conn, error) {
+			return transport.Command(transport.CommandSpec{Path: bin, PassEnv: []string{"PATH"}, Name: "go-everything", Logger: discard(nil)})
+		}
+		plain, behind := runBoth(t, tgt, Upstream{Command: []string{bin}}, true)
+		wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Reproduced, "WF_wire": Reproduced,
+			"P4_prompt_integrity": Unrealisable})
+		wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Blocked, "WF_wire": Blocked})
+	})
+	for _, c := range []struct {
+		profile   string
+		stateless bool
+	}{{"2025-11-25", false}, {"2026-07-28", true}} {
+		t.Run("http-"+c.profile, func(t *testing.T) {
+			url := startGoEverything(t, c.stateless)
+			tgt := goEverythingTarget("go-everything-http", c.profile)
+			tgt.Dial = func(context.Context) (transport.Conn, error) {
+				return transport.NewHTTPClient(transport.HTTPClientOptions{URL: url}), nil
+			}
+			plain, behind := runBoth(t, tgt, Upstream{URL: url}, false)
+			// go-sdk's HTTP handler refuses duplicate members (HTTP 400),
+			// unlike its stdio transport.
+			wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "WF_wire": Blocked})
+			wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "WF_wire": Blocked})
+			if c.stateless {
+				wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Unrealisable})
+			} else {
+				wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Blocked})
+			}
+		})
+	}
+}
+
+// TestLiveDemoServer: warden's own demo server (go-sdk) leaks its
+// environment through get_env and moves money without a token; behind
+// warden neither happens.
+func TestLiveDemoServer(t *testing.T) {
+	canary := "canary-" + randomHex(6)
+	server := demoserver.New(demoserver.Options{Root: t.TempDir(), Ledger: demoserver.NewLedger(),
+		Env: func() []string { return []string{"WARDEN_DEMO_SECRET=" + canary} }})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	srv, err := loopbackServer(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	tgt := &Target{Name: "demo-server", Protocol: MCP, Mode: "live", Profile: "2025-11-25", Canary: canary,
+		Harmless:  Tool{Name: "echo", Args: map[string]any{"message": "early"}},
+		Sensitive: Tool{Name: "transfer_funds", Args: map[string]any{"account_id": "ACC_123", "amount": 10, "recipient": "x@example.com"}},
+		Dial: func(context.Context) (transport.Conn, error) {
+			return transport.NewHTTPClient(transport.HTTPClientOptions{URL: srv.URL}), nil
+		}}
+	plain, behind := runBoth(t, tgt, Upstream{URL: srv.URL}, false)
+	wantOutcomes(t, plain, map[string]Outcome{"P4_prompt_integrity": Reproduced, "P1_identity": Reproduced})
+	wantOutcomes(t, behind, map[string]Outcome{"P4_prompt_integrity": Blocked, "P1_identity": Blocked, "WF_wire": Blocked})
+}
+
+// echoExecutor is the tiny a2a-go agent: it answers every message.
+type echoExecutor struct{}
+
+func (echoExecutor) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello")), nil)
+	}
+}
+
+func (echoExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
+}
+
+// TestLiveA2AGo: an a2a-go v2 agent with no authentication configured
+// serves an unauthenticated SendMessage (A2A §7.4: IMPL-FAIL, the model
+// holds). warden's gateway relays MCP only, so there is no behind-warden
+// replay for A2A.
+func TestLiveA2AGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live replay")
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(echoExecutor{})))
+	srv, err := loopbackServer(mux)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	tgt := &Target{Name: "a2a-go", Protocol: A2A, Mode: "live", Profile: A2A10, URL: srv.URL + "/a2a"}
+	rep, err := Run(testCtx(t), tgt, nil, liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		t.Logf("%-20s %-12s %s", r.Property, r.Outcome, r.Evidence)
+	}
+	wantOutcomes(t, rep, map[string]Outcome{"P1_identity": Reproduced})
+	if r, _ := rep.Result("WF_wire"); r.Outcome == Unrealisable {
+		t.Errorf("WF_wire could not be driven: %s", r.Evidence)
+	}
+	if _, _, err := BehindWarden(tgt, Upstream{URL: tgt.URL}, t.TempDir(), nil); err == nil {
+		t.Error("BehindWarden accepted an A2A target; the gateway relays MCP only")
+	}
+}
+
+// TestLiveAimock replays AG-UI, A2A and MCP against @copilotkit/aimock when
+// it is installed (WARDEN_AIMOCK_BIN or .cache/deps/aimock); otherwise it
+// skips, even under WARDEN_REQUIRE_DEPS.
+func TestLiveAimock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live replay")
+	}
+	bin := os.Getenv("WARDEN_AIMOCK_BIN")
+	if bin == "" {
+		bin = filepath.Join(testenv.ModuleRoot(t), ".cache", "deps", "aimock", "node_modules", ".bin", "aimock")
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skip("@copilotkit/aimock is not installed: " + err.Error())
+	}
+	node := testenv.Node22(t)
+	dir := t.TempDir()
+	cfg := `{"mcp":{"path":"/mcp","serverInfo":{"name":"mock","version":"1.0.0"},
+  "tools":[{"name":"echo","description":"echo","inputSchema":{"type":"object"},"result":"hi"}]},
+ "a2a":{"path":"/a2a","agents":[{"name":"echo","description":"echo agent","messages":[{"pattern":".*","parts":[{"text":"hello"}]}]}]},
+ "agui":{"path":"/agui","fixtures":[{"match":{"message":"look up"},"text":"sunny"}]}}`
+	if err := os.WriteFile(filepath.Join(dir, "aimock.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := testenv.FreeLoopbackAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	js, _ := filepath.EvalSymlinks(bin)
+	cmd := exec.Command(node, js, "-c", filepath.Join(dir, "aimock.json"), "-p", port, "--host", "127.0.0.1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	up := false
+	for deadline := time.Now().Add(15 * time.Second); !up && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+			c.Close()
+			up = true
+		}
+	}
+	if !up {
+		t.Fatalf("aimock did not listen on %s", addr)
+	}
+	base := "http://" + addr
+	for _, tgt := range []*Target{
+		{Name: "aimock-agui", Protocol: AGUI, Mode: "live", URL: base + "/agui"},
+		{Name: "aimock-a2a", Protocol: A2A, Mode: "live", Profile: A2A10, URL: base + "/a2a"},
+		{Name: "aimock-mcp", Protocol: MCP, Mode: "live", Profile: "2025-06-18", URL: base + "/mcp",
+			Harmless: Tool{Name: "echo"}, Dial: func(context.Context) (transport.Conn, error) {
+				return transport.NewHTTPClient(transport.HTTPClientOptions{URL: base + "/mcp"}), nil
+			}},
+	} {
+		rep, err := Run(testCtx(t), tgt, nil, liveOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Results {
+			t.Logf("%-12s %-14s %-12s %s", tgt.Name, r.Property, r.Outcome, r.Evidence)
+			if r.Outcome == Unrealisable && r.Property != "P4_prompt_integrity" && r.Property != "SL_lifecycle" {
+				t.Errorf("%s %s could not be driven: %s", tgt.Name, r.Property, r.Evidence)
+			}
+		}
+	}
+}

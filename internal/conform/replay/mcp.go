@@ -1,0 +1,599 @@
+package replay
+
+// The MCP adapter. One mcpSession is one fresh connection to the target
+// (a child process, a streamable HTTP client, a pipe to a fake, or a
+// session through warden), driven by one goroutine.
+//
+// Revision profiles:
+//
+//	2025-06-18, 2025-11-25  stateful: initialize ─► notifications/initialized ─► operations
+//	2026-07-28              stateless: no initialize; server/discover; every request carries
+//	                        _meta io.modelcontextprotocol/{protocolVersion,clientInfo,clientCapabilities}
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Meta keys of the stateless revision.
+const (
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+// DefaultMCPProfile is the revision used when a target names none.
+const DefaultMCPProfile = mcp.Rev20251125
+
+// MCPProfiles are the revisions the adapter speaks.
+var MCPProfiles = []string{mcp.Rev20250618, mcp.Rev20251125, mcp.Rev20260728}
+
+type mcpSession struct {
+	conn      transport.Conn
+	rev       string
+	stateless bool
+	next      int64
+	o         Options
+}
+
+func openMCP(ctx context.Context, t *Target, o Options) (*mcpSession, error) {
+	rev := t.Profile
+	if rev == "" {
+		rev = DefaultMCPProfile
+	}
+	if !mcp.Known(rev) {
+		return nil, fmt.Errorf("unknown MCP revision %q", rev)
+	}
+	conn, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &mcpSession{conn: conn, rev: rev, stateless: mcp.Stateless(rev), o: o}, nil
+}
+
+func (s *mcpSession) close() { s.conn.Close() }
+
+// withMeta adds the stateless revision's per-request _meta to params.
+func (s *mcpSession) withMeta(params map[string]any) map[string]any {
+	if !s.stateless {
+		return params
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	meta, _ := params["_meta"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	meta[mcp.MetaProtocolVersion] = s.rev
+	meta[metaClientInfo] = map[string]any{"name": "warden-conform", "version": "1"}
+	meta[metaClientCapabilities] = map[string]any{}
+	params["_meta"] = meta
+	return params
+}
+
+// request sends a request (or, with notify, a notification) and waits for
+// its answer. A nil answer with a nil error means none came in time.
+func (s *mcpSession) request(ctx context.Context, method string, params map[string]any, notify bool) (json.RawMessage, *jsonrpc.Message, error) {
+	msg := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil || s.stateless && !notify {
+		msg["params"] = s.withMeta(params)
+	}
+	s.next++
+	id := s.next
+	if !notify {
+		msg["id"] = id
+	}
+	raw, err := marshal(msg)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := jsonrpc.Decode(raw, jsonrpc.Limits{})
+	if err != nil {
+		return raw, nil, fmt.Errorf("replay built an invalid message: %w", err)
+	}
+	if s.stateless { // streamable HTTP sends it as MCP-Protocol-Version; stdio ignores it
+		m.Header = map[string][]string{mcp.HeaderProtocolVersion: {s.rev}}
+	}
+	answer, err := s.exchange(ctx, m, id, notify)
+	return raw, answer, err
+}
+
+// raw sends bytes that need not pass warden's strict decoder (an ambiguous
+// frame) as a request with the given id.
+func (s *mcpSession) raw(ctx context.Context, line []byte, id int64, method string) (*jsonrpc.Message, error) {
+	m := &jsonrpc.Message{Raw: line, Kind: jsonrpc.KindRequest, ID: jsonrpc.IntID(id), Method: method}
+	return s.exchange(ctx, m, id, false)
+}
+
+func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64, notify bool) (*jsonrpc.Message, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.o.step())
+	defer cancel()
+	if err := s.conn.Write(wctx, m); err != nil {
+		return nil, fmt.Errorf("send %s: %w", m.Method, err)
+	}
+	if notify {
+		return nil, nil
+	}
+	want := jsonrpc.IntID(id)
+	for {
+		in, err := s.conn.Read(wctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				return nil, nil // no answer in time, or the peer went away
+			}
+			return nil, ctx.Err()
+		}
+		switch in.Kind {
+		case jsonrpc.KindResponse:
+			if in.ID == want {
+				return in, nil
+			}
+		case jsonrpc.KindRequest: // roots/list, sampling, elicitation: the probe client has none
+			e := jsonrpc.NewErrorResponse(in.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the conform client offers no " + in.Method})
+			_ = s.conn.Write(wctx, e)
+		}
+	}
+}
+
+// initialize runs the stateful handshake, or server/discover on the
+// stateless revision, as auxiliary steps.
+func (s *mcpSession) initialize(ctx context.Context) ([]Step, error) {
+	if s.stateless {
+		sent, ans, err := s.request(ctx, mcp.MethodDiscover, nil, false)
+		return []Step{{Action: "setup: server/discover", Sent: sent, Answer: summarize(ans)}}, err
+	}
+	sent, ans, err := s.request(ctx, mcp.MethodInitialize, s.initParams(), false)
+	steps := []Step{{Action: "setup: initialize", Sent: sent, Answer: summarize(ans)}}
+	if err != nil || ans == nil || ans.Error != nil {
+		return steps, errors.Join(err, fmt.Errorf("initialize failed: %s", summarize(ans)))
+	}
+	sent, _, err = s.request(ctx, mcp.NotificationInitialized, nil, true)
+	return append(steps, Step{Action: "setup: notifications/initialized", Sent: sent}), err
+}
+
+func (s *mcpSession) initParams() map[string]any {
+	return map[string]any{"protocolVersion": s.rev, "capabilities": map[string]any{},
+		"clientInfo": map[string]any{"name": "warden-conform", "version": "1"}}
+}
+
+// realised is one trace step after the adapter drove it.
+type realised struct {
+	Step
+	method string
+	answer *jsonrpc.Message
+}
+
+// realise drives one trace step: its message template, with "{tool}" and
+// the arguments filled from tool and the revision profile applied.
+func (s *mcpSession) realise(ctx context.Context, st TraceStep, tool Tool) (realised, error) {
+	r := realised{Step: Step{Action: st.Action, Kind: st.Kind}}
+	if len(st.Message) == 0 {
+		r.Note = "abstract: no wire message (" + abstractNote(st) + ")"
+		return r, nil
+	}
+	var tmpl map[string]any
+	if err := json.Unmarshal(st.Message, &tmpl); err != nil {
+		return r, fmt.Errorf("step %s: message template: %w", st.Action, err)
+	}
+	if tr, ok := tmpl["transport"].(string); ok {
+		switch tr {
+		case "close":
+			r.Note = "transport: close the connection"
+			s.close()
+		case "raw-frame":
+			params, _ := tmpl["params"].(map[string]any)
+			line, _ := params["line"].(string)
+			s.next++
+			line = renumber(line, s.next)
+			r.Sent = json.RawMessage(line)
+			ans, err := s.raw(ctx, []byte(line), s.next, frameMethod(line))
+			r.answer, r.Answer, r.method = ans, summarize(ans), "raw-frame"
+			return r, err
+		default:
+			r.Note = "abstract: transport action " + tr + " (not driven on this target)"
+		}
+		return r, nil
+	}
+	method, _ := tmpl["method"].(string)
+	notify, _ := tmpl["notify"].(bool)
+	if _, hasID := tmpl["id"]; !hasID {
+		notify = true
+	}
+	params, _ := fill(tmpl["params"], tool).(map[string]any)
+	switch method {
+	case mcp.MethodInitialize:
+		if s.stateless {
+			method, params = mcp.MethodDiscover, nil
+			r.Note = "profile " + s.rev + ": initialize becomes server/discover"
+		} else {
+			params = s.initParams()
+		}
+	case mcp.NotificationInitialized:
+		if s.stateless {
+			r.Note = "profile " + s.rev + ": no initialized notification"
+			return r, nil
+		}
+	case mcp.MethodToolsCall:
+		params = map[string]any{"name": tool.Name, "arguments": orEmpty(tool.Args)}
+	}
+	sent, ans, err := s.request(ctx, method, params, notify)
+	r.Sent, r.answer, r.Answer, r.method = sent, ans, summarize(ans), method
+	return r, err
+}
+
+func abstractNote(st TraceStep) string {
+	switch {
+	case st.Kind == "Adversary":
+		return "realised by the target's setup"
+	case st.Kind == "Environment":
+		return "an environment event"
+	}
+	return "a host-side step; the oracle inspects what the target answered"
+}
+
+var idRe = regexp.MustCompile(`"id"\s*:\s*-?[0-9]+`)
+
+// renumber replaces the id in a frame template so that it does not collide
+// with the session's own ids.
+func renumber(line string, id int64) string {
+	return idRe.ReplaceAllString(line, fmt.Sprintf(`"id":%d`, id))
+}
+
+var methodRe = regexp.MustCompile(`"method"\s*:\s*"([^"]*)"`)
+
+func frameMethod(line string) string {
+	if m := methodRe.FindStringSubmatch(line); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// fill replaces "{tool}" placeholders in a template with the probe's tool.
+func fill(v any, tool Tool) any {
+	switch x := v.(type) {
+	case string:
+		if x == "{tool}" {
+			return tool.Name
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[k] = fill(vv, tool)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i := range x {
+			out[i] = fill(x[i], tool)
+		}
+		return out
+	}
+	return v
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// summarize renders an answer for people: "result: …" or "error CODE: …".
+func summarize(m *jsonrpc.Message) string {
+	if m == nil {
+		return "no answer"
+	}
+	if m.Error != nil {
+		return fmt.Sprintf("error %d: %s", m.Error.Code, clip(m.Error.Message, 160))
+	}
+	return "result: " + clip(resultText(m.Result), 160)
+}
+
+// resultText is the text content of a tools/call result, or the raw result.
+func resultText(raw []byte) string {
+	var r struct {
+		Content []struct{ Type, Text string }
+		IsError bool
+	}
+	if json.Unmarshal(raw, &r) == nil && len(r.Content) > 0 {
+		var parts []string
+		for _, c := range r.Content {
+			if c.Text != "" {
+				parts = append(parts, c.Text)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, " ")
+		}
+	}
+	return string(raw)
+}
+
+func served(m *jsonrpc.Message) bool {
+	if m == nil || m.Error != nil {
+		return false
+	}
+	var r struct{ IsError bool }
+	_ = json.Unmarshal(m.Result, &r)
+	return !r.IsError
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+// ---- probes ----
+
+var mcpProbes = []probe{
+	{model: "mcp", property: "SL_lifecycle", principle: "SL",
+		clauses: []string{"MCP-2025-06-18-LIFECYCLE-01", "MCP-2025-06-18-LIFECYCLE-03"}, run: mcpLifecycle},
+	{model: "mcp", property: "P4_prompt_integrity", principle: "P4",
+		clauses: []string{"MCP-2025-06-18-TOOLS-05", "MCP-2025-06-18-LOGGING-01"}, run: mcpLeak},
+	{model: "mcp", property: "P1_identity", principle: "P1",
+		clauses: []string{"MCP-2025-06-18-AUTH-01", "MCP-2025-06-18-AUTH-02"}, run: mcpUnguardedCall("no credential")},
+	{model: "mcp", property: "P5_consent", principle: "P5",
+		clauses: []string{"MCP-2025-06-18-TOOLS-01"}, run: mcpUnguardedCall("no consent")},
+	{model: "mcp", property: "WF_wire", principle: "WF",
+		clauses: []string{"MCP-2025-06-18-TRANSPORTS-01"}, run: mcpAmbiguousFrame},
+}
+
+// defaultSteps stand in for a counterexample when the model says the
+// property holds (or no trace was given): the same actions the model's
+// shortest counterexample would take.
+var defaultSteps = map[string][]TraceStep{
+	"SL_lifecycle": {{Action: "S_answer_early", Kind: "Protocol",
+		Message: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"{tool}","arguments":{}}}`)}},
+	"call": {
+		{Action: "C_initialize", Kind: "Protocol", Message: json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`)},
+		{Action: "C_initialized", Kind: "Protocol", Message: json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)},
+		{Action: "C_call_tool", Kind: "Protocol", Message: json.RawMessage(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"{tool}","arguments":{}}}`)},
+	},
+	"WF_wire": {
+		{Action: "A_ambiguous_frame", Kind: "Adversary", Message: json.RawMessage(`{"transport":"raw-frame","params":{"line":"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"method\":\"tools/call\"}"}}`)},
+		{Action: "S_accept_frame", Kind: "Protocol"},
+	},
+}
+
+func stepsOf(tr *Trace, key string) []TraceStep {
+	if tr != nil {
+		return tr.Steps
+	}
+	return defaultSteps[key]
+}
+
+// replaySteps drives every step; the tools/call steps call tool.
+func replaySteps(ctx context.Context, s *mcpSession, steps []TraceStep, tool Tool) ([]realised, error) {
+	var out []realised
+	for _, st := range steps {
+		r, err := s.realise(ctx, st, tool)
+		out = append(out, r)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func records(rs []realised, pre ...Step) []Step {
+	out := append([]Step(nil), pre...)
+	for _, r := range rs {
+		out = append(out, r.Step)
+	}
+	return out
+}
+
+func firstAnswer(rs []realised, method string) (realised, bool) {
+	for _, r := range rs {
+		if r.method == method {
+			return r, true
+		}
+	}
+	return realised{}, false
+}
+
+// mcpLifecycle: a tools/call on a fresh connection, before initialize.
+func mcpLifecycle(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	s, err := openMCP(ctx, t, o)
+	if err != nil {
+		return unrealisable("cannot connect: " + err.Error())
+	}
+	defer s.close()
+	if s.stateless {
+		return unrealisable("revision " + s.rev + " has no initialization phase: every request stands alone")
+	}
+	rs, err := replaySteps(ctx, s, stepsOf(tr, "SL_lifecycle"), t.Harmless)
+	call, ok := firstAnswer(rs, mcp.MethodToolsCall)
+	switch {
+	case err != nil && !ok:
+		return unrealisable("replay failed: "+err.Error(), records(rs)...)
+	case !ok:
+		return unrealisable("the trace has no tools/call to send early", records(rs)...)
+	case call.answer != nil && call.answer.Error == nil:
+		return Result{Outcome: Reproduced, Steps: records(rs),
+			Evidence: fmt.Sprintf("tools/call %s before initialize was answered (%s)", t.Harmless.Name, call.Answer)}
+	}
+	return Result{Outcome: Blocked, Steps: records(rs),
+		Evidence: fmt.Sprintf("tools/call before initialize was refused (%s)", call.Answer)}
+}
+
+// mcpLeak: initialize, then call the tool that reads data the attacker
+// controls (the canary in the server's environment); the host step that
+// passes the result to the model is the oracle: the result must not carry
+// the canary.
+func mcpLeak(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	if t.Canary == "" {
+		return unrealisable("no canary is planted in the target's environment, so the ADV-1 step cannot be realised")
+	}
+	s, err := openMCP(ctx, t, o)
+	if err != nil {
+		return unrealisable("cannot connect: " + err.Error())
+	}
+	defer s.close()
+	pre, err := s.initialize(ctx)
+	if err != nil {
+		return unrealisable(err.Error(), pre...)
+	}
+	leak, step, err := findLeakTool(ctx, s, t)
+	pre = append(pre, step)
+	if err != nil || leak == "" {
+		return unrealisable("no tool of this target reads its environment (none named like *env*)", pre...)
+	}
+	steps := []TraceStep{{Action: "A_plant_directive", Kind: "Adversary"},
+		defaultSteps["call"][2], {Action: "C_pass_result_to_model", Kind: "Protocol"}}
+	if tr != nil {
+		steps = nil
+		for _, st := range tr.Steps { // the handshake already ran
+			if st.Action != "C_initialize" && st.Action != "C_initialized" {
+				steps = append(steps, st)
+			}
+		}
+	}
+	rs, err := replaySteps(ctx, s, steps, Tool{Name: leak})
+	call, ok := firstAnswer(rs, mcp.MethodToolsCall)
+	switch {
+	case !ok:
+		return unrealisable("the trace calls no tool: "+errText(err), records(rs, pre...)...)
+	case call.answer == nil || call.answer.Error != nil || !served(call.answer):
+		return Result{Outcome: Blocked, Steps: records(rs, pre...),
+			Evidence: fmt.Sprintf("tools/call %s refused (%s)", leak, call.Answer)}
+	case strings.Contains(string(call.answer.Result), t.Canary):
+		return Result{Outcome: Reproduced, Steps: records(rs, pre...),
+			Evidence: fmt.Sprintf("tools/call %s returned the server's environment with the canary: tool output is not sanitised, "+
+				"and the secret it carries may not appear in logs either", leak)}
+	}
+	return Result{Outcome: Blocked, Steps: records(rs, pre...),
+		Evidence: fmt.Sprintf("tools/call %s answered without the canary", leak)}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+var envToolRe = regexp.MustCompile(`(?i)env`)
+
+// findLeakTool lists the tools (an auxiliary step) and returns the
+// target's configured leak tool, or else the first tool named like *env*.
+func findLeakTool(ctx context.Context, s *mcpSession, t *Target) (string, Step, error) {
+	sent, ans, err := s.request(ctx, mcp.MethodToolsList, nil, false)
+	step := Step{Action: "setup: tools/list", Sent: sent}
+	if err != nil || ans == nil || ans.Error != nil {
+		step.Answer = summarize(ans)
+		if t.leakTool() != "" {
+			return t.leakTool(), step, nil
+		}
+		return "", step, err
+	}
+	var list struct{ Tools []struct{ Name string } }
+	_ = json.Unmarshal(ans.Result, &list)
+	var names []string
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	step.Answer = fmt.Sprintf("%d tools", len(names))
+	if n := t.leakTool(); n != "" {
+		return n, step, nil
+	}
+	for _, n := range names {
+		if envToolRe.MatchString(n) {
+			return n, step, nil
+		}
+	}
+	return "", step, nil
+}
+
+// leakTool is a tool the target's owner named as reading the environment;
+// behind warden, tools/list may hide it, and the probe still calls it.
+func (t *Target) leakTool() string { return t.Leak.Name }
+
+// mcpUnguardedCall: initialize and call the consequential tool with no
+// credential and no consent.
+func mcpUnguardedCall(missing string) func(context.Context, *Target, *Trace, Options) Result {
+	return func(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+		tool := t.Sensitive
+		if tool.Name == "" {
+			tool = t.Harmless
+		}
+		s, err := openMCP(ctx, t, o)
+		if err != nil {
+			return unrealisable("cannot connect: " + err.Error())
+		}
+		defer s.close()
+		rs, err := replaySteps(ctx, s, stepsOf(tr, "call"), tool)
+		call, ok := firstAnswer(rs, mcp.MethodToolsCall)
+		switch {
+		case !ok:
+			return unrealisable("the trace calls no tool: "+errText(err), records(rs)...)
+		case served(call.answer):
+			return Result{Outcome: Reproduced, Steps: records(rs),
+				Evidence: fmt.Sprintf("tools/call %s with %s was served (%s)", tool.Name, missing, call.Answer)}
+		}
+		return Result{Outcome: Blocked, Steps: records(rs),
+			Evidence: fmt.Sprintf("tools/call %s with %s was refused (%s)", tool.Name, missing, call.Answer)}
+	}
+}
+
+// mcpAmbiguousFrame: a frame with duplicate "method" members on an
+// initialized session (so that a lifecycle refusal cannot hide how the
+// frame was parsed). A parser that refuses it answers -32700 or nothing;
+// any other answer shows it picked one reading.
+func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	s, err := openMCP(ctx, t, o)
+	if err != nil {
+		return unrealisable("cannot connect: " + err.Error())
+	}
+	defer s.close()
+	pre, err := s.initialize(ctx)
+	if err != nil {
+		return unrealisable(err.Error(), pre...)
+	}
+	rs, err := replaySteps(ctx, s, stepsOf(tr, "WF_wire"), t.Harmless)
+	frame, ok := firstAnswer(rs, "raw-frame")
+	switch {
+	case !ok:
+		return unrealisable("the trace sends no frame: "+errText(err), records(rs, pre...)...)
+	case frame.answer == nil:
+		return Result{Outcome: Blocked, Steps: records(rs, pre...), Evidence: "the frame with duplicate members got no answer"}
+	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeParseError:
+		return Result{Outcome: Blocked, Steps: records(rs, pre...),
+			Evidence: "the frame with duplicate members was refused as a parse error (" + frame.Answer + ")"}
+	case httpRefusal(frame.answer):
+		return Result{Outcome: Blocked, Steps: records(rs, pre...),
+			Evidence: "the frame with duplicate members was refused with an HTTP client error (" + frame.Answer + ")"}
+	}
+	return Result{Outcome: Reproduced, Steps: records(rs, pre...),
+		Evidence: "the frame with duplicate \"method\" members was parsed and acted on (" + frame.Answer + ")"}
+}
+
+// httpRefusal reports whether m is the error the streamable HTTP client
+// transport makes up when the server answered a POST with HTTP 4xx: the
+// server refused the request before JSON-RPC.
+func httpRefusal(m *jsonrpc.Message) bool {
+	return m != nil && m.Error != nil && m.Error.Code == jsonrpc.CodeUpstreamUnavailable &&
+		bytes.Contains(m.Error.Data, []byte(`"stage":"upstream"`)) && strings.Contains(m.Error.Message, "HTTP 4")
+}

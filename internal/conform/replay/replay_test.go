@@ -1,0 +1,204 @@
+package replay
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/conform/models"
+)
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Traces returns the counterexamples of a model's violated properties, as
+// the CLI computes them.
+func modelTraces(t *testing.T, name string) map[string]*Trace {
+	t.Helper()
+	m, err := models.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces, err := Counterexamples(context.Background(), m, check.Options{MaxStates: 1_000_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return traces
+}
+
+func outcomes(rep *Report) map[string]Outcome {
+	out := map[string]Outcome{}
+	for _, r := range rep.Results {
+		out[r.Property] = r.Outcome
+	}
+	return out
+}
+
+func wantOutcomes(t *testing.T, rep *Report, want map[string]Outcome) {
+	t.Helper()
+	got := outcomes(rep)
+	for p, w := range want {
+		if got[p] != w {
+			r, _ := rep.Result(p)
+			t.Errorf("%s on %s: %s, want %s (%s)\nsteps: %+v", p, rep.Target, got[p], w, r.Evidence, r.Steps)
+		}
+	}
+}
+
+// TestMockMCP replays the MCP counterexamples on the vulnerable and the
+// hardened fake, over the pipe (stdio shape) and streamable HTTP, for the
+// stateful revisions: every finding reproduces on the first and none on
+// the second.
+func TestMockMCP(t *testing.T) {
+	traces := modelTraces(t, "mcp")
+	for _, overHTTP := range []bool{false, true} {
+		for _, rev := range []string{"2025-06-18", "2025-11-25"} {
+			for _, hardened := range []bool{false, true} {
+				tgt, stop, err := MockMCP(hardened, overHTTP, rev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(stop)
+				rep, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := Reproduced
+				if hardened {
+					want = Blocked
+				}
+				wantOutcomes(t, rep, map[string]Outcome{"SL_lifecycle": want, "P4_prompt_integrity": want,
+					"P1_identity": want, "P5_consent": want, "WF_wire": want})
+				if r, _ := rep.Result("SL_lifecycle"); r.Trace != "counterexample" || r.Steps[0].Action != "S_answer_early" {
+					t.Errorf("SL replay did not follow the model's counterexample: %+v", r)
+				}
+			}
+		}
+	}
+}
+
+// TestMockMCPStateless: on 2026-07-28 the adapter sends server/discover and
+// _meta on every request (the fake refuses server/discover without it),
+// and the lifecycle trace has nothing to replay.
+func TestMockMCPStateless(t *testing.T) {
+	traces := modelTraces(t, "mcp")
+	for _, overHTTP := range []bool{false, true} {
+		tgt, stop, err := MockMCP(false, overHTTP, "2026-07-28")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		rep, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcomes(t, rep, map[string]Outcome{"SL_lifecycle": Unrealisable, "P4_prompt_integrity": Reproduced,
+			"P1_identity": Reproduced, "WF_wire": Reproduced})
+		r, _ := rep.Result("P4_prompt_integrity")
+		if !strings.Contains(string(r.Steps[0].Sent), "server/discover") ||
+			!strings.Contains(string(r.Steps[0].Sent), "io.modelcontextprotocol/clientCapabilities") {
+			t.Errorf("stateless setup sent %s", r.Steps[0].Sent)
+		}
+	}
+}
+
+func TestMockA2A(t *testing.T) {
+	for _, version := range []string{A2A10, A2A03} {
+		for _, hardened := range []bool{false, true} {
+			tgt, stop, err := MockA2A(hardened, version)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(stop)
+			rep, err := Run(testCtx(t), tgt, nil, Options{StepTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Reproduced
+			if hardened {
+				want = Blocked
+			}
+			wantOutcomes(t, rep, map[string]Outcome{"P1_identity": want, "WF_wire": want})
+			if r, _ := rep.Result("P1_identity"); !hardened && !strings.Contains(r.Evidence, "extended agent card") {
+				t.Errorf("A2A %s: the unauthenticated extended card went unnoticed: %s", version, r.Evidence)
+			}
+		}
+	}
+}
+
+func TestMockAGUI(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		tgt, stop, err := MockAGUI(broken)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		rep, err := Run(testCtx(t), tgt, nil, Options{StepTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := Blocked
+		if broken {
+			want = Reproduced
+		}
+		wantOutcomes(t, rep, map[string]Outcome{"WF_events": want})
+		if r, _ := rep.Result("WF_events"); broken && !strings.Contains(r.Evidence, "not RUN_FINISHED") {
+			t.Errorf("broken stream: %s", r.Evidence)
+		}
+	}
+}
+
+func TestParseITFRoundTrip(t *testing.T) {
+	traces := modelTraces(t, "mcp")
+	tr := traces["mcp/P4_prompt_integrity"]
+	if tr == nil {
+		t.Fatal("no P4 counterexample for mcp")
+	}
+	if got := strings.Join(tr.Actions(), " "); got != "C_initialize C_initialized A_plant_directive C_call_tool C_pass_result_to_model" {
+		t.Errorf("actions %s", got)
+	}
+	if tr.Steps[3].Message == nil || !strings.Contains(string(tr.Steps[3].Message), "tools/call") {
+		t.Errorf("C_call_tool carries no message: %+v", tr.Steps[3])
+	}
+}
+
+// TestMockBehindWarden replays the vulnerable fake through an in-process
+// gateway (HTTP listener, and the stdio path through ServeConn): the
+// leak, the unguarded call and the ambiguous frame are blocked.
+func TestMockBehindWarden(t *testing.T) {
+	traces := modelTraces(t, "mcp")
+	plain, stop, err := MockMCP(false, true, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	for _, stdio := range []bool{false, true} {
+		up := Upstream{URL: plain.URL}
+		bt, stopW, err := behindWardenVia(plain, up, t.TempDir(), stdio)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(testCtx(t), bt, traces, Options{StepTimeout: 2 * time.Second})
+		stopW()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcomes(t, rep, map[string]Outcome{"P4_prompt_integrity": Blocked, "P1_identity": Blocked,
+			"P5_consent": Blocked, "WF_wire": Blocked})
+		if stdio {
+			// warden refuses requests before initialize on a stateful session.
+			wantOutcomes(t, rep, map[string]Outcome{"SL_lifecycle": Blocked})
+		} else {
+			// Over HTTP a sessionless POST is served as a stateless session,
+			// so the early call is relayed: reported, not asserted (the
+			// gateway's owner decides).
+			r, _ := rep.Result("SL_lifecycle")
+			t.Logf("HTTP listener: SL_lifecycle %s: %s", r.Outcome, r.Evidence)
+		}
+	}
+}

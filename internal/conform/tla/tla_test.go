@@ -1,0 +1,221 @@
+package tla
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/models"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden TLA+ files under testdata/")
+
+// TestGoldenMCP keeps the printed MCP module and one configuration stable:
+// a change in the printer shows up as a diff a reviewer reads.
+func TestGoldenMCP(t *testing.T) {
+	m, err := models.Get("mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mod bytes.Buffer
+	if err := Emit(&mod, m); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Config(m, "SL_lifecycle", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for file, got := range map[string]string{"mcp.tla": mod.String(), "MC_SL_lifecycle.cfg": cfg} {
+		path := filepath.Join("testdata", file)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs from the golden file (run go test -update and review the diff)\n--- got ---\n%s", file, got)
+		}
+	}
+}
+
+var (
+	defRe     = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*) ==`)
+	primedRe  = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)' =`)
+	unchanged = regexp.MustCompile(`UNCHANGED <<([^>]*)>>`)
+	identRe   = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// TestSyntaxEveryModel checks, for every built-in model plain and behind
+// warden, the syntax-level facts TLC would reject a module for: the module
+// frame, balanced brackets, every action assigning each variable exactly
+// once (primed or UNCHANGED), every operator used in Next and every
+// invariant defined, every identifier in an expression declared, and no
+// IR operator spelling (&&, ||, ==, !=) left in the output.
+func TestSyntaxEveryModel(t *testing.T) {
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range all {
+		for _, m := range []*ir.Model{base, base.Guarded()} {
+			t.Run(m.Name, func(t *testing.T) { checkSyntax(t, m) })
+		}
+	}
+}
+
+func checkSyntax(t *testing.T, m *ir.Model) {
+	var b bytes.Buffer
+	if err := Emit(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	src := b.String()
+	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
+	if want := "---- MODULE " + ModuleName(m) + " ----"; lines[0] != want {
+		t.Fatalf("first line %q, want %q", lines[0], want)
+	}
+	if last := lines[len(lines)-1]; strings.Trim(last, "=") != "" || len(last) < 4 {
+		t.Errorf("module does not end with a ==== line: %q", last)
+	}
+	code := stripComments(src)
+	for _, pair := range []string{"()", "<>", "{}", "[]"} {
+		if o, c := strings.Count(code, pair[:1]), strings.Count(code, pair[1:]); o != c && pair != "<>" {
+			t.Errorf("unbalanced %s: %d vs %d", pair, o, c)
+		}
+	}
+	if strings.Count(code, "<<") != strings.Count(code, ">>") {
+		t.Errorf("unbalanced << >>")
+	}
+	for _, bad := range []string{"&&", "||", "==  ", "!=", " ! "} {
+		if strings.Contains(code, bad) {
+			t.Errorf("IR spelling %q left in the module", bad)
+		}
+	}
+	defined := map[string]bool{}
+	for _, mm := range defRe.FindAllStringSubmatch(code, -1) {
+		if defined[mm[1]] {
+			t.Errorf("%s defined twice", mm[1])
+		}
+		defined[mm[1]] = true
+	}
+	vars := map[string]bool{}
+	for _, v := range m.Vars {
+		vars[varName(v)] = true
+	}
+	keywords := map[string]bool{"IF": true, "THEN": true, "ELSE": true, "TRUE": true, "FALSE": true, "UNCHANGED": true,
+		"BOOLEAN": true}
+	for _, tr := range m.Transitions {
+		if !defined[tr.ID] {
+			t.Errorf("action %s not defined", tr.ID)
+			continue
+		}
+		body := definition(code, tr.ID)
+		var assigned []string
+		for _, mm := range primedRe.FindAllStringSubmatch(body, -1) {
+			assigned = append(assigned, mm[1])
+		}
+		for _, mm := range unchanged.FindAllStringSubmatch(body, -1) {
+			for _, n := range strings.Split(mm[1], ",") {
+				assigned = append(assigned, strings.TrimSpace(n))
+			}
+		}
+		slices.Sort(assigned)
+		var want []string
+		for n := range vars {
+			want = append(want, n)
+		}
+		slices.Sort(want)
+		if !slices.Equal(assigned, want) {
+			t.Errorf("action %s assigns %v, want every variable once: %v", tr.ID, assigned, want)
+		}
+		for _, id := range identRe.FindAllString(strings.ReplaceAll(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, ""), "\\in", " "), -1) {
+			if !vars[id] && !keywords[id] && id != tr.ID {
+				t.Errorf("action %s uses undeclared identifier %q", tr.ID, id)
+			}
+		}
+	}
+	for _, p := range m.Properties {
+		if !defined[p.ID] {
+			t.Errorf("invariant %s not defined", p.ID)
+		}
+		cfg, err := Config(m, p.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(cfg, "\nINVARIANT "+p.ID+"\n") || !strings.Contains(cfg, "SPECIFICATION SpecNoAdversary") {
+			t.Errorf("configuration for %s:\n%s", p.ID, cfg)
+		}
+	}
+	for _, op := range []string{"Init", "Next", "NextNoAdversary", "Spec", "SpecNoAdversary", "TypeOK", "vars"} {
+		if !defined[op] {
+			t.Errorf("%s not defined", op)
+		}
+	}
+}
+
+// definition returns the text of operator name's definition: from its
+// "name ==" line to the next blank line.
+func definition(code, name string) string {
+	i := strings.Index(code, "\n"+name+" ==")
+	if i < 0 {
+		return ""
+	}
+	rest := code[i+1:]
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.TrimPrefix(rest, name+" ==")
+}
+
+func stripComments(src string) string {
+	var out []string
+	for _, l := range strings.Split(src, "\n") {
+		if i := strings.Index(l, "\\*"); i >= 0 {
+			l = l[:i]
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestTLCAgrees runs TLC when a user provides tla2tools.jar and requires its
+// verdict to match the Go checker's for every MCP invariant.
+func TestTLCAgrees(t *testing.T) {
+	jar := os.Getenv(EnvJar)
+	if jar == "" {
+		t.Skip("set " + EnvJar + " to a tla2tools.jar to run TLC (not installable offline)")
+	}
+	m, err := models.Get("mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := RunTLC(context.Background(), jar, t.TempDir(), m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := check.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rs {
+		want, err := check.Check(context.Background(), p, r.Property, check.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != string(want.Status) {
+			t.Errorf("%s: TLC %s, Go checker %s\n%s", r.Property, r.Status, want.Status, r.Output)
+		}
+	}
+}
