@@ -225,9 +225,16 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 			return &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
 		}
 	}
-	fresh, err := z.Store.Consume(ctx, store.NSToken, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
+	fresh, epoch, err := consumeToken(ctx, z.Store, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
 	if err != nil {
 		return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
+	}
+	if claims.IssuedAt < epoch.Unix() {
+		// The store's memory begins after the token was issued (a restart
+		// of a memory store, a Redis that lost its data): it may have been
+		// used before, and nobody can tell.
+		return &Denial{Rule: "epoch", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: the token was issued before the replay store's epoch (" +
+			epoch.UTC().Format(time.RFC3339) + "), so its single use cannot be proven; get a new one (step 6)"}
 	}
 	if !fresh {
 		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
@@ -451,4 +458,14 @@ func withoutNamespace(obj []byte, prefix string) []byte {
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
 	return append(b, jsonrpc.Quote(s)...)
+}
+
+// consumeToken consumes a token id, with the store's epoch when it keeps
+// one (the zero time otherwise: every token is then after it).
+func consumeToken(ctx context.Context, st store.Store, jti string, expires time.Time) (bool, time.Time, error) {
+	if es, ok := st.(store.EpochStore); ok {
+		return es.ConsumeSince(ctx, store.NSToken, jti, expires)
+	}
+	ok, err := st.Consume(ctx, store.NSToken, jti, expires)
+	return ok, time.Time{}, err
 }

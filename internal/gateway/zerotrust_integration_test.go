@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/testenv"
 	"github.com/agentwarden/warden/internal/zerotrust"
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
 )
@@ -474,5 +475,85 @@ gateway:
 	}
 	if b, _ := ledger.Balance("ACC_123"); b != 97500 {
 		t.Fatalf("balance %d, want one transfer of 2500", b)
+	}
+}
+
+// TestRedisRestartThroughTheGateway (issue 3, issue 9): replay protection
+// on a real redis-server. With AOF, a restart keeps the used ids; a server
+// that comes back empty starts a new epoch, and no token issued before it is
+// accepted, though the server no longer knows its id.
+func TestRedisRestartThroughTheGateway(t *testing.T) {
+	for _, aof := range []bool{true, false} {
+		t.Run(fmt.Sprintf("aof=%v", aof), func(t *testing.T) {
+			ctx := testCtx(t)
+			rd := testenv.StartRedis(t, aof)
+			dataDir := t.TempDir()
+			ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
+			if err == nil {
+				_, err = ring.Rotate("EdDSA")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, ledger := demoUpstream(t, false)
+			g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  zero_trust: {data_dir: %q, subject: alice, store: redis, redis_url: %q}
+  upstreams:
+    - name: demo
+      url: %s
+      require_token: [transfer_funds]
+`, dataDir, rd.URL, up))
+			srv := httptest.NewServer(g.Handler())
+			t.Cleanup(func() { srv.Close(); g.Close() })
+			cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
+			args := `{"account_id":"ACC_123","amount":10,"recipient":"vendor@example.com"}`
+			issue := func() string {
+				tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tok
+			}
+			call := func(tok string) error {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer_funds", Arguments: json.RawMessage(args),
+					Meta: mcp.Meta{gateway.MetaTokenKey: tok}})
+				return err
+			}
+			used, unused := issue(), issue()
+			if err := call(used); err != nil {
+				t.Fatal(err)
+			}
+			// Both tokens were issued in this second; the restart must come
+			// in a later one for the epoch to be after them.
+			time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+			rd.Kill()
+			if err := call(issue()); wardenRefusal(t, err) != "zero-trust" {
+				t.Fatalf("a call while Redis is down: %v", err)
+			}
+			rd.Start(t)
+			err = call(used)
+			if wardenRefusal(t, err) != "zero-trust" {
+				t.Fatalf("the used token after the restart was accepted: %v", err)
+			}
+			err = call(unused)
+			if aof {
+				if err != nil {
+					t.Fatalf("with AOF, an unused token issued before the restart: %v", err)
+				}
+			} else if wardenRefusal(t, err) != "zero-trust" || !strings.Contains(err.Error(), "epoch") {
+				t.Fatalf("after an empty restart, a token from before it: %v", err)
+			}
+			if err := call(issue()); err != nil {
+				t.Fatalf("a fresh token after the restart: %v", err)
+			}
+			want := int64(100000 - 10*3)
+			if !aof {
+				want = 100000 - 10*2
+			}
+			if b, _ := ledger.Balance("ACC_123"); b != want {
+				t.Fatalf("balance %d, want %d", b, want)
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ type Memory struct {
 	// immutable after NewMemory
 	seed   maphash.Seed
 	shards [memShards]memShard
+	epoch  time.Time // creation: the store remembers nothing from before
 
 	closed atomic.Bool
 }
@@ -38,7 +39,7 @@ type memShard struct {
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	m := &Memory{seed: maphash.MakeSeed()}
+	m := &Memory{seed: maphash.MakeSeed(), epoch: time.Now().Truncate(time.Millisecond)}
 	for i := range m.shards {
 		m.shards[i].live = make(map[memKey]int64)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,4 +89,66 @@ func (r *Redis) Close() error {
 		r.closeErr = r.client.Close()
 	})
 	return r.closeErr
+}
+
+// redisEpochKey holds the Unix milliseconds of the Redis data's epoch.
+const redisEpochKey = redisKeyPrefix + "epoch"
+
+// consumeScript consumes KEYS[1] until ARGV[1] (Unix ms) and returns
+// {consumed (1/0), epoch (ms)}. The epoch key is read, and created with
+// ARGV[2] (now) when missing, in the same atomic step: if the server lost
+// its data, the consumption that follows already sees the new epoch.
+var consumeScript = redis.NewScript(`
+local e = redis.call('GET', KEYS[2])
+if not e then
+  redis.call('SET', KEYS[2], ARGV[2])
+  e = ARGV[2]
+end
+local ok = redis.call('SET', KEYS[1], '1', 'NX', 'PXAT', ARGV[1])
+if ok then return {1, e} end
+return {0, e}
+`)
+
+// ConsumeSince implements EpochStore.
+func (r *Redis) ConsumeSince(ctx context.Context, ns, id string, expires time.Time) (bool, time.Time, error) {
+	if r.closed.Load() {
+		return false, time.Time{}, ErrClosed
+	}
+	now := time.Now()
+	if err := check(ctx, ns, id, expires, now); err != nil {
+		return false, time.Time{}, err
+	}
+	key := redisKeyPrefix + ns + ":" + id
+	res, err := consumeScript.Run(ctx, r.client, []string{key, redisEpochKey}, ceilMilli(expires), now.UnixMilli()).Slice()
+	if err != nil {
+		if r.closed.Load() {
+			return false, time.Time{}, ErrClosed
+		}
+		return false, time.Time{}, fmt.Errorf("store: redis consume: %w", err)
+	}
+	if len(res) != 2 {
+		return false, time.Time{}, fmt.Errorf("store: redis consume: unexpected reply %v", res)
+	}
+	consumed, _ := res[0].(int64)
+	var epochMs int64
+	switch e := res[1].(type) {
+	case string:
+		epochMs, err = strconv.ParseInt(e, 10, 64)
+	case int64:
+		epochMs = e
+	default:
+		err = fmt.Errorf("epoch of type %T", e)
+	}
+	if err != nil {
+		return false, time.Time{}, fmt.Errorf("store: redis epoch: %w", err)
+	}
+	return consumed == 1, time.UnixMilli(epochMs), nil
+}
+
+// Ping implements Pinger.
+func (r *Redis) Ping(ctx context.Context) error {
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	return r.client.Ping(ctx).Err()
 }

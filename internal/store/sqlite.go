@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ import (
 //	Consume ─┘
 type SQLite struct {
 	// immutable after OpenSQLite
+	epoch time.Time // the database's creation (warden_meta)
 	db    *sql.DB
 	reqs  chan *sqliteReq // to the writer; unbuffered, so every request sent is answered
 	stop  chan struct{}   // closed by Close
@@ -80,7 +82,8 @@ const (
 	expires INTEGER NOT NULL, -- Unix milliseconds
 	PRIMARY KEY (ns, id)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS consumed_expires ON consumed (expires);`
+CREATE INDEX IF NOT EXISTS consumed_expires ON consumed (expires);
+CREATE TABLE IF NOT EXISTS warden_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);`
 
 	// ?4 is now in Unix milliseconds: only a row that has expired by then
 	// may be taken over.
@@ -124,12 +127,30 @@ func OpenSQLite(path string) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: sqlite %s: journal_mode is %q, want wal", path, mode)
 	}
+	// The epoch is the database's creation: the first opener writes it.
+	var epochMs int64
+	if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO warden_meta (key, value) VALUES ('epoch', ?)`,
+		strconv.FormatInt(time.Now().UnixMilli(), 10)); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: epoch: %w", path, err)
+	}
+	var epochText string
+	if err := db.QueryRowContext(ctx, `SELECT value FROM warden_meta WHERE key = 'epoch'`).Scan(&epochText); err == nil {
+		epochMs, err = strconv.ParseInt(epochText, 10, 64)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store: sqlite %s: epoch %q: %w", path, epochText, err)
+		}
+	} else {
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: epoch: %w", path, err)
+	}
 	wconn, err := db.Conn(ctx)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
 	}
-	s := &SQLite{db: db, reqs: make(chan *sqliteReq), stop: make(chan struct{}), wconn: wconn}
+	s := &SQLite{db: db, reqs: make(chan *sqliteReq), stop: make(chan struct{}), wconn: wconn, epoch: time.UnixMilli(epochMs)}
 	s.done.Add(2)
 	go s.writeLoop()
 	go s.sweepLoop(sqliteSweepEvery)
@@ -269,4 +290,19 @@ func (s *SQLite) Close() error {
 		s.closeErr = errors.Join(s.wconn.Close(), s.db.Close())
 	})
 	return s.closeErr
+}
+
+// ConsumeSince implements EpochStore: the epoch is the database's creation,
+// recorded in it when it was made.
+func (s *SQLite) ConsumeSince(ctx context.Context, ns, id string, expires time.Time) (bool, time.Time, error) {
+	ok, err := s.Consume(ctx, ns, id, expires)
+	return ok, s.epoch, err
+}
+
+// Ping implements Pinger.
+func (s *SQLite) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return s.db.PingContext(ctx)
 }
