@@ -60,7 +60,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{name: "gateway", usage: "[--config FILE] [--listen ADDR] | --stdio [flags] -- CMD [ARGS...]",
+		{name: "gateway", usage: "[--config FILE] [--listen ADDR] [--check-store] | --stdio [flags] -- CMD [ARGS...]",
 			short: "relay MCP clients to MCP servers through the security pipeline", run: runGateway},
 		{name: "demo", usage: "[--verbose]",
 			short: "run the embedded demo: a demo MCP server behind the gateway, and a scripted client", run: runDemo},

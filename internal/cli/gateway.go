@@ -25,6 +25,7 @@ type gatewayFlags struct {
 	configPath string
 	listen     string
 	stdio      bool
+	checkStore bool
 	logLevel   string
 	logFormat  string
 
@@ -44,6 +45,7 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 	fs.StringVar(&f.configPath, "config", "", "configuration `file` (see docs/config.md)")
 	fs.StringVar(&f.listen, "listen", "", "listener `address`, overriding the configuration's gateway.listen.addr")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout, relaying to the command after --")
+	fs.BoolVar(&f.checkStore, "check-store", false, "with --config: check that the zero-trust replay store answers and consumes, print its epoch, and exit")
 	fs.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (default from the configuration, else info)")
 	fs.StringVar(&f.logFormat, "log-format", "", "log format: text or json (default from the configuration, else text)")
 	fs.StringVar(&f.name, "name", "stdio", "with --stdio: the upstream's `name` in logs and refusals")
@@ -79,6 +81,9 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitUsage, err
 	}
 
+	if f.checkStore {
+		return checkStore(ctx, env, cfg)
+	}
 	if f.stdio {
 		return serveStdio(ctx, env, cfg, &f, fs.Args(), logger)
 	}
@@ -277,4 +282,20 @@ func closerOf(r io.Reader) io.Closer {
 		return c
 	}
 	return io.NopCloser(nil)
+}
+
+// checkStore is warden gateway --check-store: it exits 0 when the
+// configured replay store answers and consumes, 4 when not.
+func checkStore(ctx context.Context, env *Env, cfg *config.Config) (int, error) {
+	rep, err := gateway.CheckStore(ctx, cfg.Gateway.ZeroTrust)
+	where := rep.Kind
+	if rep.Where != "" {
+		where += " " + rep.Where
+	}
+	if err != nil {
+		fmt.Fprintf(env.Stdout, "store %s: NOT OK: %v\n", where, err)
+		return ExitUpstream, nil
+	}
+	fmt.Fprintf(env.Stdout, "store %s: ok; epoch %s (tokens issued before it are refused)\n", where, rep.Epoch.UTC().Format(time.RFC3339Nano))
+	return ExitOK, nil
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +60,25 @@ func TestServeAdminServesConsoleAndShowsTokenOnce(t *testing.T) {
 	_, second := start()
 	if strings.Contains(second, token) || !strings.Contains(second, "/console") {
 		t.Fatalf("a later start showed the token again (or not the console):\n%s", second)
+	}
+}
+
+// warden gateway --check-store reports a working store and its epoch, and
+// exits 4 (upstream) when the store cannot be reached.
+func TestGatewayCheckStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "w.yaml")
+	write := func(store string) {
+		os.WriteFile(cfg, []byte("version: 1\ngateway:\n  zero_trust: {data_dir: "+strconv.Quote(dir)+", subject: a, "+store+"}\n"+
+			"  upstreams: [{name: s, command: [srv], require_token: [t]}]\n"), 0o600)
+	}
+	write("store: sqlite")
+	code, out, errOut := run(t, "gateway", "--config", cfg, "--check-store")
+	if code != ExitOK || !strings.Contains(out, "store sqlite "+filepath.Join(dir, "state.db")+": ok; epoch ") {
+		t.Fatalf("sqlite: %d %s %s", code, out, errOut)
+	}
+	write(`store: redis, redis_url: "redis://127.0.0.1:1/0"`)
+	if code, out, _ := run(t, "gateway", "--config", cfg, "--check-store"); code != ExitUpstream || !strings.Contains(out, "NOT OK") {
+		t.Fatalf("an unreachable redis: %d %s", code, out)
 	}
 }

@@ -18,7 +18,13 @@ var commandHelp = map[string]string{
       The listener binds to loopback unless the configuration says otherwise,
       and checks Host and Origin against DNS rebinding. With zero-trust it
       also serves the authorization API (POST /warden/v1/authorize) and the
-      public signing keys (/.well-known/jwks.json).
+      public signing keys (/.well-known/jwks.json). /healthz answers while
+      the process runs; /readyz answers 503 when the replay store does not.
+
+  warden gateway --config FILE --check-store
+      Checks that the zero-trust replay store answers and consumes, prints
+      its epoch (tokens issued before it are refused), and exits: 0 when it
+      works, 4 when it does not.
 
       With hold_for_approval, the admin listener (default 127.0.0.1:8788)
       serves the approval API and the approval console at /console: log in

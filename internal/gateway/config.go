@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		opts.Authorize = true
 		opts.AuthorizeURL = authorizeURL(publicBase(gc))
 		opts.ProofStore = zt.Store
+		opts.Ready = readiness(zt.Store)
 	}
 	var classify *Classify
 	if len(gc.ZeroTrust.Classification) > 0 {
@@ -170,24 +172,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 	if len(ring.Keys()) == 0 {
 		return ZeroTrust{}, nil, "", fmt.Errorf("no signing key in %s: run warden keys generate --data-dir %s", zerotrust.KeysDir(dir), dir)
 	}
-	var st store.Store
-	switch z.Store {
-	case config.StoreMemory:
-		st = store.NewMemory()
-	case config.StoreRedis:
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		st, err = store.OpenRedis(ctx, z.RedisURL)
-	default:
-		path := z.StorePath
-		if path == "" {
-			if err = os.MkdirAll(dir, 0o700); err != nil {
-				return ZeroTrust{}, nil, "", err
-			}
-			path = filepath.Join(dir, "state.db")
-		}
-		st, err = store.OpenSQLite(path)
-	}
+	st, err := openStore(z, dir)
 	if err != nil {
 		return ZeroTrust{}, nil, "", fmt.Errorf("replay store: %w", err)
 	}
@@ -299,5 +284,90 @@ func subjectOf(configured string) func(*Call) (string, bool) {
 			return c.Principal, true
 		}
 		return configured, configured != ""
+	}
+}
+
+// openStore opens the replay store of z; dir is the data directory.
+func openStore(z config.ZeroTrustConfig, dir string) (store.Store, error) {
+	switch z.Store {
+	case config.StoreMemory:
+		return store.NewMemory(), nil
+	case config.StoreRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return store.OpenRedis(ctx, z.RedisURL)
+	default:
+		path := z.StorePath
+		if path == "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+			path = filepath.Join(dir, "state.db")
+		}
+		return store.OpenSQLite(path)
+	}
+}
+
+// StoreReport is what CheckStore found.
+type StoreReport struct {
+	Kind  string    // sqlite, memory or redis
+	Where string    // the file or the URL without credentials
+	Epoch time.Time // the store's epoch (tokens issued before it are refused)
+}
+
+// CheckStore opens the replay store that z configures, proves it can
+// consume (an id of its own, in a namespace no credential uses, expiring at
+// once) and reports its epoch: warden gateway --check-store.
+func CheckStore(ctx context.Context, z config.ZeroTrustConfig) (StoreReport, error) {
+	dir := z.DataDir
+	if dir == "" {
+		dir = zerotrust.DefaultDataDir()
+	}
+	rep := StoreReport{Kind: z.Store}
+	switch z.Store {
+	case config.StoreRedis:
+		if u, err := url.Parse(z.RedisURL); err == nil {
+			u.User = nil
+			rep.Where = u.String()
+		}
+	case config.StoreSQLite:
+		rep.Where = z.StorePath
+		if rep.Where == "" {
+			rep.Where = filepath.Join(dir, "state.db")
+		}
+	}
+	st, err := openStore(z, dir)
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	if p, ok := st.(store.Pinger); ok {
+		if err := p.Ping(ctx); err != nil {
+			return rep, err
+		}
+	}
+	if es, ok := st.(store.EpochStore); ok {
+		ok, epoch, err := es.ConsumeSince(ctx, "check", rand.Text(), time.Now().Add(time.Second))
+		if err != nil {
+			return rep, err
+		}
+		if !ok {
+			return rep, errors.New("a fresh id was reported as used: the store is not consuming correctly")
+		}
+		rep.Epoch = epoch
+	}
+	return rep, nil
+}
+
+// readiness reports whether the gateway can serve calls that need its
+// stores: the replay store answers.
+func readiness(st store.Store) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if p, ok := st.(store.Pinger); ok {
+			if err := p.Ping(ctx); err != nil {
+				return fmt.Errorf("replay store: %w", err)
+			}
+		}
+		return nil
 	}
 }

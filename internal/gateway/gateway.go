@@ -98,6 +98,9 @@ type Options struct {
 	Authorize bool
 	// Metrics, if set, is served at GET /metrics (Prometheus).
 	Metrics http.Handler
+	// Ready, if set, says whether the gateway can serve (its stores answer):
+	// /readyz answers 503 with the reason when it returns an error.
+	Ready func(context.Context) error
 	// Authenticate, if set, authenticates every request to the listener
 	// (AASM P1); the principal becomes each call's Principal.
 	Authenticate func(*http.Request) (string, *transport.AuthRefusal)
@@ -202,6 +205,19 @@ func (g *Gateway) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if g.opts.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer cancel()
+			if err := g.opts.Ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ready\n"))
 	})
 	return mux
 }

@@ -1,9 +1,14 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/agentwarden/warden/internal/transport"
 )
 
 // The metrics a Prometheus scrape sees after a relayed call and a refusal.
@@ -35,5 +40,31 @@ func TestMetricsCountCallsDenialsAndDurations(t *testing.T) {
 	}
 	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
 		t.Errorf("content type %q", ct)
+	}
+}
+
+// /readyz says whether the stores answer; /healthz only that the process
+// does.
+func TestReadyz(t *testing.T) {
+	var down error
+	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Dial: func(context.Context, bool) (transport.Conn, error) { return nil, io.EOF }}},
+		Ready: func(context.Context) error { return down }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		g.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "http://127.0.0.1"+path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
+		t.Fatalf("ready: %d %q", code, body)
+	}
+	down = errors.New("replay store: dial tcp 127.0.0.1:6379: connection refused")
+	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "connection refused") {
+		t.Fatalf("store down: %d %q", code, body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("healthz with the store down: %d", code)
 	}
 }
