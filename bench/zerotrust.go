@@ -75,15 +75,17 @@ func benchZeroTrust(ctx context.Context, add func(Result), rounds, perWorker int
 
 	// Consumption throughput and p99, 8 goroutines on distinct ids.
 	mem := store.NewMemory()
-	consumeBench(ctx, add, "memory", mem, 200000, "≥ 2,000,000/s", 2e6)
+	consumeBench(ctx, add, "memory", mem, 200000, 8, "≥ 2,000,000/s", 2e6)
 	mem.Close()
 	sq, err := store.OpenSQLite(filepath.Join(dir, "state.db"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	consumeBench(ctx, add, "sqlite (durable)", sq, 20000, "≥ 20,000/s", 2e4)
+	// The durable stores commit in groups: the rate is what many sessions
+	// at once get, each waiting for its own durable commit.
+	consumeBench(ctx, add, "sqlite (durable)", sq, 40000, 64, "≥ 20,000/s", 2e4)
 	if rd, stop := startRedis(ctx, dir); rd != nil {
-		consumeBench(ctx, add, "redis (loopback, AOF everysec)", rd, 50000, "≥ 50,000/s", 5e4)
+		consumeBench(ctx, add, "redis (loopback, AOF everysec)", rd, 50000, 64, "≥ 50,000/s", 5e4)
 		rd.Close()
 		stop()
 	} else {
@@ -109,8 +111,7 @@ func benchZeroTrust(ctx context.Context, add func(Result), rounds, perWorker int
 
 // consumeBench consumes n distinct ids from 8 goroutines and reports the
 // rate and the p99 latency of one Consume.
-func consumeBench(ctx context.Context, add func(Result), name string, st store.Store, n int, want string, min float64) {
-	const workers = 8
+func consumeBench(ctx context.Context, add func(Result), name string, st store.Store, n, workers int, want string, min float64) {
 	lat := make([][]time.Duration, workers)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -132,7 +133,8 @@ func consumeBench(ctx context.Context, add func(Result), name string, st store.S
 	wg.Wait()
 	rate := float64(n) / time.Since(start).Seconds()
 	all := slices.Concat(lat...)
-	add(target(Result{Name: "zero-trust: consume, " + name, Value: rate, Unit: "ids/s", Target: want}, rate >= min))
+	add(target(Result{Name: "zero-trust: consume, " + name, Value: rate, Unit: "ids/s", Target: want,
+		Note: fmt.Sprintf("%d goroutines, distinct ids", workers)}, rate >= min))
 	add(Result{Name: "zero-trust: consume p99, " + name, Value: us(pct(all, 99)), Unit: "µs"})
 }
 

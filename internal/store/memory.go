@@ -15,12 +15,17 @@ import (
 // restart and is not shared between processes: use it for tests and for a
 // single gateway process whose tokens die with it.
 //
-//	Consume(ns, id) ──hash──▶ shard[i] ── lock ──▶ sweep heap ≤ now ─▶ map lookup/insert
+//	Consume(ns, id) ──hash──▶ shard[h%64] ── lock ──▶ sweep heap ≤ now ─▶ map[h] lookup/insert
+//
+// Each id is hashed once: the 64-bit hash picks the shard and keys the map,
+// and the entry keeps (ns, id) so that two keys with the same hash are told
+// apart (the second goes to a small overflow map).
 type Memory struct {
 	// immutable after NewMemory
 	seed   maphash.Seed
 	shards [memShards]memShard
 	epoch  time.Time // creation: the store remembers nothing from before
+	hashOf func(memKey) uint64 // tests force collisions with it; nil means hash
 
 	closed atomic.Bool
 }
@@ -32,16 +37,23 @@ type memKey struct{ ns, id string }
 type memShard struct {
 	mu sync.Mutex
 	// guarded by mu
-	live map[memKey]int64 // expiry in Unix nanoseconds
-	exp  expiryHeap       // every key in live, ordered by expiry
-	_    [24]byte         // 64 bytes per shard: no two shards' mutexes share a cache line
+	live map[uint64]memVal // by hash of (ns, id)
+	more map[memKey]int64  // keys whose hash another key in live already has; expiry in Unix ns
+	exp  expiryHeap        // every key in live and more, ordered by expiry
+	_    [16]byte          // 64 bytes per shard: no two shards' mutexes share a cache line
+}
+
+type memVal struct {
+	key memKey
+	exp int64 // Unix nanoseconds
 }
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
 	m := &Memory{seed: maphash.MakeSeed(), epoch: time.Now().Truncate(time.Millisecond)}
 	for i := range m.shards {
-		m.shards[i].live = make(map[memKey]int64)
+		m.shards[i].live = make(map[uint64]memVal)
+		m.shards[i].more = make(map[memKey]int64)
 	}
 	return m
 }
@@ -55,28 +67,53 @@ func (m *Memory) Consume(ctx context.Context, ns, id string, expires time.Time) 
 	if err := check(ctx, ns, id, expires, now); err != nil {
 		return false, err
 	}
-	// The shard depends on id alone; the map key keeps namespaces apart.
-	s := &m.shards[maphash.String(m.seed, id)%memShards]
 	k := memKey{ns, id}
+	var h uint64
+	if m.hashOf != nil {
+		h = m.hashOf(k)
+	} else {
+		h = m.hash(k)
+	}
+	s := &m.shards[h%memShards]
 	nowNS, expNS := now.UnixNano(), expires.UnixNano()
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sweep(nowNS)
-	if _, used := s.live[k]; used { // everything left in live is unexpired
+	// Everything left in live and more is unexpired.
+	switch v, taken := s.live[h]; {
+	case !taken:
+		s.live[h] = memVal{k, expNS}
+	case v.key == k:
 		return false, nil
+	default: // another key with the same hash
+		if _, used := s.more[k]; used {
+			return false, nil
+		}
+		s.more[k] = expNS
 	}
-	s.live[k] = expNS
-	s.exp.push(memEntry{k, expNS})
+	s.exp.push(memEntry{k, h, expNS})
 	return true, nil
+}
+
+// hash is the one hash of a key: its shard and its map key.
+func (m *Memory) hash(k memKey) uint64 {
+	var mh maphash.Hash
+	mh.SetSeed(m.seed)
+	mh.WriteString(k.ns)
+	mh.WriteByte(0) // keys that still share a hash are told apart by comparing them
+	mh.WriteString(k.id)
+	return mh.Sum64()
 }
 
 // sweep drops the entries that expired at or before now. s.mu must be held.
 func (s *memShard) sweep(now int64) {
 	for len(s.exp) > 0 && s.exp[0].exp <= now {
 		e := s.exp.pop()
-		if s.live[e.key] == e.exp {
-			delete(s.live, e.key)
+		if v, ok := s.live[e.hash]; ok && v.key == e.key && v.exp == e.exp {
+			delete(s.live, e.hash)
+		} else if exp, ok := s.more[e.key]; ok && exp == e.exp {
+			delete(s.more, e.key)
 		}
 	}
 }
@@ -89,7 +126,7 @@ func (m *Memory) Len() int {
 		s := &m.shards[i]
 		s.mu.Lock()
 		s.sweep(now)
-		n += len(s.live)
+		n += len(s.live) + len(s.more)
 		s.mu.Unlock()
 	}
 	return n
@@ -102,8 +139,9 @@ func (m *Memory) Close() error {
 }
 
 type memEntry struct {
-	key memKey
-	exp int64
+	key  memKey
+	hash uint64
+	exp  int64
 }
 
 // expiryHeap is a binary min-heap on exp (container/heap would box every

@@ -44,3 +44,33 @@ func TestExpiryHeapOrder(t *testing.T) {
 		prev = e.exp
 	}
 }
+
+// Keys that share a hash are still told apart: each is consumed once, and
+// each expires on its own.
+func TestMemoryHashCollisions(t *testing.T) {
+	m := NewMemory()
+	defer m.Close()
+	m.hashOf = func(memKey) uint64 { return 42 } // every key collides
+	now := time.Now()
+	for _, id := range []string{"a", "b", "c"} {
+		if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); !ok || err != nil {
+			t.Fatalf("first consume of %q: %v %v", id, ok, err)
+		}
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if ok, _ := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); ok {
+			t.Fatalf("replay of colliding %q accepted", id)
+		}
+	}
+	if ok, _ := m.Consume(t.Context(), NSProof, "a", now.Add(time.Hour)); !ok {
+		t.Fatal("the same id in another namespace was refused")
+	}
+	// Short-lived colliding entries expire and are forgotten.
+	if ok, _ := m.Consume(t.Context(), NSToken, "short", now.Add(20*time.Millisecond)); !ok {
+		t.Fatal("short")
+	}
+	time.Sleep(40 * time.Millisecond)
+	if n := m.Len(); n != 4 {
+		t.Fatalf("Len = %d after the short entry expired, want 4", n)
+	}
+}
