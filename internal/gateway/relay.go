@@ -309,9 +309,10 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 		if err != nil {
 			if ctx.Err() == nil {
 				// The upstream ended on its own: it crashed or exited.
-				err = fmt.Errorf("upstream %s ended the session%s: %w", quote(r.upstreamName), exitStatus(r.upstream), err)
+				status := exitStatus(r.upstream)
+				err = fmt.Errorf("upstream %s ended the session%s: %w", quote(r.upstreamName), status, err)
 				r.log.Warn("upstream ended", "upstream", r.upstreamName, "err", err)
-				r.failPending(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" ended the session")
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" ended the session"+status)
 				r.client.Close()
 			}
 			return err
