@@ -76,6 +76,8 @@ func commands() []command {
 			short: "OATF attack documents: validate, normalize, list a library, run attacks against targets", run: runAttack},
 		{name: "conform", usage: "lint FILE|--builtin | check [--model NAME|--all] [--warden] [--out DIR] | emit --format promela|tla --model NAME | replay --target TARGET [--warden] | matrix [--format json|markdown|html] [--against TARGET]",
 			short: "model-check agent protocols against the AASM principles (AgentConform)", run: runConform},
+		{name: "manifest", usage: "keygen --out PREFIX | make --upstream NAME (--from-url URL | -- CMD) | sign --key KEY.jwk FILE | verify FILE --key PUB.jwk | pins [approve|reject] --store FILE ...",
+			short: "signed tool manifests and the tool pin store (rug-pull protection, AASM P2)", run: runManifest},
 		{name: "version", short: "print the version", run: runVersion},
 		{name: "help", usage: "[COMMAND]", short: "show help", run: runHelp},
 		{name: "demo-server", usage: "[--root DIR] [--http ADDR] [--stateless]",

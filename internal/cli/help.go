@@ -188,6 +188,25 @@ Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,
 cs2-chained-tools, cs3-consent-bypass, cs4-delegation-capability,
 cs5-federated. See docs/conform.md.
 `,
+	"manifest": `  warden manifest keygen --out PREFIX
+      Makes an Ed25519 signing key: PREFIX.jwk (private, mode 0600; never
+      overwritten) and PREFIX.pub.jwk (configure it in gateways).
+  warden manifest make --upstream NAME [--out FILE] [--timeout 30s] (--from-url URL | -- CMD [ARGS...])
+      Connects to the server as a client (initialize, tools/list with every page)
+      and writes the unsigned manifest: the pin of each tool. Review it, then sign.
+  warden manifest sign --key PREFIX.jwk [--out FILE] MANIFEST.json
+      Signs the manifest (compact JWS, EdDSA, typ warden-manifest+jwt).
+  warden manifest verify FILE --key PREFIX.pub.jwk [--key ...]
+      Checks the signature and prints the pins; exit 1 if it does not verify.
+  warden manifest pins [--store FILE] [--upstream NAME]
+      Lists the pins of a gateway's SQLite pin store and the definitions waiting
+      for a decision, with a diff of each change.
+  warden manifest pins approve|reject --store FILE [--approver NAME] UPSTREAM TOOL HASH
+      Decides on a waiting definition. HASH must be the exact new hash listed:
+      if the server changed the tool again, the approval fails. The approver
+      defaults to $USER. A running gateway picks the decision up at its next
+      tools/list. See docs/pinning.md.
+`,
 	"attack": `  warden attack validate [--library-compat] FILE...
       Parses and validates OATF 0.1 documents (rules V-001..V-049, warnings
       W-001..W-007) and prints every problem as file:line:col with its rule

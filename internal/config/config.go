@@ -135,6 +135,30 @@ type GatewayConfig struct {
 	Security SecurityConfig
 	// Auth authenticates the listener's clients (AASM P1).
 	Auth AuthConfig
+	// Pinning pins every upstream's tool definitions (AASM P2).
+	Pinning PinningConfig
+}
+
+// PinningConfig configures tool pinning (internal/pin): a changed tool
+// definition (a rug pull) is blocked until a person re-approves it.
+type PinningConfig struct {
+	Enabled bool
+	// FirstUse is "pin" (trust the first definition seen) or "hold" (a new
+	// tool waits for a person too).
+	FirstUse string
+	// Store is "sqlite" (default: DATA_DIR/pins.db, or StorePath) or
+	// "memory".
+	Store     string
+	StorePath string
+	// Manifests are signed manifests (warden manifest sign) and the public
+	// keys that may have signed them.
+	Manifests []ManifestConfig
+}
+
+// ManifestConfig is one signed manifest.
+type ManifestConfig struct {
+	File string
+	Keys []string
 }
 
 // AuthConfig configures client authentication on the HTTP listener: OAuth

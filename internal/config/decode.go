@@ -453,6 +453,25 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
+		{"pinning", func(n *yaml.Node, p string) {
+			g.Pinning.Enabled = true // a present section turns it on unless it says enabled: false
+			d.mapping(n, p, []field{
+				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &g.Pinning.Enabled) }},
+				{"first_use", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.FirstUse) }},
+				{"store", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.Store) }},
+				{"store_path", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.StorePath) }},
+				{"manifests", func(n *yaml.Node, p string) {
+					d.each(n, p, "manifests ({file, keys})", func(item *yaml.Node, ip string) {
+						var m ManifestConfig
+						d.mapping(item, ip, []field{
+							{"file", func(n *yaml.Node, p string) { d.str(n, p, &m.File) }},
+							{"keys", func(n *yaml.Node, p string) { d.strings(n, p, &m.Keys) }},
+						})
+						g.Pinning.Manifests = append(g.Pinning.Manifests, m)
+					})
+				}},
+			})
+		}},
 		{"auth", func(n *yaml.Node, p string) {
 			d.mapping(n, p, []field{
 				{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.Issuer) }},

@@ -179,6 +179,27 @@ func (v *validator) gateway() {
 		v.security("gateway.security", g.Security)
 	}
 	v.auth("gateway.auth", g.Auth)
+	if g.Pinning.Enabled {
+		pp := "gateway.pinning"
+		if g.Pinning.FirstUse != "" {
+			v.oneOf(join(pp, "first_use"), "first_use", g.Pinning.FirstUse, []string{"pin", "hold"})
+		}
+		if g.Pinning.Store != "" {
+			v.oneOf(join(pp, "store"), "the pin store", g.Pinning.Store, []string{StoreSQLite, StoreMemory})
+		}
+		if g.Pinning.StorePath != "" && g.Pinning.Store == StoreMemory {
+			v.errorf(join(pp, "store_path"), "store_path is only for store: sqlite")
+		}
+		for i, m := range g.Pinning.Manifests {
+			mp := index(join(pp, "manifests"), i)
+			if m.File == "" {
+				v.errorf(join(mp, "file"), "a manifest needs its file")
+			}
+			if len(m.Keys) == 0 {
+				v.errorf(join(mp, "keys"), "a manifest needs the public keys that may have signed it (warden manifest keygen writes PREFIX.pub.jwk)")
+			}
+		}
+	}
 
 	if len(g.Upstreams) == 0 {
 		v.errorf("gateway.upstreams", "at least one upstream is required")

@@ -58,6 +58,11 @@ func TestSpansReachARealCollector(t *testing.T) {
 	col := testenv.StartOtelcol(t)
 	ctx := testCtx(t)
 	up, traceparents := tracedDemoUpstream(t)
+	// The endpoint names the signal's path: the gateway passes it to
+	// otlptracehttp as it is, and a bare http://host:4318 would be posted
+	// to "/" (a 404 at a collector). telemetry.NewSpanExporter adds
+	// /v1/traces to a bare URL; until the gateway builds its exporter with
+	// it, write the full path.
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   upstreams:
@@ -66,7 +71,7 @@ gateway:
       tools: {deny: [get_env]}
 telemetry:
   spans: {exporter: otlp, endpoint: %q}
-`, up, col.HTTPURL))
+`, up, col.HTTPURL+"/v1/traces"))
 	srv := httptest.NewServer(g.Handler())
 	closed := false
 	t.Cleanup(func() {

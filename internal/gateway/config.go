@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -19,6 +20,7 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
@@ -75,6 +77,19 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		}
 		classify = &Classify{Classifier: c, Subject: zt.Subject}
 	}
+	var pins *Pins
+	if gc.Pinning.Enabled {
+		p, closer, err := pinner(gc, logger)
+		if err != nil {
+			for _, c := range opts.Closers {
+				c.Close()
+			}
+			return Options{}, fmt.Errorf("gateway.pinning: %w", err)
+		}
+		opts.Closers = append(opts.Closers, closer)
+		opts.Pinner = p
+		pins = &Pins{Pinner: p, Log: logger}
+	}
 	var security *Security
 	if gc.Security.Enabled {
 		sc, err := gc.Security.Processor()
@@ -92,6 +107,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
 			ToolPolicy{List: u.Tools},
+		}
+		if pins != nil {
+			stages = append(stages, *pins)
 		}
 		if security != nil {
 			stages = append(stages, *security)
@@ -132,8 +150,15 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			Close:     closeFn,
 			Pipeline:  NewPipeline(stages...),
 		}
+		var filters []ResultFilter
+		if pins != nil {
+			filters = append(filters, pins.Result) // first: what security drops is not "removed"
+		}
 		if security != nil {
-			up.Results = security.Result
+			filters = append(filters, security.Result)
+		}
+		if len(filters) > 0 {
+			up.Results = chainResults(filters...)
 		}
 		opts.Upstreams = append(opts.Upstreams, up)
 	}
@@ -370,4 +395,65 @@ func readiness(st store.Store) func(context.Context) error {
 		}
 		return nil
 	}
+}
+
+// pinner opens the pin store and the signed manifests of gc.Pinning. A
+// manifest that does not verify stops the gateway from starting.
+func pinner(gc config.GatewayConfig, logger *slog.Logger) (*pin.Pinner, io.Closer, error) {
+	pc := gc.Pinning
+	var st pin.Store
+	switch pc.Store {
+	case config.StoreMemory:
+		st = pin.NewMemory()
+	default:
+		path := pc.StorePath
+		if path == "" {
+			dir := gc.ZeroTrust.DataDir
+			if dir == "" {
+				dir = zerotrust.DefaultDataDir()
+			}
+			if dir == "" {
+				return nil, nil, errors.New("no store_path and no data directory: set store_path, zero_trust.data_dir or WARDEN_DATA_DIR")
+			}
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, nil, err
+			}
+			path = filepath.Join(dir, "pins.db")
+		}
+		s, err := pin.OpenSQLite(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		st = s
+	}
+	var manifests []*pin.Manifest
+	for i, mc := range pc.Manifests {
+		var keys []ed25519.PublicKey
+		for _, kp := range mc.Keys {
+			k, err := pin.LoadPublicKey(kp)
+			if err != nil {
+				st.Close()
+				return nil, nil, fmt.Errorf("manifests[%d].keys: %w", i, err)
+			}
+			keys = append(keys, k)
+		}
+		m, err := pin.LoadManifest(mc.File, keys)
+		if err != nil {
+			st.Close()
+			return nil, nil, fmt.Errorf("manifests[%d]: %w", i, err)
+		}
+		manifests = append(manifests, m)
+	}
+	firstUse := pin.FirstUsePin
+	if pc.FirstUse == string(pin.FirstUseHold) {
+		firstUse = pin.FirstUseHold
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := pin.New(ctx, pin.Options{Store: st, FirstUse: firstUse, Manifests: manifests, Logger: logger})
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return p, st, nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -98,6 +99,9 @@ type Options struct {
 	Authorize bool
 	// Metrics, if set, is served at GET /metrics (Prometheus).
 	Metrics http.Handler
+	// Pinner, when tool pinning is on, is shared with the console (the
+	// pins page) and the CLI.
+	Pinner *pin.Pinner
 	// Ready, if set, says whether the gateway can serve (its stores answer):
 	// /readyz answers 503 with the reason when it returns an error.
 	Ready func(context.Context) error

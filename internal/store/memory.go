@@ -24,7 +24,7 @@ type Memory struct {
 	// immutable after NewMemory
 	seed   maphash.Seed
 	shards [memShards]memShard
-	epoch  time.Time // creation: the store remembers nothing from before
+	epoch  time.Time           // creation: the store remembers nothing from before
 	hashOf func(memKey) uint64 // tests force collisions with it; nil means hash
 
 	closed atomic.Bool

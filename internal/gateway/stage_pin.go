@@ -1,0 +1,94 @@
+package gateway
+
+// Tool pinning in the gateway (AASM P2, internal/pin):
+//
+//	upstream's tools/list answer ─► Pins.Result ─► Pinner.CheckList: a changed
+//	                                 or unpinned tool is dropped from the answer
+//	client's tools/call ─► Pins.Check ─► Pinner.Allowed: refused (stage "pin")
+//	                       while the tool's definition waits for a person
+//
+// A person decides with warden manifest pins approve|reject, or in the
+// console; the client sees the tool again at its next tools/list.
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/pin"
+	"github.com/agentwarden/warden/internal/secproc"
+)
+
+// Pins is the "pin" stage and its answer filter.
+type Pins struct {
+	Pinner *pin.Pinner
+	Log    *slog.Logger
+}
+
+// Name implements Stage.
+func (Pins) Name() string { return "pin" }
+
+// Check implements Stage: a call to a tool whose definition is not pinned
+// as it is now is refused.
+func (s Pins) Check(_ context.Context, c *Call) *Denial {
+	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
+		return nil
+	}
+	if ok, reason := s.Pinner.Allowed(c.Upstream, c.Tool); !ok {
+		return &Denial{Rule: "unpinned", Reason: reason}
+	}
+	return nil
+}
+
+// Result filters a tools/list answer: tools whose definition changed, or
+// that are not pinned, are left out until a person approves them.
+func (s Pins) Result(ctx context.Context, upstream, _, method, _ string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+	if method != mcp.MethodToolsList || msg.Result == nil {
+		return msg, nil, nil
+	}
+	filtered, changes, err := s.Pinner.CheckList(ctx, upstream, msg.Result)
+	for _, ch := range changes {
+		if s.Log != nil && !ch.Again {
+			s.Log.Warn("tool definition not pinned", "upstream", upstream, "tool", ch.Tool, "kind", ch.Kind,
+				"blocked", ch.Blocked, "old", ch.OldHash, "new", ch.NewHash)
+		}
+	}
+	if filtered == nil {
+		d := &Denial{Stage: "pin", Rule: "unreadable", Reason: "the upstream's tools/list answer cannot be checked against the pins: " + errText(err)}
+		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
+		out.Related = msg.Related
+		return out, nil, d
+	}
+	if string(filtered) == string(msg.Result) {
+		return msg, nil, nil
+	}
+	out := jsonrpc.NewResult(msg.ID, filtered)
+	out.Related = msg.Related
+	return out, nil, nil
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}
+
+// chainResults runs filters in order on an answer; the first that withholds
+// it (returns a denial) stops the chain.
+func chainResults(filters ...ResultFilter) ResultFilter {
+	return func(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+		var all []secproc.Finding
+		for _, f := range filters {
+			var findings []secproc.Finding
+			var d *Denial
+			msg, findings, d = f(ctx, upstream, session, method, tool, msg)
+			all = append(all, findings...)
+			if d != nil {
+				return msg, all, d
+			}
+		}
+		return msg, all, nil
+	}
+}
