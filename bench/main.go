@@ -59,7 +59,9 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `file`")
+	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records (results.json and BENCHMARKS.md are then not written)")
 	flag.Parse()
+	run := func(section string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), section) }
 	if *memprofile != "" {
 		runtime.MemProfileRate = 4096
 		defer func() {
@@ -87,12 +89,40 @@ func main() {
 		log.Printf("%-48s %12.2f %s", r.Name, r.Value, r.Unit)
 	}
 
-	// HTTP keep-alive: go-sdk client → (warden →) go-sdk streamable handler.
+	if run("http") {
+		benchHTTP(ctx, add, *rounds, *calls, *workers, *perWorker)
+	}
+	if run("stdio") {
+		benchStdio(ctx, add, *rounds, *calls, *perWorker)
+	}
+	if run("zerotrust") {
+		benchZeroTrust(ctx, add, *rounds, *perWorker)
+	}
+	if run("records") {
+		benchRecords(ctx, add, *rounds, *perWorker, *workers)
+	}
+	if run("stdio") {
+		bin := buildWarden()
+		defer os.RemoveAll(filepath.Dir(bin))
+		root, _ := os.MkdirTemp("", "warden-bench-")
+		defer os.RemoveAll(root)
+		rss := idleRSS(bin, root)
+		add(target(Result{Name: "idle gateway RSS", Value: rss, Unit: "MB", Target: "< 30 MB"}, rss < 30))
+	}
+	if *only != "" {
+		return
+	}
+	writeReports(rep, *out, *doc, *rounds, *calls, *workers, *perWorker)
+}
+
+// benchHTTP compares the go-sdk client against the demo server directly and
+// through warden, over HTTP keep-alive.
+func benchHTTP(ctx context.Context, add func(Result), rounds, calls, workers, perWorker int) {
 	upstream := serveDemoHTTP()
 	gw := serveGateway(upstream)
-	lat := func(url string) []time.Duration { return latencies(ctx, httpTransport(url), *calls) }
+	lat := func(url string) []time.Duration { return latencies(ctx, httpTransport(url), calls) }
 	var directLat, gwLat []time.Duration
-	for range *rounds { // interleaved, so both sides see the same background noise
+	for range rounds { // interleaved, so both sides see the same background noise
 		directLat = append(directLat, lat(upstream)...)
 		gwLat = append(gwLat, lat(gw)...)
 	}
@@ -105,22 +135,25 @@ func main() {
 
 	var directTPs, gwTPs []float64
 	var directAllocs, gwAllocs uint64
-	for range *rounds {
-		tp, allocs := measureThroughput(ctx, func() mcp.Transport { return httpTransport(upstream) }, *workers, *perWorker)
+	for range rounds {
+		tp, allocs := measureThroughput(ctx, func() mcp.Transport { return httpTransport(upstream) }, workers, perWorker)
 		directTPs, directAllocs = append(directTPs, tp), directAllocs+allocs
-		tp, allocs = measureThroughput(ctx, func() mcp.Transport { return httpTransport(gw) }, *workers, *perWorker)
+		tp, allocs = measureThroughput(ctx, func() mcp.Transport { return httpTransport(gw) }, workers, perWorker)
 		gwTPs, gwAllocs = append(gwTPs, tp), gwAllocs+allocs
 	}
 	directTP, gwTP := median(directTPs), median(gwTPs)
 	add(Result{Name: "http throughput direct", Value: directTP, Unit: "calls/s"})
 	add(Result{Name: "http throughput through warden", Value: gwTP, Unit: "calls/s"})
 	add(target(Result{Name: "http throughput ratio", Value: gwTP / directTP, Unit: "×", Target: "≥ 0.8"}, gwTP/directTP >= 0.8))
-	msgs := float64(2 * *workers * *perWorker * *rounds) // a request and a response per call
+	msgs := float64(2 * workers * perWorker * rounds) // a request and a response per call
 	add(Result{Name: "allocations per relayed message (http, whole gateway path)",
 		Value: (float64(gwAllocs) - float64(directAllocs)) / msgs, Unit: "allocs",
 		Note: "extra allocations of the gateway run over the direct run, per message relayed; includes warden's HTTP listener and upstream client"})
+}
 
-	// stdio: go-sdk client → (warden gateway --stdio →) warden demo-server.
+// benchStdio compares the go-sdk client against warden demo-server
+// directly and through warden gateway --stdio.
+func benchStdio(ctx context.Context, add func(Result), rounds, calls, perWorker int) {
 	bin := buildWarden()
 	defer os.RemoveAll(filepath.Dir(bin))
 	root, _ := os.MkdirTemp("", "warden-bench-")
@@ -132,40 +165,37 @@ func main() {
 		return &mcp.CommandTransport{Command: exec.Command(bin, "gateway", "--stdio", "--log-level", "error", "--", bin, "demo-server", "--root", root)}
 	}
 	var sd, sg []time.Duration
-	for range *rounds {
-		sd = append(sd, latencies(ctx, stdioDirect(), *calls)...)
-		sg = append(sg, latencies(ctx, stdioGW(), *calls)...)
+	for range rounds {
+		sd = append(sd, latencies(ctx, stdioDirect(), calls)...)
+		sg = append(sg, latencies(ctx, stdioGW(), calls)...)
 	}
 	add(Result{Name: "stdio p50 direct", Value: us(pct(sd, 50)), Unit: "µs"})
 	add(Result{Name: "stdio p50 through warden", Value: us(pct(sg, 50)), Unit: "µs"})
 	add(Result{Name: "stdio added p50", Value: us(pct(sg, 50) - pct(sd, 50)), Unit: "µs"})
 	add(Result{Name: "stdio added p99", Value: us(pct(sg, 99) - pct(sd, 99)), Unit: "µs"})
 	var stpDs, stpGs []float64
-	for range *rounds {
-		tp, _ := measureThroughput(ctx, stdioDirect, 2, *perWorker)
+	for range rounds {
+		tp, _ := measureThroughput(ctx, stdioDirect, 2, perWorker)
 		stpDs = append(stpDs, tp)
-		tp, _ = measureThroughput(ctx, stdioGW, 2, *perWorker)
+		tp, _ = measureThroughput(ctx, stdioGW, 2, perWorker)
 		stpGs = append(stpGs, tp)
 	}
 	stpD, stpG := median(stpDs), median(stpGs)
 	add(Result{Name: "stdio throughput direct", Value: stpD, Unit: "calls/s"})
 	add(Result{Name: "stdio throughput through warden", Value: stpG, Unit: "calls/s"})
 	add(target(Result{Name: "stdio throughput ratio", Value: stpG / stpD, Unit: "×", Target: "≥ 0.8"}, stpG/stpD >= 0.8))
+}
 
-	benchZeroTrust(ctx, add, *rounds, *perWorker)
-	benchRecords(ctx, add, *rounds, *perWorker, *workers)
-
-	rss := idleRSS(bin, root)
-	add(target(Result{Name: "idle gateway RSS", Value: rss, Unit: "MB", Target: "< 30 MB"}, rss < 30))
-
-	if err := os.MkdirAll(*out, 0o755); err != nil {
+// writeReports writes results.json and the readable report.
+func writeReports(rep *report, out, doc string, rounds, calls, workers, perWorker int) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		log.Fatal(err)
 	}
 	data, _ := json.MarshalIndent(rep, "", "  ")
-	if err := os.WriteFile(filepath.Join(*out, "results.json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "results.json"), append(data, '\n'), 0o644); err != nil {
 		log.Fatal(err)
 	}
-	if err := os.WriteFile(*doc, []byte(markdown(rep, *rounds, *calls, *workers, *perWorker)), 0o644); err != nil {
+	if err := os.WriteFile(doc, []byte(markdown(rep, rounds, calls, workers, perWorker)), 0o644); err != nil {
 		log.Fatal(err)
 	}
 }
