@@ -137,6 +137,38 @@ type GatewayConfig struct {
 	Auth AuthConfig
 	// Pinning pins every upstream's tool definitions (AASM P2).
 	Pinning PinningConfig
+	// A2A are the A2A agents served through the gateway, each at
+	// <listen.path>/../a2a/<name> (see docs/a2a.md).
+	A2A []A2AUpstream
+}
+
+// A2AUpstream is one A2A agent behind the gateway.
+type A2AUpstream struct {
+	Name    string
+	URL     string // the agent's JSON-RPC endpoint
+	CardURL string // "" means the well-known path on URL's origin
+	Methods List
+	// AllowExtendedCard lets the authenticated extended card through
+	// unverified (risky: see docs/a2a.md).
+	AllowExtendedCard bool
+	// CardKeys are JWKS files of keys trusted to sign the agent card;
+	// RequireSignedCard refuses an unsigned card.
+	CardKeys          []string
+	RequireSignedCard bool
+	// Delegation (AASM P3, INV-7).
+	Delegation A2ADelegation
+}
+
+// A2ADelegation configures delegation-chain checks.
+type A2ADelegation struct {
+	Require bool
+	Agent   string
+	MaxHops int
+	// Roots maps a principal to the scopes it may delegate.
+	Roots map[string][]string
+	// Keys maps an issuer (principal or agent) to a JWKS file of the keys
+	// its hops are signed with.
+	Keys map[string]string
 }
 
 // PinningConfig configures tool pinning (internal/pin): a changed tool

@@ -453,6 +453,37 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
+		{"a2a", func(n *yaml.Node, p string) {
+			d.each(n, p, "A2A agents ({name, url, ...})", func(item *yaml.Node, ip string) {
+				var a A2AUpstream
+				d.mapping(item, ip, []field{
+					{"name", func(n *yaml.Node, p string) { d.str(n, p, &a.Name) }},
+					{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.URL) }},
+					{"card_url", func(n *yaml.Node, p string) { d.str(n, p, &a.CardURL) }},
+					{"methods", func(n *yaml.Node, p string) { d.list(n, p, &a.Methods) }},
+					{"allow_extended_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.AllowExtendedCard) }},
+					{"card_keys", func(n *yaml.Node, p string) { d.strings(n, p, &a.CardKeys) }},
+					{"require_signed_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.RequireSignedCard) }},
+					{"delegation", func(n *yaml.Node, p string) {
+						d.mapping(n, p, []field{
+							{"require", func(n *yaml.Node, p string) { d.bool(n, p, &a.Delegation.Require) }},
+							{"agent", func(n *yaml.Node, p string) { d.str(n, p, &a.Delegation.Agent) }},
+							{"max_hops", func(n *yaml.Node, p string) { d.int(n, p, &a.Delegation.MaxHops) }},
+							{"keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Delegation.Keys) }},
+							{"roots", func(n *yaml.Node, p string) {
+								a.Delegation.Roots = map[string][]string{}
+								d.pairs(n, p, func(k string, _, v *yaml.Node) {
+									var scopes []string
+									d.strings(v, p+"."+k, &scopes)
+									a.Delegation.Roots[k] = scopes
+								})
+							}},
+						})
+					}},
+				})
+				g.A2A = append(g.A2A, a)
+			})
+		}},
 		{"pinning", func(n *yaml.Node, p string) {
 			g.Pinning.Enabled = true // a present section turns it on unless it says enabled: false
 			d.mapping(n, p, []field{

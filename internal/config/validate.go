@@ -179,6 +179,23 @@ func (v *validator) gateway() {
 		v.security("gateway.security", g.Security)
 	}
 	v.auth("gateway.auth", g.Auth)
+	a2aNames := map[string]bool{}
+	for i, a := range g.A2A {
+		ap := index("gateway.a2a", i)
+		if !upstreamName.MatchString(a.Name) {
+			v.errorf(join(ap, "name"), "name must be lowercase letters, digits, - or _ (it is part of the URL path)")
+		} else if a2aNames[a.Name] {
+			v.errorf(join(ap, "name"), "A2A agent %q is defined twice", a.Name)
+		}
+		a2aNames[a.Name] = true
+		if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf(join(ap, "url"), "url must be the agent's http(s) JSON-RPC endpoint")
+		}
+		v.list(join(ap, "methods"), a.Methods)
+		if a.RequireSignedCard && len(a.CardKeys) == 0 {
+			v.errorf(join(ap, "card_keys"), "require_signed_card needs card_keys: the keys trusted to sign the card")
+		}
+	}
 	if g.Pinning.Enabled {
 		pp := "gateway.pinning"
 		if g.Pinning.FirstUse != "" {

@@ -176,6 +176,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			opts.Metrics = rs.Metrics
 		}
 	}
+	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, logger); err != nil {
+		for _, c := range opts.Closers {
+			c.Close()
+		}
+		return Options{}, err
+	}
 	return opts, nil
 }
 

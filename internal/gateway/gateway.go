@@ -99,6 +99,8 @@ type Options struct {
 	Authorize bool
 	// Metrics, if set, is served at GET /metrics (Prometheus).
 	Metrics http.Handler
+	// A2A are A2A gateways (internal/a2agw) served at A2APath + name.
+	A2A map[string]http.Handler
 	// Pinner, when tool pinning is on, is shared with the console (the
 	// pins page) and the CLI.
 	Pinner *pin.Pinner
@@ -202,6 +204,11 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if g.opts.Metrics != nil {
 		mux.Handle("GET /metrics", g.opts.Metrics)
+	}
+	for name, h := range g.opts.A2A {
+		h = g.rebindingGuard(h) // the same Host and Origin checks as the MCP endpoint
+		mux.Handle(A2APath+name, h)
+		mux.Handle(A2APath+name+"/", h) // its agent card
 	}
 	if g.opts.Authorize {
 		mux.HandleFunc("POST "+AuthorizePath, g.authorizeHandler)
@@ -353,4 +360,17 @@ func WithPrincipal(ctx context.Context, principal string) context.Context {
 func principalFrom(ctx context.Context) string {
 	p, _ := ctx.Value(principalKey{}).(string)
 	return p
+}
+
+// rebindingGuard applies the MCP listener's Host and Origin checks (DNS
+// rebinding) to another endpoint served next to it.
+func (g *Gateway) rebindingGuard(h http.Handler) http.Handler {
+	ln := g.listeners[g.anyUpstream()]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rule, msg := ln.CheckRebinding(r); rule != "" {
+			writeAPIError(w, http.StatusForbidden, (&Denial{Stage: "listener", Rule: rule, Reason: msg}).Error())
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

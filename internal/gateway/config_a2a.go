@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentwarden/warden/internal/a2agw"
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/authn"
+	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// A2APath is where the listener serves the A2A agents: A2APath/<name>, its
+// agent card at A2APath/<name>/.well-known/agent-card.json.
+const A2APath = "/a2a/"
+
+// a2aHandlers builds the A2A gateways of gc (internal/a2agw), each with the
+// listener's authentication and, when the audit log is on, its records.
+func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *transport.AuthRefusal), rs *Records, logger *slog.Logger) (map[string]http.Handler, error) {
+	if len(gc.A2A) == 0 {
+		return nil, nil
+	}
+	out := map[string]http.Handler{}
+	for i, a := range gc.A2A {
+		opts := a2agw.Options{
+			Name: a.Name, Upstream: a.URL, CardURL: a.CardURL,
+			PublicURL:         publicBase(gc) + strings.TrimSuffix(A2APath, "/") + "/" + a.Name,
+			Authenticate:      auth,
+			AllowExtendedCard: a.AllowExtendedCard,
+			RequireSignedCard: a.RequireSignedCard,
+			Logger:            logger,
+			Delegation: a2agw.DelegationOptions{Require: a.Delegation.Require, Agent: a.Delegation.Agent,
+				MaxHops: a.Delegation.MaxHops, Roots: a.Delegation.Roots, Keys: map[string][]jose.JSONWebKey{}},
+		}
+		if len(a.Methods.Allow) > 0 || len(a.Methods.Deny) > 0 {
+			opts.Methods = a.Methods
+		}
+		for _, f := range a.CardKeys {
+			keys, err := authn.LoadJWKS(f)
+			if err != nil {
+				return nil, fmt.Errorf("gateway.a2a[%d].card_keys: %w", i, err)
+			}
+			opts.CardKeys = append(opts.CardKeys, keys.Set.Keys...)
+		}
+		for issuer, f := range a.Delegation.Keys {
+			keys, err := authn.LoadJWKS(f)
+			if err != nil {
+				return nil, fmt.Errorf("gateway.a2a[%d].delegation.keys.%s: %w", i, issuer, err)
+			}
+			opts.Delegation.Keys[issuer] = keys.Set.Keys
+		}
+		if rs != nil && rs.Audit != nil {
+			opts.Record = a2aRecord(rs.Audit)
+		}
+		h, err := a2agw.New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("gateway.a2a[%d]: %w", i, err)
+		}
+		out[a.Name] = h
+	}
+	return out, nil
+}
+
+// a2aRecord writes each A2A message into the gateway's audit log, before it
+// leaves: the same chain as MCP's, so a bridge operation is audited in
+// both domains.
+func a2aRecord(l *audit.Log) func(context.Context, a2agw.Event) error {
+	return func(ctx context.Context, e a2agw.Event) error {
+		r := audit.Record{Time: time.Now(), Actor: e.Principal, Upstream: "a2a:" + e.Upstream, Method: e.Method,
+			RequestID: e.ID.Raw(), Tool: e.TaskID, Decision: audit.Allow, Direction: e.Direction}
+		if e.Decision == "deny" {
+			r.Decision, r.Stage, r.Rule = audit.Deny, e.Stage, e.Rule
+		}
+		_, err := l.Append(context.WithoutCancel(ctx), r)
+		return err
+	}
+}
