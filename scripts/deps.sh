@@ -10,6 +10,8 @@
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
+#   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
+#                                                                       built with ocb from tools/otelcol/builder.yaml
 #   $D/env.sh
 #   redis-server, spin, chromium                                        Debian packages (system-wide, via apt-get)
 #
@@ -31,6 +33,8 @@ NODE_VERSION=22.23.3
 EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
+# The collector builder; the component versions are in tools/otelcol/builder.yaml.
+OCB_VERSION=v0.160.0
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 D=${WARDEN_DEPS_DIR:-$ROOT/.cache/deps}
@@ -72,6 +76,7 @@ STATICCHECK=$D/bin/staticcheck
 GOVULNCHECK=$D/bin/govulncheck
 TESTSUM=$D/bin/testsum
 BASELINE=$D/conformance-baseline.yml
+OTELCOL=$D/bin/otelcol-warden
 
 # ensure_npm makes sure some npm (any version) is on PATH; it is only the
 # bootstrap for the pinned Node 22 and the npm packages.
@@ -158,6 +163,37 @@ install_go_tools() {
 	stamp_set gotools "$key"
 }
 
+# install_otelcol builds a small OpenTelemetry Collector with the collector
+# builder (ocb), from the Go module proxy only: the builder generates a Go
+# module under $D/otelcol/build, resolves it (go mod tidy) and compiles it.
+# Heavy (a few minutes on two cores), so it is stamped with a hash of the
+# manifest, the builder version and the Go toolchain.
+install_otelcol() {
+	command -v go >/dev/null 2>&1 || die "go not found on PATH"
+	local manifest=$ROOT/tools/otelcol/builder.yaml key
+	key=$({
+		go env GOVERSION GOOS GOARCH
+		echo "$OCB_VERSION"
+		sha256sum <"$manifest"
+	} | sha256sum | cut -d' ' -f1)
+	if stamp_ok otelcol "$key" && [[ -x $OTELCOL ]]; then
+		log "otelcol: present (manifest hash ${key:0:12})"
+		return
+	fi
+	log "otelcol: building with ocb $OCB_VERSION from tools/otelcol/builder.yaml"
+	rm -f "$D/.stamp-otelcol"
+	rm -rf "$D/otelcol/build"
+	mkdir -p "$D/otelcol/bin" "$D/bin"
+	GOBIN=$D/otelcol/bin run go install "go.opentelemetry.io/collector/cmd/builder@$OCB_VERSION"
+	(
+		cd "$D/otelcol" # the manifest's output_path (./build) is relative to here
+		run "$D/otelcol/bin/builder" --config "$manifest"
+	)
+	install -m 0755 "$D/otelcol/build/otelcol-warden" "$OTELCOL"
+	"$OTELCOL" --version >/dev/null || die "$OTELCOL does not run"
+	stamp_set otelcol "$key"
+}
+
 # ensure_debian_pkg PROGRAM PACKAGE VAR makes sure PROGRAM is on PATH,
 # installing Debian's PACKAGE when we are root on a Debian-like system, and
 # sets VAR to its path. One apt-get update serves every package.
@@ -192,6 +228,8 @@ install_npm_pkg conformance "$D/conformance" \
 # aimock: the OATF attack runtime's AG-UI and MCP target (internal/attack).
 install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK_BIN"
 install_go_tools
+# otelcol: the OTLP receiver of the collector integration test (internal/gateway).
+install_otelcol
 # redis-server: internal/store tests start their own instance on a socket.
 # spin: the conformance checker's Promela cross-check. chromium: the approval
 # console's browser tests (chromedp).
@@ -206,7 +244,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 		WARDEN_AIMOCK_BIN:AIMOCK_BIN \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
-		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM; do
+		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM WARDEN_OTELCOL:OTELCOL; do
 		var=${v#*:}
 		printf 'export %s=%q\n' "${v%%:*}" "${!var}"
 	done

@@ -307,10 +307,12 @@ type TelemetryConfig struct {
 	// Metrics serves Prometheus metrics at /metrics on the listener.
 	Metrics bool
 	// Spans is where spans go: exporter "none" (default), "jsonl" (to
-	// Path), "stdout" or "otlp" (OTLP over HTTP to Endpoint).
+	// Path), "stdout", "otlp" (OTLP over HTTP to Endpoint, a URL) or
+	// "otlp-grpc" (OTLP over gRPC to Endpoint, host:port or a URL).
 	Spans ExporterConfig
-	// OCSF is where OCSF events go: exporter "none" (default) or "jsonl"
-	// (to Path), in Profile "standard" (default) or "aitf".
+	// OCSF is where OCSF events go: exporter "none" (default), "jsonl"
+	// (to Path) or "http" (POSTed to Endpoint), in Profile "standard"
+	// (default) or "aitf".
 	OCSF ExporterConfig
 }
 
@@ -324,8 +326,8 @@ type ExporterConfig struct {
 
 // Telemetry exporters, capture modes and OCSF profiles.
 var (
-	SpanExporters = []string{"none", "jsonl", "stdout", "otlp"}
-	OCSFExporters = []string{"none", "jsonl"}
+	SpanExporters = []string{"none", "jsonl", "stdout", "otlp", "otlp-grpc"}
+	OCSFExporters = []string{"none", "jsonl", "http"}
 	CaptureModes  = []string{"redacted", "capped", "full", "hash", "off"}
 	OCSFProfiles  = []string{"standard", "aitf"}
 	Conventions   = []string{"aitf", "otel"}

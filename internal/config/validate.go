@@ -135,17 +135,33 @@ func (v *validator) telemetry() {
 		if u, err := url.Parse(t.Spans.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			v.errorf("telemetry.spans.endpoint", "the otlp span exporter needs an http(s) endpoint, e.g. http://127.0.0.1:4318")
 		}
+	case "otlp-grpc":
+		if t.Spans.Endpoint == "" {
+			v.errorf("telemetry.spans.endpoint", "the otlp-grpc span exporter needs an endpoint, e.g. 127.0.0.1:4317")
+		}
 	}
 	if t.Spans.Profile != "" {
 		v.errorf("telemetry.spans.profile", "profile is for telemetry.ocsf")
 	}
 	v.oneOf("telemetry.ocsf.exporter", "the OCSF exporter", t.OCSF.Exporter, OCSFExporters)
 	v.oneOf("telemetry.ocsf.profile", "the OCSF profile", t.OCSF.Profile, OCSFProfiles)
-	if t.OCSF.Exporter == "jsonl" && t.OCSF.Path == "" {
-		v.errorf("telemetry.ocsf.path", "the jsonl OCSF exporter needs a path")
-	}
-	if t.OCSF.Endpoint != "" {
-		v.errorf("telemetry.ocsf.endpoint", "the OCSF exporters take a path, not an endpoint")
+	switch t.OCSF.Exporter {
+	case "jsonl":
+		if t.OCSF.Path == "" {
+			v.errorf("telemetry.ocsf.path", "the jsonl OCSF exporter needs a path")
+		}
+		if t.OCSF.Endpoint != "" {
+			v.errorf("telemetry.ocsf.endpoint", "the jsonl OCSF exporter takes a path, not an endpoint")
+		}
+	case "http":
+		if u, err := url.Parse(t.OCSF.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf("telemetry.ocsf.endpoint", "the http OCSF exporter needs an http(s) endpoint, e.g. https://siem.example.com/ocsf")
+		} else if u.User != nil {
+			v.errorf("telemetry.ocsf.endpoint", "credentials in the URL are not allowed")
+		}
+		if t.OCSF.Path != "" {
+			v.errorf("telemetry.ocsf.path", "the http OCSF exporter takes an endpoint, not a path")
+		}
 	}
 }
 

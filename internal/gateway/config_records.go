@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/agentwarden/warden/internal/audit"
@@ -51,51 +50,38 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		for _, c := range t.Conventions {
 			opts.Conventions = append(opts.Conventions, telemetry.Convention(c))
 		}
-		var tpOpts []sdktrace.TracerProviderOption
-		switch t.Spans.Exporter {
-		case "jsonl", "stdout":
-			var w io.Writer = os.Stdout
-			if t.Spans.Exporter == "jsonl" {
-				f, err := os.OpenFile(t.Spans.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-				if err != nil {
-					return fail(fmt.Errorf("telemetry.spans.path: %w", err))
-				}
-				closers = append(closers, f)
-				w = f
-			}
-			exp, err := telemetry.NewSpanWriter(w)
+		// The span exporter's file, if any, closes when the provider shuts down.
+		tp := sdktrace.NewTracerProvider()
+		if spansOn {
+			exp, err := telemetry.NewSpanExporter(context.Background(), telemetry.SpanExport{
+				Kind: t.Spans.Exporter, Path: t.Spans.Path, Endpoint: t.Spans.Endpoint})
 			if err != nil {
-				return fail(err)
+				return fail(fmt.Errorf("telemetry.spans: %w", err))
 			}
-			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
-		case "otlp":
-			exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(t.Spans.Endpoint))
-			if err != nil {
-				return fail(fmt.Errorf("telemetry.spans.endpoint: %w", err))
-			}
-			tpOpts = append(tpOpts, sdktrace.WithBatcher(exp))
+			tp = telemetry.NewTracerProvider(exp)
 		}
-		tp := sdktrace.NewTracerProvider(tpOpts...)
 		opts.TracerProvider = tp
-		if ocsfOn {
-			f, err := os.OpenFile(t.OCSF.Path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-			if err != nil {
-				return fail(fmt.Errorf("telemetry.ocsf.path: %w", err))
-			}
-			q := telemetry.NewQueue(telemetry.JSONLWriter{W: f}, telemetry.QueueOptions{})
-			opts.OCSFSink, opts.OCSFProfile = q, ocsf.Profile(t.OCSF.Profile)
-			// The queue drains before its file closes, after the spans.
-			closers = append(closers, closerFunc(func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				return errors.Join(q.Close(ctx), f.Close())
-			}))
-		}
-		closers = append([]io.Closer{closerFunc(func() error {
+		// First closer: the spans flush before the OCSF queue drains and
+		// before the audit log closes.
+		closers = append(closers, closerFunc(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			return tp.Shutdown(ctx)
-		})}, closers...)
+		}))
+		if ocsfOn {
+			q, err := telemetry.NewOCSFQueue(telemetry.OCSFExport{
+				Kind: t.OCSF.Exporter, Path: t.OCSF.Path, Endpoint: t.OCSF.Endpoint}, telemetry.QueueOptions{Logger: logger})
+			if err != nil {
+				return fail(fmt.Errorf("telemetry.ocsf: %w", err))
+			}
+			opts.OCSFSink, opts.OCSFProfile = q, ocsf.Profile(t.OCSF.Profile)
+			// The queue drains, then closes its file.
+			closers = append(closers, closerFunc(func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return q.Close(ctx)
+			}))
+		}
 		rs.Spans = telemetry.NewRecorder(opts)
 	}
 	if a.Enabled {

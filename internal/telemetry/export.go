@@ -7,9 +7,10 @@ package telemetry
 // JSONL file and stdout span exporters.
 //
 // OCSF events go through a Queue: Emit puts the event in a bounded buffer
-// and returns at once; one goroutine hands events to an EventWriter. When
-// the buffer is full the event is dropped and counted, so a slow or failing
-// SIEM never delays a call.
+// and returns at once; one goroutine hands events to an EventWriter (a
+// JSONL file, or HTTPWriter for an HTTP sink). When the buffer is full the
+// event is dropped and counted, so a slow or failing SIEM never delays a
+// call. exporters.go builds both kinds from configuration.
 //
 //	Recorder.End ─Emit─▶ [ bounded buffer ] ─▶ writer goroutine ─▶ EventWriter
 //	                 └─ full: dropped++
@@ -137,6 +138,7 @@ func (q *Queue) Stats() QueueStats {
 
 func (q *Queue) run() {
 	defer close(q.done)
+	defer q.closeWriter()
 	batch := make([]ocsf.Event, 0, q.maxBatch)
 	for e := range q.ch {
 		batch = append(batch[:0], e)
@@ -165,8 +167,20 @@ func (q *Queue) run() {
 	}
 }
 
+// closeWriter closes the writer, when it is an io.Closer, after the last
+// batch.
+func (q *Queue) closeWriter() {
+	if c, ok := q.w.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			q.log.Warn("telemetry: closing the OCSF exporter", "err", err)
+		}
+	}
+}
+
 // Close stops accepting events and waits until the queued ones are written
-// or ctx ends.
+// or ctx ends; then the writer is closed if it is an io.Closer (if ctx ends
+// first, that happens when the last batch is done). Events that were
+// dropped or failed are reported in the log.
 func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Lock()
 	if !q.closed {
@@ -176,6 +190,9 @@ func (q *Queue) Close(ctx context.Context) error {
 	q.mu.Unlock()
 	select {
 	case <-q.done:
+		if s := q.Stats(); s.Dropped > 0 || s.Failed > 0 {
+			q.log.Warn("telemetry: OCSF events lost", "written", s.Written, "dropped", s.Dropped, "failed", s.Failed)
+		}
 		return nil
 	case <-ctx.Done():
 		return errors.Join(errors.New("telemetry: OCSF queue not drained"), ctx.Err())

@@ -40,6 +40,10 @@ func TestInstalledDepsRun(t *testing.T) {
 	if got, _ := exec.CommandContext(ctx, node, EverythingServer(t), "no-such-transport").CombinedOutput(); !strings.Contains(string(got), "streamableHttp") {
 		t.Errorf("mcp-server-everything did not list its transports:\n%s", got)
 	}
+	// The collector built by ocb from tools/otelcol/builder.yaml.
+	if got := output(Otelcol(t), "--version"); !strings.Contains(got, "0.160.0-warden") {
+		t.Errorf("otelcol-warden --version = %q, want 0.160.0-warden", got)
+	}
 	// -h makes the flag package print usage and exit 2.
 	out, _ := exec.CommandContext(ctx, GoEverythingServer(t), "-h").CombinedOutput()
 	if !strings.Contains(string(out), "-stateless") {

@@ -11,6 +11,7 @@
 //	ConformanceJS      WARDEN_CONFORMANCE_JS        npm @modelcontextprotocol/conformance, run with Node22
 //	GoEverythingServer WARDEN_GO_EVERYTHING_SERVER  go-sdk conformance/everything-server
 //	Aimock             WARDEN_AIMOCK_BIN            npm @copilotkit/aimock (AG-UI, A2A, MCP mock)
+//	Otelcol            WARDEN_OTELCOL               OpenTelemetry Collector built with ocb (StartOtelcol runs it)
 //
 // When a program cannot be found the test is skipped with a message saying
 // to run `make deps`, unless WARDEN_REQUIRE_DEPS=1 (set by `make test` and
