@@ -32,7 +32,9 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/inprocess"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -81,6 +83,7 @@ type scene struct {
 	userSaw  string
 	audit    *audit.Log // the gateway's audit log
 	keys     *keys      // the demo client's DPoP and signing keys
+	billing  *billing   // the second server, whose pay tool is rug-pulled
 	endpoint *url.URL   // s.url, parsed: the htu of DPoP proofs
 	// proofKey is the key the client proves possession of when it sends a
 	// token (tiers.go); guarded by mu.
@@ -177,6 +180,20 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	s.audit = auditLog
+	// Pinning for the billing server, the security processor for both.
+	s.billing = newBilling()
+	pinner, err := pin.New(ctx, pin.Options{Store: pin.NewMemory(), Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	pins := gateway.Pins{Pinner: pinner, Log: logger}
+	proc, err := secproc.New(secproc.Config{InjectedInstructions: secproc.Policy{Action: secproc.Deny},
+		// The demo has no person to ask about exfiltration; its other steps show approvals.
+		Exfiltration: secproc.Policy{Disabled: true}})
+	if err != nil {
+		return nil, err
+	}
+	security := gateway.Security{Processor: proc, Subject: zt.Subject}
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
 		Upstreams: []gateway.Upstream{{
@@ -189,9 +206,19 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				}
 				return &countingConn{Conn: c, scene: s}, nil
 			},
-			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools},
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}, security,
 				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, zt),
+			Results: security.Result,
+		}, {
+			Name:      "billing",
+			Transport: "in-process",
+			Dial: func(ctx context.Context, _ bool) (transport.Conn, error) {
+				return inprocess.Dial(ctx, s.billing.server, "billing", limits, logger)
+			},
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, pins),
+			Results:  pins.Result,
 		}},
+		Default:        "demo",
 		RequestTimeout: 30 * time.Second,
 		Logger:         logger,
 		Closers:        []io.Closer{replay, auditLog},
@@ -242,7 +269,9 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
-	fmt.Fprintf(w, "  pipeline  wire → method-policy → tool-policy → classify → zero-trust, every message audited\n")
+	fmt.Fprintf(w, "  upstream  billing: a second MCP server whose pay tool will change its description (a rug pull)\n")
+	fmt.Fprintf(w, "  pipeline  demo:    wire → method-policy → tool-policy → security → classify → zero-trust\n")
+	fmt.Fprintf(w, "            billing: wire → method-policy → pin; every message of both audited\n")
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
 	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")

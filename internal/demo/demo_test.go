@@ -29,6 +29,10 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	for action, want := range map[string]string{
 		`tools/call echo {"message":"hello through warden"}`:                                           "relayed ",
 		`tools/call get_env {}`:                                                                        "refused tool-policy (deny \"get_env\")",
+		`tools/call read_file {"path":"../../etc/passwd"}`:                                             "refused security (file_access/traversal)",
+		"billing: tools/call pay INV-7":                                                                "relayed ",
+		"billing: tools/call pay after the rug pull":                                                   "refused pin (unpinned)",
+		`a tool answer carrying "Ignore all previous instructions…"`:                                   "refused security (prompt_injection/override)",
 		"transfer_funds of 50 without a token: held, and alice is asked in her client":                 "relayed ",
 		"transfer_funds of 9999 without a token: held for approval":                                    "refused zero-trust (approval-denied)",
 		"transfer_funds of 20000 (Tier 2 by rule big-transfer) with a token but no DPoP key":           "refused zero-trust (INV-5)",
@@ -48,8 +52,9 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.UpstreamSaw["get_env"] != 0 {
 		t.Errorf("get_env reached the demo server %d times", res.UpstreamSaw["get_env"])
 	}
-	if res.UpstreamSaw["echo"] != 1 {
-		t.Errorf("echo reached the demo server %d times, want 1", res.UpstreamSaw["echo"])
+	// The greeting, and the injection whose answer was withheld on its way back.
+	if res.UpstreamSaw["echo"] != 2 {
+		t.Errorf("echo reached the demo server %d times, want 2", res.UpstreamSaw["echo"])
 	}
 	if res.UpstreamSaw["transfer_funds"] != 5 {
 		t.Errorf("transfer_funds reached the demo server %d times, want exactly the two approved calls and the three tokens'", res.UpstreamSaw["transfer_funds"])
@@ -62,7 +67,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"9 relayed, 11 refused.", "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"10 relayed, 15 refused.", "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

@@ -58,7 +58,7 @@ func (s *scene) script(ctx context.Context) error {
 
 	s.call(ctx, cs, "echo", map[string]any{"message": "hello through warden"}, "relayed")
 	s.call(ctx, cs, "read_file", map[string]any{"path": "notes/plan.md"}, "relayed")
-	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "relayed")
+	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "refused")
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
 	// Zero-trust: transfer_funds runs only with a token bound to the exact
 	// arguments, once.
@@ -82,6 +82,9 @@ func (s *scene) script(ctx context.Context) error {
 	tampered := map[string]any{"account_id": "ACC_123", "amount": 1001, "recipient": "vendor@example.com"}
 	s.callWith(ctx, cs, "a fresh token for 1000, presented with amount 1001", "transfer_funds", tampered, fresh, "refused")
 	if err := s.tiers(ctx, cs); err != nil {
+		return err
+	}
+	if err := s.guards(ctx, cs); err != nil {
 		return err
 	}
 
