@@ -24,6 +24,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/audit"
@@ -59,6 +60,11 @@ type Result struct {
 	// AuditRecords is how many records the audit log held at the end, its
 	// chain verified.
 	AuditRecords int
+	// Attacks are the verdicts of the OATF runs: directly, then through warden.
+	Attacks []string
+	// Violated and ViolatedBehindWarden count the MCP model's principles
+	// the model checker found violated, bare and behind warden.
+	Violated, ViolatedBehindWarden int
 }
 
 // Step is one line of the account.
@@ -81,10 +87,11 @@ type scene struct {
 	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
 	userSaw  string
-	audit    *audit.Log // the gateway's audit log
-	keys     *keys      // the demo client's DPoP and signing keys
-	billing  *billing   // the second server, whose pay tool is rug-pulled
-	endpoint *url.URL   // s.url, parsed: the htu of DPoP proofs
+	audit    *audit.Log  // the gateway's audit log
+	keys     *keys       // the demo client's DPoP and signing keys
+	billing  *billing    // the second server, whose pay tool is rug-pulled
+	server   *mcp.Server // the demo server
+	endpoint *url.URL    // s.url, parsed: the htu of DPoP proofs
 	// proofKey is the key the client proves possession of when it sends a
 	// token (tiers.go); guarded by mu.
 	proofKey map[string]*ecdsa.PrivateKey
@@ -116,6 +123,13 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return s.res, err
 	}
 	s.summary()
+	if err := s.attackRuns(ctx); err != nil {
+		return s.res, err
+	}
+	if err := s.prove(ctx); err != nil {
+		return s.res, err
+	}
+	s.outro()
 	return s.res, nil
 }
 
@@ -130,6 +144,8 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		Env:    func() []string { return []string{"PATH=/usr/bin", "HOME=/home/demo", "WARDEN_DEMO_SECRET=" + s.canary} },
 		Logger: logger,
 	})
+	s.server = server
+
 	getEnv, err := config.CompilePattern("get_env")
 	if err != nil {
 		return nil, err
@@ -265,7 +281,7 @@ func (c *countingConn) Write(ctx context.Context, msg *jsonrpc.Message) error {
 
 func (s *scene) header() {
 	w := s.opts.Out
-	fmt.Fprintf(w, "warden demo: the gateway in front of an MCP server, on an embedded default\n\n")
+	fmt.Fprintf(w, "warden demo: Guard, Record, Attack and Prove on an embedded default, nothing to install\n\n")
 	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
@@ -295,6 +311,11 @@ func (s *scene) summary() {
 		fmt.Fprintf(w, "The audit log holds %d records, one per message, written before each left; its hash chain verifies\n"+
 			"(head %d:%s…; warden audit verify FILE checks a gateway's).\n", rep.Records, rep.Head.Seq, rep.Head.Hash[:16])
 	}
+}
+
+// outro reports unmet expectations and says what to try next.
+func (s *scene) outro() {
+	w := s.opts.Out
 	if len(s.res.Failures) > 0 {
 		fmt.Fprintf(w, "\nUNEXPECTED:\n")
 		for _, f := range s.res.Failures {

@@ -64,6 +64,14 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.AuditRecords < res.Relayed+res.Refused {
 		t.Errorf("the audit log holds %d records for %d steps", res.AuditRecords, res.Relayed+res.Refused)
 	}
+	// Attack: the OATF run exploits the bare server, not the one behind warden.
+	if len(res.Attacks) != 2 || res.Attacks[0] != "exploited" || res.Attacks[1] != "not_exploited" {
+		t.Errorf("attack verdicts %v, want [exploited not_exploited]", res.Attacks)
+	}
+	// Prove: the model checker finds MCP's principles violated, none behind warden.
+	if res.Violated == 0 || res.ViolatedBehindWarden != 0 {
+		t.Errorf("model check: %d violated bare, %d behind warden", res.Violated, res.ViolatedBehindWarden)
+	}
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
