@@ -59,7 +59,7 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `file`")
-	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records (results.json and BENCHMARKS.md are then not written)")
+	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform (results.json and BENCHMARKS.md are then not written)")
 	flag.Parse()
 	run := func(section string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), section) }
 	if *memprofile != "" {
@@ -100,6 +100,9 @@ func main() {
 	}
 	if run("records") {
 		benchRecords(ctx, add, *rounds, *perWorker, *workers)
+	}
+	if run("conform") {
+		benchConform(ctx, add)
 	}
 	if run("stdio") {
 		bin := buildWarden()
