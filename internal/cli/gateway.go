@@ -118,6 +118,7 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	if err != nil {
 		return ExitConfig, err
 	}
+	defer g.Close() // flushes telemetry, closes the audit log and stores
 	client := transport.NewStream(env.Stdin, env.Stdout, closerOf(env.Stdin), transport.StreamOptions{
 		Limits: opts.Limits, Logger: logger, Name: "client", ReplyInvalid: true,
 	})
@@ -149,7 +150,11 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
 	}
 	if opts.Approvals != nil {
-		_, stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, logger)
+		jwtLogin, err := gateway.ConsoleJWT(cfg.Gateway)
+		if err != nil {
+			return ExitConfig, fmt.Errorf("gateway.auth: %w", err)
+		}
+		_, stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, jwtLogin, logger)
 		if err != nil {
 			return ExitUpstream, err
 		}
@@ -178,12 +183,12 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 // serveAdmin starts the admin listener: the approval API (/v1/approvals)
 // and the approval console (/console). It creates the admin token on first
 // start and prints it once, to stderr; later starts only say where it is.
-func serveAdmin(env *Env, addr string, opts gateway.Options, logger *slog.Logger) (bound net.Addr, stop func(), err error) {
+func serveAdmin(env *Env, addr string, opts gateway.Options, jwtLogin func(string) (string, error), logger *slog.Logger) (bound net.Addr, stop func(), err error) {
 	token, created, err := approval.LoadOrCreateToken(opts.DataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin token: %w", err)
 	}
-	h, err := adminHandler(opts.Approvals, token, auditLogOf(opts), logger)
+	h, err := adminHandler(opts.Approvals, token, jwtLogin, auditLogOf(opts), logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -207,8 +212,8 @@ func serveAdmin(env *Env, addr string, opts gateway.Options, logger *slog.Logger
 
 // adminHandler serves the admin listener's routes for the queue q. With an
 // audit log, the console's history shows each decision's audit record.
-func adminHandler(q *approval.Queue, token string, log *audit.Log, logger *slog.Logger) (http.Handler, error) {
-	con, err := console.New(console.Options{Queue: q, Token: token, Audit: log, Logger: logger})
+func adminHandler(q *approval.Queue, token string, jwtLogin func(string) (string, error), log *audit.Log, logger *slog.Logger) (http.Handler, error) {
+	con, err := console.New(console.Options{Queue: q, Token: token, VerifyJWT: jwtLogin, Audit: log, Logger: logger})
 	if err != nil {
 		return nil, err
 	}

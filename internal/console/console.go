@@ -68,6 +68,11 @@ type Options struct {
 	Queue *approval.Queue
 	// Token is the admin token a person logs in with.
 	Token string
+	// VerifyJWT, when set, also lets a person log in with a JWT from the
+	// gateway's configured issuer (gateway.auth) instead of the admin token:
+	// it returns the token's subject, which becomes the approver's
+	// identity ("console:jwt:<subject>"), or why the token is refused.
+	VerifyJWT func(token string) (subject string, err error)
 	// Audit, when set, lets the history page show each outcome's audit
 	// record and whether the hash chain up to it is intact. Each history
 	// page view then scans the whole log once.
@@ -85,13 +90,14 @@ type Options struct {
 // Console is the approval console's http.Handler.
 type Console struct {
 	// immutable after New
-	q      *approval.Queue
-	token  []byte
-	audit  *audit.Log
-	secure bool
-	log    *slog.Logger
-	pages  map[string]*template.Template
-	mux    *http.ServeMux
+	q         *approval.Queue
+	token     []byte
+	verifyJWT func(string) (string, error)
+	audit     *audit.Log
+	secure    bool
+	log       *slog.Logger
+	pages     map[string]*template.Template
+	mux       *http.ServeMux
 
 	sessions *sessionStore // has its own lock
 }
@@ -114,7 +120,7 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{q: opts.Queue, token: []byte(opts.Token), audit: opts.Audit, secure: opts.SecureCookie,
+	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, audit: opts.Audit, secure: opts.SecureCookie,
 		log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {

@@ -21,14 +21,24 @@ const maxSessions = 256
 
 // session is one person's login.
 type session struct {
-	name    string // display name; decisions are made as "console:" + name
-	csrf    string // synchronizer token for every POST of this session
-	expires time.Time
-	flash   string // one message for the next page, then cleared
+	name string // display name; decisions are made as "console:" + name
+	// verified is the subject of the JWT the person logged in with (the
+	// configured issuer vouches for it); "" for an admin-token login.
+	verified string
+	csrf     string // synchronizer token for every POST of this session
+	expires  time.Time
+	flash    string // one message for the next page, then cleared
 }
 
-// approver is the identity recorded with the session's decisions.
-func (s *session) approver() string { return "console:" + s.name }
+// approver is the identity recorded with the session's decisions: the
+// issuer-verified subject of a JWT login, else the display name given with
+// the admin token.
+func (s *session) approver() string {
+	if s.verified != "" {
+		return "console:jwt:" + s.verified
+	}
+	return "console:" + s.name
+}
 
 // sessionStore holds the sessions in memory, keyed by the SHA-256 of the
 // cookie value, so the store never holds a usable cookie.
@@ -206,12 +216,24 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		fail("Give your name (1 to 64 ASCII letters, digits, spaces or . _ @ -): it is recorded with every decision you make.")
 		return
 	}
-	if !c.validToken(strings.TrimSpace(r.PostForm.Get("token"))) {
+	token := strings.TrimSpace(r.PostForm.Get("token"))
+	verified := ""
+	switch {
+	case c.verifyJWT != nil && strings.Count(token, ".") == 2:
+		sub, err := c.verifyJWT(token)
+		if err != nil {
+			c.log.Warn("console: failed JWT login", "name", name, "remote", r.RemoteAddr, "err", err)
+			fail("That JWT is not valid for this console: " + err.Error())
+			return
+		}
+		verified = sub
+	case !c.validToken(token):
 		c.log.Warn("console: failed login", "name", name, "remote", r.RemoteAddr)
 		fail("That is not the admin token.")
 		return
 	}
 	id, s := c.sessions.create(name)
+	s.verified = verified
 	c.setCookie(w, r, id, int(time.Until(s.expires).Seconds()))
 	c.log.Info("console: login", "approver", s.approver(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/console", http.StatusSeeOther)

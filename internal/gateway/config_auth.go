@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/agentwarden/warden/internal/authn"
@@ -52,4 +53,45 @@ func authentication(gc config.GatewayConfig) (func(*http.Request) (string, *tran
 		}
 		return p.Subject, nil
 	}, metadata, nil
+}
+
+// ApproverScope is the scope a JWT must carry for its subject to log in to
+// the approval console and decide on held calls.
+const ApproverScope = "warden:approve"
+
+// ConsoleJWT returns, when gateway.auth has an issuer, a check for JWTs
+// presented at the console's login: valid for this gateway (issuer,
+// audience, keys) and carrying ApproverScope. It returns nil without an
+// issuer.
+func ConsoleJWT(gc config.GatewayConfig) (func(token string) (string, error), error) {
+	a := gc.Auth
+	if a.Issuer == "" {
+		return nil, nil
+	}
+	cfg := authn.Config{Issuer: a.Issuer, Audience: a.Audience, SubjectClaim: a.SubjectClaim}
+	if a.JWKSFile != "" {
+		keys, err := authn.LoadJWKS(a.JWKSFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Keys = keys
+	} else {
+		cfg.Keys = authn.NewRemoteKeys(a.JWKSURL, 0)
+	}
+	au, err := authn.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(token string) (string, error) {
+		r, _ := http.NewRequest(http.MethodPost, "/console/login", nil)
+		r.Header.Set("Authorization", "Bearer "+token)
+		p, f := au.Authenticate(r)
+		if f != nil {
+			return "", f
+		}
+		if !p.HasScope(ApproverScope) {
+			return "", errors.New("the token lacks the scope " + ApproverScope)
+		}
+		return p.Subject, nil
+	}, nil
 }
