@@ -188,7 +188,8 @@ func serveAdmin(env *Env, addr string, opts gateway.Options, jwtLogin func(strin
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin token: %w", err)
 	}
-	h, err := adminHandler(opts.Approvals, token, jwtLogin, auditLogOf(opts), logger)
+	h, err := adminHandler(console.Options{Queue: opts.Approvals, Token: token, VerifyJWT: jwtLogin, Audit: auditLogOf(opts),
+		Pins: opts.Pinner, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -212,8 +213,9 @@ func serveAdmin(env *Env, addr string, opts gateway.Options, jwtLogin func(strin
 
 // adminHandler serves the admin listener's routes for the queue q. With an
 // audit log, the console's history shows each decision's audit record.
-func adminHandler(q *approval.Queue, token string, jwtLogin func(string) (string, error), log *audit.Log, logger *slog.Logger) (http.Handler, error) {
-	con, err := console.New(console.Options{Queue: q, Token: token, VerifyJWT: jwtLogin, Audit: log, Logger: logger})
+func adminHandler(co console.Options) (http.Handler, error) {
+	q, token := co.Queue, co.Token
+	con, err := console.New(co)
 	if err != nil {
 		return nil, err
 	}

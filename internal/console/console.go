@@ -10,7 +10,8 @@
 //	GET  /console/events           server-sent events: "pending" when the queue changes
 //	POST /console/approvals/{id}   decide: csrf, hash (the parameters_hash shown), decision, reason
 //	GET  /console/history          outcomes, searchable; audit-chain status per record
-//	GET  /console/pins             tool pins (not configured in this version)
+//	GET  /console/pins             tool pins: pinned definitions, changed ones waiting, with diffs
+//	POST /console/pins/decide      approve or reject a changed definition (its exact new hash)
 //	GET  /console/login            POST /console/login (name, token)   POST /console/logout
 //	GET  /console/static/...       the style sheet and the script
 //
@@ -52,6 +53,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/pin"
 )
 
 //go:embed assets/templates/*.html assets/static/*
@@ -68,6 +70,9 @@ type Options struct {
 	Queue *approval.Queue
 	// Token is the admin token a person logs in with.
 	Token string
+	// Pins, when tool pinning is on, is shown on the pins page, where a
+	// person approves or rejects changed tool definitions.
+	Pins *pin.Pinner
 	// VerifyJWT, when set, also lets a person log in with a JWT from the
 	// gateway's configured issuer (gateway.auth) instead of the admin token:
 	// it returns the token's subject, which becomes the approver's
@@ -93,6 +98,7 @@ type Console struct {
 	q         *approval.Queue
 	token     []byte
 	verifyJWT func(string) (string, error)
+	pins      *pin.Pinner
 	audit     *audit.Log
 	secure    bool
 	log       *slog.Logger
@@ -120,7 +126,7 @@ func New(opts Options) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, audit: opts.Audit, secure: opts.SecureCookie,
+	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, pins: opts.Pins, audit: opts.Audit, secure: opts.SecureCookie,
 		log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
@@ -143,6 +149,7 @@ func New(opts Options) (*Console, error) {
 	m.HandleFunc("POST /console/approvals/{id}", c.requireSession(c.decide))
 	m.HandleFunc("GET /console/history", c.requireSession(c.historyPage))
 	m.HandleFunc("GET /console/pins", c.requireSession(c.pinsPage))
+	m.HandleFunc("POST /console/pins/decide", c.requireSession(c.decidePin))
 	m.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found", http.StatusNotFound)
 	})

@@ -453,7 +453,7 @@ func TestPinsPageIsHonest(t *testing.T) {
 	e := newEnv(t, Options{})
 	cookie, _ := e.login("alice")
 	_, page := e.do("GET", "/console/pins", cookie, nil, nil)
-	if !strings.Contains(page, "Tool pinning is not configured") || strings.Contains(page, "<table") {
+	if !strings.Contains(page, "Tool pinning is off") || strings.Contains(page, "<table") {
 		t.Fatalf("pins page:\n%s", page)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/pin"
 )
 
 // page is what every template gets.
@@ -350,6 +351,73 @@ func (c *Console) auditStatus(ctx context.Context, rows []historyRow) *auditSumm
 	return sum
 }
 
+// pinsData is the pins page's data.
+type pinsData struct {
+	Enabled bool
+	Pending []pendingPin
+	Pins    []pinRow
+}
+
+type pendingPin struct {
+	pin.Pending
+	Diff        string
+	NewHashHead string
+	Seen        string
+}
+
+type pinRow struct {
+	pin.Record
+	HashHead string
+	At       string
+}
+
 func (c *Console) pinsPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "pins", c.pageFor(r, "pins", "Tool pins", nil))
+	d := pinsData{Enabled: c.pins != nil}
+	if c.pins != nil {
+		for _, p := range c.pins.Pending() {
+			d.Pending = append(d.Pending, pendingPin{Pending: p, Diff: p.Diff(), NewHashHead: head(p.NewHash), Seen: p.Seen.UTC().Format(time.RFC3339)})
+		}
+		for _, rec := range c.pins.Pins() {
+			d.Pins = append(d.Pins, pinRow{Record: rec, HashHead: head(rec.Hash), At: rec.At.UTC().Format(time.RFC3339)})
+		}
+	}
+	c.render(w, r, http.StatusOK, "pins", c.pageFor(r, "pins", "Tool pins", d))
+}
+
+// decidePin approves or rejects a changed tool definition. The form carries
+// the hash that was shown: a definition that changed again since is not
+// approved by it.
+func (c *Console) decidePin(w http.ResponseWriter, r *http.Request) {
+	id, s := sessionOf(r)
+	if c.pins == nil {
+		c.renderError(w, r, s, http.StatusNotFound, "Tool pinning is off. Nothing was decided.")
+		return
+	}
+	upstream, tool, hash := r.PostForm.Get("upstream"), r.PostForm.Get("tool"), r.PostForm.Get("hash")
+	var err error
+	switch r.PostForm.Get("decision") {
+	case "approve":
+		_, err = c.pins.Approve(r.Context(), upstream, tool, hash, s.approver())
+	case "reject":
+		err = c.pins.Reject(r.Context(), upstream, tool, hash, s.approver())
+	default:
+		c.renderError(w, r, s, http.StatusBadRequest, "The form did not say approve or reject. Nothing was decided.")
+		return
+	}
+	if err != nil {
+		c.log.Warn("console: pin decision refused", "upstream", upstream, "tool", tool, "hash", hash, "approver", s.approver(), "err", err)
+		c.renderError(w, r, s, http.StatusConflict, "Not decided: "+err.Error()+". Open the pins page again to see the definition as it is now.")
+		return
+	}
+	c.log.Info("console: pin decision", "upstream", upstream, "tool", tool, "hash", hash, "decision", r.PostForm.Get("decision"), "approver", s.approver())
+	c.sessions.setFlash(id, fmt.Sprintf("%s %s on %s (%s…). The client sees the change at its next tools/list.", strings.ToUpper(r.PostForm.Get("decision")[:1])+r.PostForm.Get("decision")[1:]+"d", tool, upstream, head(hash)))
+	http.Redirect(w, r, "/console/pins", http.StatusSeeOther)
+}
+
+// head is the first 12 characters of a hash, for display.
+func head(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
 }
