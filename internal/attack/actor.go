@@ -215,6 +215,7 @@ func (a *actor) observe(direction, method string, content *oatf.Value, event boo
 	a.mu.Lock()
 	e := a.rt.trace.Add(Entry{Actor: a.name, Phase: a.phaseNameLocked(), Protocol: a.protocol,
 		Direction: direction, Method: method, Content: content})
+	a.rt.span(e)
 	if a.idx >= 0 {
 		for _, xv := range items(a.phases[a.idx].Get("extractors")) {
 			x := oatf.ExtractorFromValue(xv)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/oatf"
+	"github.com/agentwarden/warden/internal/telemetry"
 )
 
 // Defaults for Options.
@@ -72,6 +73,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives the run's progress. Nil discards.
 	Logger *slog.Logger
+	// Spans, if set, records every message of the run as telemetry (the
+	// AITF and OpenTelemetry names), with the actor as the server name.
+	Spans *telemetry.Recorder
 }
 
 // EndpointError says that a document needs an endpoint the options lack.

@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/agentwarden/warden/internal/attack"
 	"github.com/agentwarden/warden/internal/oatf"
+	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/testenv"
 )
 
@@ -51,7 +55,19 @@ func TestServerEverything(t *testing.T) {
 	if ir := res.Indicators[0]; !strings.Contains(ir.Evidence, "canary-") || ir.Method != "tools/call" {
 		t.Errorf("indicator %+v: want the canary as evidence from tools/call", ir)
 	}
+	// The run's messages are telemetry too: each becomes a span.
+	sr := tracetest.NewSpanRecorder()
+	opts.Spans = telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))})
 	res = runDoc(t, target("everything-echo.yaml"), opts, oatf.NotExploited)
+	var invoke bool
+	for _, s := range sr.Ended() {
+		if strings.HasPrefix(s.Name(), "mcp.tool.invoke echo") {
+			invoke = true
+		}
+	}
+	if !invoke {
+		t.Errorf("the run's tools/call is not among its %d spans", len(sr.Ended()))
+	}
 	var echoed bool
 	for _, e := range res.Trace {
 		if e.Method == "tools/call" && e.Direction == attack.Response && strings.Contains(oatf.CompactJSON(e.Content), "Echo: hello echo") {

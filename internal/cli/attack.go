@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/attack"
 	"github.com/agentwarden/warden/internal/oatf"
+	"github.com/agentwarden/warden/internal/telemetry"
 )
 
 const attackUsage = "validate [--library-compat] FILE... | normalize [--library-compat] FILE | list [--library DIR] | run [flags] DOC|--library DIR"
@@ -226,6 +227,7 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	sarifOut := flags.String("sarif", "", "write SARIF 2.1.0 to `FILE`")
 	junitOut := flags.String("junit", "", "write JUnit XML to `FILE` (one test case per document and per indicator)")
 	verbose := flags.Bool("verbose", false, "log the run's progress to stderr")
+	otlp := flags.String("otlp", "", "send the run's spans (AITF and OpenTelemetry names) by OTLP over HTTP to this `URL`, e.g. http://127.0.0.1:4318")
 	compat := flags.Bool("library-compat", false, "accept what the public scenario library does beyond OATF 0.1 (always on with --library)")
 	if code, err := parseFlags(flags, args); err != nil {
 		return code, err
@@ -274,6 +276,19 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))}
 	if *grace >= 0 {
 		opts.GracePeriod = grace
+	}
+	if *otlp != "" {
+		exp, err := telemetry.NewSpanExporter(ctx, telemetry.SpanExport{Kind: "otlp", Endpoint: *otlp})
+		if err != nil {
+			return ExitUsage, fmt.Errorf("--otlp: %w", err)
+		}
+		tp := telemetry.NewTracerProvider(exp)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			tp.Shutdown(sctx)
+		}()
+		opts.Spans = telemetry.NewRecorder(telemetry.Options{TracerProvider: tp})
 	}
 	report := env.Stdout
 	if *stdio {
