@@ -137,9 +137,22 @@ type GatewayConfig struct {
 	Auth AuthConfig
 	// Pinning pins every upstream's tool definitions (AASM P2).
 	Pinning PinningConfig
+	// AGUI are the AG-UI agents served through the gateway, each at
+	// /agui/<name> (see docs/agui.md).
+	AGUI []AGUIUpstream
 	// A2A are the A2A agents served through the gateway, each at
 	// <listen.path>/../a2a/<name> (see docs/a2a.md).
 	A2A []A2AUpstream
+}
+
+// AGUIUpstream is one AG-UI agent behind the gateway. Headers values may
+// reference secrets as ${env:NAME}.
+type AGUIUpstream struct {
+	Name         string
+	URL          string
+	Headers      map[string]string
+	Actions      map[string]string // finding category → flag, quarantine or deny
+	MaxHeldBytes int
 }
 
 // A2AUpstream is one A2A agent behind the gateway.

@@ -453,6 +453,19 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
+		{"agui", func(n *yaml.Node, p string) {
+			d.each(n, p, "AG-UI agents ({name, url, ...})", func(item *yaml.Node, ip string) {
+				var a AGUIUpstream
+				d.mapping(item, ip, []field{
+					{"name", func(n *yaml.Node, p string) { d.str(n, p, &a.Name) }},
+					{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.URL) }},
+					{"headers", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Headers) }},
+					{"actions", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Actions) }},
+					{"max_held_bytes", func(n *yaml.Node, p string) { d.int(n, p, &a.MaxHeldBytes) }},
+				})
+				g.AGUI = append(g.AGUI, a)
+			})
+		}},
 		{"a2a", func(n *yaml.Node, p string) {
 			d.each(n, p, "A2A agents ({name, url, ...})", func(item *yaml.Node, ip string) {
 				var a A2AUpstream

@@ -137,3 +137,8 @@ func validEnvName(s string) bool {
 func hasCtl(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) >= 0
 }
+
+// ResolvedHeaders returns a's headers with ${env:NAME} references expanded.
+func (a AGUIUpstream) ResolvedHeaders(lookup func(string) (string, bool)) (map[string]string, error) {
+	return Upstream{Name: a.Name, Headers: a.Headers}.ResolvedHeaders(lookup)
+}

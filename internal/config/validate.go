@@ -195,6 +195,27 @@ func (v *validator) gateway() {
 		v.security("gateway.security", g.Security)
 	}
 	v.auth("gateway.auth", g.Auth)
+	aguiNames := map[string]bool{}
+	for i, a := range g.AGUI {
+		ap := index("gateway.agui", i)
+		if !upstreamName.MatchString(a.Name) {
+			v.errorf(join(ap, "name"), "name must be lowercase letters, digits, - or _ (it is part of the URL path)")
+		} else if aguiNames[a.Name] {
+			v.errorf(join(ap, "name"), "AG-UI agent %q is defined twice", a.Name)
+		}
+		aguiNames[a.Name] = true
+		if u, err := url.Parse(a.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.errorf(join(ap, "url"), "url must be the agent's http(s) endpoint that takes RunAgentInput")
+		}
+		for cat, act := range a.Actions {
+			if act != "flag" && act != "quarantine" && act != "deny" {
+				v.errorf(join(join(ap, "actions"), cat), "action must be flag, quarantine or deny, not %q", act)
+			}
+		}
+		if a.MaxHeldBytes < 0 {
+			v.errorf(join(ap, "max_held_bytes"), "max_held_bytes must not be negative")
+		}
+	}
 	a2aNames := map[string]bool{}
 	for i, a := range g.A2A {
 		ap := index("gateway.a2a", i)

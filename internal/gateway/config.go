@@ -182,6 +182,22 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		}
 		return Options{}, err
 	}
+	specs := make([]AGUISpec, len(gc.AGUI))
+	for i, a := range gc.AGUI {
+		if a.Headers, err = a.ResolvedHeaders(os.LookupEnv); err != nil {
+			for _, c := range opts.Closers {
+				c.Close()
+			}
+			return Options{}, fmt.Errorf("gateway.agui[%d]: %w", i, err)
+		}
+		specs[i] = AGUISpec(a)
+	}
+	if opts.AGUI, err = AGUIHandlers(gc, specs, opts.Authenticate, rs, logger); err != nil {
+		for _, c := range opts.Closers {
+			c.Close()
+		}
+		return Options{}, err
+	}
 	return opts, nil
 }
 

@@ -99,6 +99,8 @@ type Options struct {
 	Authorize bool
 	// Metrics, if set, is served at GET /metrics (Prometheus).
 	Metrics http.Handler
+	// AGUI are AG-UI gateways (internal/aguigw) served at AGUIPath + name.
+	AGUI map[string]http.Handler
 	// A2A are A2A gateways (internal/a2agw) served at A2APath + name.
 	A2A map[string]http.Handler
 	// Pinner, when tool pinning is on, is shared with the console (the
@@ -204,6 +206,9 @@ func (g *Gateway) Handler() http.Handler {
 	}
 	if g.opts.Metrics != nil {
 		mux.Handle("GET /metrics", g.opts.Metrics)
+	}
+	for name, h := range g.opts.AGUI {
+		mux.Handle(AGUIPath+name, g.rebindingGuard(h))
 	}
 	for name, h := range g.opts.A2A {
 		h = g.rebindingGuard(h) // the same Host and Origin checks as the MCP endpoint

@@ -1,0 +1,195 @@
+package aguigw
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/secproc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// untrustedRoles are the input message roles whose content did not come
+// from the user or the client: tool output and activity.
+var untrustedRoles = map[string]bool{"tool": true, "activity": true}
+
+// input is a RunAgentInput that passed the shape check.
+type input struct {
+	threadID, runID string
+	messages        []json.RawMessage
+	roles           []string
+	decoded         []any // the messages, decoded
+}
+
+// ServeHTTP relays one RunAgentInput POST and the agent's event stream.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		writeError(w, &denial{Stage: StageListener, Rule: "http-method", Status: http.StatusMethodNotAllowed,
+			Reason: "a RunAgentInput is POSTed"})
+		return
+	}
+	var principal string
+	if h.opts.Authenticate != nil {
+		var ref *transport.AuthRefusal
+		if principal, ref = h.opts.Authenticate(r); ref != nil {
+			d := &denial{Stage: StageAuth, Rule: ref.Rule, Reason: ref.Message, Status: ref.Status}
+			_ = h.record(ctx, Event{Upstream: h.opts.Name, Direction: "client", Type: "run_agent_input",
+				Decision: "deny", Stage: d.Stage, Rule: d.Rule, Reason: d.Reason})
+			if ref.Challenge != "" {
+				w.Header().Set("WWW-Authenticate", ref.Challenge)
+			}
+			writeError(w, d)
+			return
+		}
+	}
+	e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Type: "run_agent_input"}
+	refuse := func(d *denial) {
+		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, d.Rule, d.Reason, nil
+		if err := h.record(ctx, e); err != nil {
+			d = auditDenial(err)
+		}
+		writeError(w, d)
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		refuse(&denial{Stage: StageListener, Rule: "content-type", Status: http.StatusUnsupportedMediaType,
+			Reason: "the RunAgentInput must be application/json"})
+		return
+	}
+	maxBytes, _ := h.limits()
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBytes)+1))
+	if err != nil {
+		refuse(&denial{Stage: StageListener, Rule: "body", Status: http.StatusBadRequest, Reason: "could not read the body"})
+		return
+	}
+	in, d := h.parseInput(body)
+	if d != nil {
+		refuse(d)
+		return
+	}
+	e.ThreadID, e.RunID = in.threadID, in.runID
+	sc := scope{session: in.threadID, principal: principal}
+	var v verdict
+	for i, m := range in.messages {
+		if untrustedRoles[in.roles[i]] {
+			h.inspect(ctx, &v, sc, secproc.KindToolResult, "", ".messages["+strconv.Itoa(i)+"]", m)
+		}
+	}
+	if state, ok := jsonrpc.Lookup(body, "state"); ok {
+		h.inspect(ctx, &v, sc, secproc.KindToolResult, "", ".state", state)
+	}
+	e.Findings = v.findings
+	if d := v.denial(); d != nil {
+		refuse(d)
+		return
+	}
+	fwd := body
+	if len(v.targets) > 0 {
+		fwd = quarantine(body, "", v.targets)
+		e.Rule = v.qrule
+	}
+	e.Decision, e.Raw = v.decision(), fwd
+	if err := h.record(ctx, e); err != nil {
+		writeError(w, auditDenial(err))
+		return
+	}
+	h.forward(w, r, &run{h: h, scope: sc, threadID: in.threadID, runID: in.runID,
+		system: systemMessages(in.decoded)}, fwd)
+}
+
+// parseInput is the wire and input stages: strict JSON, then the shape
+// both AG-UI generations require on the wire (threadId, runId, messages[]
+// of objects with a string role).
+func (h *Handler) parseInput(body []byte) (*input, *denial) {
+	if err := jsonrpc.Validate(body, h.opts.Limits); err != nil {
+		d := &denial{Stage: StageWire, Rule: "syntax", Status: http.StatusBadRequest, Reason: err.Error()}
+		var re *jsonrpc.Error
+		if errors.As(err, &re) {
+			d.Reason = "the RunAgentInput is not acceptable JSON: " + re.Message
+			if r, ok := jsonrpc.Lookup(re.Data, "rule"); ok {
+				d.Rule, _ = jsonrpc.String(r)
+			}
+		}
+		return nil, d
+	}
+	bad := func(reason string) (*input, *denial) {
+		return nil, &denial{Stage: StageInput, Rule: "shape", Status: http.StatusBadRequest, Reason: reason}
+	}
+	body = bytes.TrimSpace(body)
+	if body[0] != '{' {
+		return bad("a RunAgentInput is a JSON object")
+	}
+	in := &input{}
+	for _, f := range []struct {
+		name string
+		to   *string
+	}{{"threadId", &in.threadID}, {"runId", &in.runID}} {
+		raw, _ := jsonrpc.Lookup(body, f.name)
+		if s, ok := jsonrpc.String(raw); ok && s != "" {
+			*f.to = s
+			continue
+		}
+		return bad(f.name + " must be a non-empty string")
+	}
+	raw, ok := jsonrpc.Lookup(body, "messages")
+	if !ok || json.Unmarshal(raw, &in.messages) != nil {
+		return bad("messages must be an array")
+	}
+	for i, m := range in.messages {
+		role, _ := jsonrpc.Lookup(m, "role")
+		s, ok := jsonrpc.String(role)
+		if !ok {
+			return bad("messages[" + strconv.Itoa(i) + "] must be an object with a string role")
+		}
+		in.roles = append(in.roles, s)
+		in.decoded = append(in.decoded, decodeAny(m))
+	}
+	return in, nil
+}
+
+// forward POSTs the input to the upstream and relays its event stream.
+func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rn *run, body []byte) {
+	ctx := r.Context()
+	fail := func(d *denial) {
+		e := rn.event("", "")
+		e.Decision, e.Stage, e.Rule, e.Reason = "deny", d.Stage, d.Rule, d.Reason
+		if err := h.record(ctx, e); err != nil {
+			d = auditDenial(err)
+		}
+		writeError(w, d)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.opts.Upstream, bytes.NewReader(body))
+	if err != nil {
+		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Status: http.StatusBadGateway, Reason: err.Error()})
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	for k, v := range h.opts.UpstreamHeader {
+		req.Header[k] = v
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Status: http.StatusBadGateway,
+			Reason: "the upstream agent could not be reached"})
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		fail(&denial{Stage: StageUpstream, Rule: "status", Status: http.StatusBadGateway,
+			Reason: "the upstream agent answered " + resp.Status})
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		fail(&denial{Stage: StageUpstream, Rule: "not-stream", Status: http.StatusBadGateway,
+			Reason: "the upstream agent did not answer with text/event-stream"})
+		return
+	}
+	rn.relay(ctx, w, resp.Body)
+}

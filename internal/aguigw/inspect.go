@@ -1,0 +1,271 @@
+package aguigw
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/secproc"
+)
+
+// verdict collects what the security stage decided about one message.
+type verdict struct {
+	findings []secproc.Finding
+	deny     *secproc.Finding  // the first finding whose action is Deny
+	targets  map[string]string // path in the message → the rule that quarantines it
+	qrule    string            // the first rule that quarantined something
+}
+
+// denial returns the refusal for v, or nil.
+func (v *verdict) denial() *denial {
+	if v.deny == nil {
+		return nil
+	}
+	return &denial{Stage: StageSecurity, Rule: v.deny.Rule, Reason: v.deny.Message + " at " + v.deny.Path}
+}
+
+// decision is "allow" or "quarantine" for a message v does not deny.
+func (v *verdict) decision() string {
+	if len(v.targets) > 0 {
+		return "quarantine"
+	}
+	return "allow"
+}
+
+// scope says whose content is inspected: the upstream, thread and principal.
+type scope struct {
+	session, principal string
+}
+
+// inspect runs the processor on raw, the value at path prefix of a message
+// (".messages[3]", ".delta"), as kind, and adds its findings to v: each
+// quarantined finding targets the string it was found in.
+func (h *Handler) inspect(ctx context.Context, v *verdict, sc scope, kind secproc.Kind, tool, prefix string, raw []byte) {
+	ev := secproc.Event{Kind: kind, Upstream: "agui:" + h.opts.Name, Session: sc.session, Subject: sc.principal, Tool: tool}
+	root := "content"
+	if kind == secproc.KindToolCall {
+		ev.Arguments, root = raw, "arguments"
+	} else {
+		ev.Content = raw
+	}
+	for _, f := range h.proc.Inspect(ctx, ev) {
+		v.findings = append(v.findings, f)
+		a := h.action(f)
+		if a == Quarantine && kind == secproc.KindToolCall {
+			a = Deny // arguments cannot be made inert
+		}
+		switch a {
+		case Deny:
+			if v.deny == nil {
+				f := f
+				v.deny = &f
+			}
+		case Quarantine:
+			if v.targets == nil {
+				v.targets = map[string]string{}
+			}
+			path := prefix
+			if rest, ok := strings.CutPrefix(f.Path, root); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+				path = prefix + rest
+			}
+			if _, ok := v.targets[path]; !ok {
+				v.targets[path] = f.Rule
+			}
+			if v.qrule == "" {
+				v.qrule = f.Rule
+			}
+		}
+	}
+}
+
+// Marker returns the inert text that replaces a quarantined value of n
+// characters.
+func Marker(n int, rule string) string {
+	return "[warden: quarantined " + strconv.Itoa(n) + " chars of untrusted content: " + rule + "]"
+}
+
+// quarantine returns raw with each value that targets names replaced by its
+// Marker. Members keep their order; only the objects and arrays on the way
+// to a target are re-encoded, and a target that is not a string becomes a
+// string. raw must be valid JSON.
+func quarantine(raw []byte, path string, targets map[string]string) []byte {
+	return rewrite(raw, path, targets, func(old []byte, rule string) []byte {
+		n := utf8.RuneCount(old)
+		if s, ok := jsonrpc.String(old); ok {
+			n = utf8.RuneCountInString(s)
+		}
+		return jsonrpc.Quote(Marker(n, rule))
+	})
+}
+
+// rewrite returns raw with the value at each path that targets names
+// replaced by mark(the value, its rule).
+func rewrite(raw []byte, path string, targets map[string]string, mark func(old []byte, rule string) []byte) []byte {
+	if rule, ok := targets[path]; ok {
+		return mark(raw, rule)
+	}
+	if !under(path, targets) {
+		return raw
+	}
+	raw = bytes.TrimSpace(raw)
+	var b bytes.Buffer
+	switch {
+	case len(raw) > 0 && raw[0] == '{':
+		b.WriteByte('{')
+		first := true
+		jsonrpc.Members(raw, func(name string, v []byte) {
+			if !first {
+				b.WriteByte(',')
+			}
+			first = false
+			b.Write(jsonrpc.Quote(name))
+			b.WriteByte(':')
+			b.Write(rewrite(v, memberPath(path, name), targets, mark))
+		})
+		b.WriteByte('}')
+	case len(raw) > 0 && raw[0] == '[':
+		var elems []json.RawMessage
+		if json.Unmarshal(raw, &elems) != nil {
+			return raw
+		}
+		b.WriteByte('[')
+		for i, e := range elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(rewrite(e, path+"["+strconv.Itoa(i)+"]", targets, mark))
+		}
+		b.WriteByte(']')
+	default:
+		return raw
+	}
+	return b.Bytes()
+}
+
+// under reports whether a target lies inside the value at path.
+func under(path string, targets map[string]string) bool {
+	for t := range targets {
+		if rest, ok := strings.CutPrefix(t, path); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// memberPath is the path of member k of the object at path, spelled as the
+// security processor spells the paths of its findings.
+func memberPath(path, k string) string {
+	simple := k != ""
+	for _, r := range k {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return path + "." + k
+	}
+	return path + "[" + strconv.Quote(k) + "]"
+}
+
+// instructionRoles are the roles whose messages instruct the model. Only
+// the client may set them; the agent side can never add or change one.
+var instructionRoles = map[string]bool{"system": true, "developer": true}
+
+// sysMessage is a system or developer message of the client's input.
+type sysMessage struct {
+	role    string
+	content string // the content, re-encoded by encoding/json for comparison
+}
+
+// systemMessages returns the input's system and developer messages by id.
+func systemMessages(messages []any) map[string]sysMessage {
+	out := map[string]sysMessage{}
+	for _, m := range messages {
+		o, _ := m.(map[string]any)
+		role, _ := o["role"].(string)
+		id, _ := o["id"].(string)
+		if instructionRoles[role] && id != "" {
+			out[id] = sysMessage{role: role, content: encode(o["content"])}
+		}
+	}
+	return out
+}
+
+func encode(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// decodeAny decodes validated JSON with numbers kept as json.Number.
+func decodeAny(raw []byte) any {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
+// checkInstructions is the prompt-integrity check of a value the agent
+// sent: every object in it with a system or developer role must be one of
+// the client's own messages (same id, role and content). An object whose
+// id is a client system message but whose role or content differs changes
+// it, and is refused too.
+func checkInstructions(v any, sys map[string]sysMessage, path string) *denial {
+	switch v := v.(type) {
+	case map[string]any:
+		role, hasRole := v["role"].(string)
+		id, _ := v["id"].(string)
+		own, isOwn := sys[id]
+		switch {
+		case hasRole && instructionRoles[role] && !isOwn:
+			return &denial{Stage: StageIntegrity, Rule: "system-message",
+				Reason: "the agent side added a " + role + " message at " + pathOrRoot(path) + "; only the client sets instructions"}
+		case isOwn && hasRole && (role != own.role || encode(v["content"]) != own.content):
+			return &denial{Stage: StageIntegrity, Rule: "system-message-changed",
+				Reason: "the agent side changed the client's " + own.role + " message " + strconv.Quote(id) + " at " + pathOrRoot(path)}
+		}
+		for k, e := range v {
+			if d := checkInstructions(e, sys, memberPath(path, k)); d != nil {
+				return d
+			}
+		}
+	case []any:
+		for i, e := range v {
+			if d := checkInstructions(e, sys, path+"["+strconv.Itoa(i)+"]"); d != nil {
+				return d
+			}
+		}
+	}
+	return nil
+}
+
+// checkPatch refuses JSON Patch operations (STATE_DELTA, ACTIVITY_DELTA)
+// that set a "role" member to system or developer, and values that carry a
+// system or developer message that is not the client's.
+func checkPatch(ops any, sys map[string]sysMessage, path string) *denial {
+	list, _ := ops.([]any)
+	for i, op := range list {
+		o, _ := op.(map[string]any)
+		p, _ := o["path"].(string)
+		val, _ := o["value"].(string)
+		if strings.HasSuffix(p, "/role") && instructionRoles[val] {
+			return &denial{Stage: StageIntegrity, Rule: "system-message",
+				Reason: "a patch operation at " + path + "[" + strconv.Itoa(i) + "] makes " + strconv.Quote(p) + " a " + val + " message"}
+		}
+	}
+	return checkInstructions(ops, sys, path)
+}
+
+func pathOrRoot(p string) string {
+	if p == "" {
+		return "the event"
+	}
+	return strings.TrimPrefix(p, ".")
+}

@@ -1,0 +1,367 @@
+package aguigw
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/secproc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Holding text back.
+//
+// An injected directive can be split over any number of
+// TEXT_MESSAGE_CONTENT deltas ("ignore previous" + " instructions"), and a
+// delta that has reached the client cannot be taken back. So the gateway
+// holds a message's deltas until its TEXT_MESSAGE_END (reasoning messages:
+// REASONING_MESSAGE_END; tool-call arguments: TOOL_CALL_END), inspects the
+// whole text once, and then releases the deltas unchanged, or one delta
+// carrying the quarantine marker, or ends the run. The client sees each
+// message appear at once when it is complete instead of token by token:
+// the latency of a message becomes the time the agent takes to finish it.
+// Other events are not delayed; a held message's deltas are released after
+// the events that arrived while it was held, still before its END.
+
+// errGone stops a run whose client went away: nothing more can be written.
+var errGone = errors.New("aguigw: the client went away")
+
+func (d *denial) Error() string { return d.Stage + "/" + d.Rule + ": " + d.Reason }
+
+// run is the state of one relayed run. It is used by the goroutine serving
+// the POST only.
+type run struct {
+	h               *Handler
+	scope           scope
+	threadID, runID string
+	system          map[string]sysMessage // the client's system and developer messages, by id
+
+	w         http.ResponseWriter
+	tools     map[string]string // toolCallId → toolCallName
+	held      map[string]*held  // "text:"+messageId, "args:"+toolCallId
+	heldBytes int
+}
+
+// held is a message whose deltas wait for its END event.
+type held struct {
+	events []*event
+	text   strings.Builder
+	kind   secproc.Kind
+	tool   string
+}
+
+// event returns the Event for a message of this run.
+func (rn *run) event(typ, canonical string) Event {
+	return Event{Upstream: rn.h.opts.Name, Principal: rn.scope.principal, Direction: "upstream",
+		ThreadID: rn.threadID, RunID: rn.runID, Type: typ, Canonical: canonical}
+}
+
+// relay reads the upstream's event stream and relays it event by event
+// until it ends or an event is refused.
+func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader) {
+	rn.w, rn.tools, rn.held = w, map[string]string{}, map[string]*held{}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	maxBytes, _ := rn.h.limits()
+	events := transport.NewEventReader(body, maxBytes)
+	for {
+		var err error
+		sev, rerr := events.Next()
+		switch {
+		case rerr == io.EOF:
+			err = rn.finish(ctx)
+		case ctx.Err() != nil:
+			e := rn.event("", "")
+			e.Decision, e.Stage, e.Rule, e.Reason = "deny", StageUpstream, "cancelled", "the client went away"
+			_ = rn.h.record(ctx, e)
+			return
+		case rerr != nil:
+			err = &denial{Stage: StageUpstream, Rule: "ended", Reason: "the upstream agent's stream broke off: " + rerr.Error()}
+		default:
+			ev, perr := parseEvent(sev.Name, sev.Data, rn.h.opts.Limits)
+			if perr != nil {
+				pe := perr.(*errEvent)
+				err = &denial{Stage: StageWire, Rule: pe.rule, Reason: pe.reason}
+				break
+			}
+			ev.name = sev.Name
+			err = rn.handle(ctx, ev)
+		}
+		var d *denial
+		if errors.As(err, &d) {
+			rn.end(ctx, d)
+			return
+		}
+		if err != nil || rerr == io.EOF {
+			return
+		}
+	}
+}
+
+// end records d and ends the run with a RUN_ERROR naming its stage and rule.
+func (rn *run) end(ctx context.Context, d *denial) {
+	e := rn.event("", "")
+	if d.ev != nil {
+		e.Type, e.Canonical = d.ev.typ, d.ev.canonical
+	}
+	e.Decision, e.Stage, e.Rule, e.Reason, e.Findings = "deny", d.Stage, d.Rule, d.Reason, d.findings
+	if err := rn.h.record(ctx, e); err != nil {
+		d = auditDenial(err)
+	}
+	_ = rn.write("", runError(d))
+}
+
+// handle inspects one event and relays it, holds it, or refuses it.
+func (rn *run) handle(ctx context.Context, ev *event) error {
+	err := rn.dispatch(ctx, ev)
+	var d *denial
+	if errors.As(err, &d) && d.ev == nil {
+		d.ev = ev
+	}
+	return err
+}
+
+func (rn *run) dispatch(ctx context.Context, ev *event) error {
+	switch ev.canonical {
+	case TypeTextStart, TypeReasoningMsgStart:
+		if d := rn.checkRole(ev); d != nil {
+			return d
+		}
+		return rn.emit(ctx, ev, ev.raw, nil)
+	case TypeTextChunk, TypeReasoningMsgChunk:
+		if d := rn.checkRole(ev); d != nil {
+			return d
+		}
+		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta")
+	case TypeTextContent, TypeReasoningMsgContent:
+		if id := ev.str("messageId"); id != "" {
+			return rn.hold(ev, "text:"+id, ev.str("delta"), secproc.KindToolResult, "")
+		}
+		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta") // 0.x THINKING_TEXT_MESSAGE_CONTENT has no id
+	case TypeTextEnd, TypeReasoningMsgEnd:
+		if id := ev.str("messageId"); id != "" {
+			if err := rn.release(ctx, "text:"+id); err != nil {
+				return err
+			}
+		}
+		return rn.emit(ctx, ev, ev.raw, nil)
+	case TypeToolStart:
+		rn.tools[ev.str("toolCallId")] = ev.str("toolCallName")
+		return rn.emit(ctx, ev, ev.raw, nil)
+	case TypeToolArgs:
+		id := ev.str("toolCallId")
+		return rn.hold(ev, "args:"+id, ev.str("delta"), secproc.KindToolCall, rn.tools[id])
+	case TypeToolEnd:
+		if err := rn.release(ctx, "args:"+ev.str("toolCallId")); err != nil {
+			return err
+		}
+		return rn.emit(ctx, ev, ev.raw, nil)
+	case TypeToolChunk:
+		tool := ev.str("toolCallName")
+		if tool == "" {
+			tool = rn.tools[ev.str("toolCallId")]
+		}
+		return rn.fields(ctx, ev, secproc.KindToolCall, tool, "delta")
+	case TypeToolResult:
+		return rn.fields(ctx, ev, secproc.KindToolResult, rn.tools[ev.str("toolCallId")], "content")
+	case TypeStateSnapshot, TypeActivitySnapshot:
+		name := map[string]string{TypeStateSnapshot: "snapshot", TypeActivitySnapshot: "content"}[ev.canonical]
+		if raw, ok := ev.member(name); ok {
+			if d := checkInstructions(decodeAny(raw), rn.system, "."+name); d != nil {
+				return d
+			}
+		}
+		return rn.fields(ctx, ev, secproc.KindToolResult, "", name)
+	case TypeStateDelta, TypeActivityDelta:
+		name := map[string]string{TypeStateDelta: "delta", TypeActivityDelta: "patch"}[ev.canonical]
+		if raw, ok := ev.member(name); ok {
+			if d := checkPatch(decodeAny(raw), rn.system, "."+name); d != nil {
+				return d
+			}
+		}
+		return rn.fields(ctx, ev, secproc.KindToolResult, "", name)
+	case TypeMessagesSnapshot:
+		return rn.messagesSnapshot(ctx, ev)
+	case TypeRunFinished, TypeRunError:
+		// A message left open is released before the run ends.
+		if err := rn.finish(ctx); err != nil {
+			return err
+		}
+	}
+	// Every other event, known or not: all its members are untrusted text.
+	var names []string
+	jsonrpc.Members(ev.raw, func(name string, _ []byte) {
+		if name != "type" {
+			names = append(names, name)
+		}
+	})
+	return rn.fields(ctx, ev, secproc.KindToolResult, "", names...)
+}
+
+// checkRole refuses a message the agent starts with a system or developer
+// role.
+func (rn *run) checkRole(ev *event) *denial {
+	if role := ev.str("role"); instructionRoles[role] {
+		return &denial{Stage: StageIntegrity, Rule: "system-message",
+			Reason: ev.canonical + " starts a " + role + " message; only the client sets instructions"}
+	}
+	return nil
+}
+
+// fields inspects the named members of ev and relays it, quarantined if
+// need be.
+func (rn *run) fields(ctx context.Context, ev *event, kind secproc.Kind, tool string, names ...string) error {
+	v := &verdict{}
+	for _, n := range names {
+		if raw, ok := ev.member(n); ok {
+			rn.h.inspect(ctx, v, rn.scope, kind, tool, memberPath("", n), raw)
+		}
+	}
+	return rn.decide(ctx, ev, v)
+}
+
+// decide relays ev according to v.
+func (rn *run) decide(ctx context.Context, ev *event, v *verdict) error {
+	if d := v.denial(); d != nil {
+		d.findings = v.findings
+		return d
+	}
+	raw := ev.raw
+	if len(v.targets) > 0 {
+		raw = quarantine(raw, "", v.targets)
+	}
+	return rn.emit(ctx, ev, raw, v)
+}
+
+// messagesSnapshot checks that no system or developer message is added or
+// changed, and inspects every message that is not the user's or the
+// client's instructions.
+func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
+	raw, _ := ev.member("messages")
+	if d := checkInstructions(decodeAny(raw), rn.system, ".messages"); d != nil {
+		return d
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(raw, &msgs) != nil {
+		return &denial{Stage: StageWire, Rule: "shape", Reason: "MESSAGES_SNAPSHOT: messages is not an array"}
+	}
+	v := &verdict{}
+	for i, m := range msgs {
+		r, _ := jsonrpc.Lookup(m, "role")
+		role, _ := jsonrpc.String(r)
+		if role == "user" || instructionRoles[role] {
+			continue
+		}
+		rn.h.inspect(ctx, v, rn.scope, secproc.KindToolResult, "", ".messages["+strconv.Itoa(i)+"]", m)
+	}
+	return rn.decide(ctx, ev, v)
+}
+
+// hold keeps ev until the END event of its message (key).
+func (rn *run) hold(ev *event, key, delta string, kind secproc.Kind, tool string) error {
+	if rn.heldBytes+len(ev.raw) > rn.h.maxHeld {
+		return &denial{Stage: StageSecurity, Rule: "hold-limit",
+			Reason: "more than " + strconv.Itoa(rn.h.maxHeld) + " bytes of deltas wait for their END event; they cannot be inspected whole"}
+	}
+	m := rn.held[key]
+	if m == nil {
+		m = &held{kind: kind, tool: tool}
+		rn.held[key] = m
+	}
+	m.events = append(m.events, ev)
+	m.text.WriteString(delta)
+	rn.heldBytes += len(ev.raw)
+	return nil
+}
+
+// release inspects the held message key as a whole and relays its deltas:
+// unchanged, or as one delta carrying the marker. The verdict is recorded
+// on the last delta relayed.
+func (rn *run) release(ctx context.Context, key string) error {
+	m := rn.held[key]
+	if m == nil {
+		return nil
+	}
+	delete(rn.held, key)
+	for _, ev := range m.events {
+		rn.heldBytes -= len(ev.raw)
+	}
+	text := m.text.String()
+	var raw []byte
+	if m.kind == secproc.KindToolCall && json.Valid([]byte(text)) {
+		raw = []byte(text)
+	} else {
+		raw = jsonrpc.Quote(text)
+	}
+	v := &verdict{}
+	rn.h.inspect(ctx, v, rn.scope, m.kind, m.tool, ".delta", raw)
+	if d := v.denial(); d != nil {
+		d.findings, d.ev = v.findings, m.events[0]
+		return d
+	}
+	if len(v.targets) > 0 {
+		first := m.events[0]
+		marked := Marker(utf8.RuneCountInString(text), v.qrule)
+		out := rewrite(first.raw, "", map[string]string{".delta": v.qrule}, func([]byte, string) []byte { return jsonrpc.Quote(marked) })
+		return rn.emit(ctx, first, out, v)
+	}
+	for i, ev := range m.events {
+		var ve *verdict
+		if i == len(m.events)-1 {
+			ve = v
+		}
+		if err := rn.emit(ctx, ev, ev.raw, ve); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish releases what is still held when the stream ends.
+func (rn *run) finish(ctx context.Context) error {
+	keys := make([]string, 0, len(rn.held))
+	for k := range rn.held {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := rn.release(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit records ev as it leaves (raw) with verdict v (nil: nothing found),
+// then writes it.
+func (rn *run) emit(ctx context.Context, ev *event, raw []byte, v *verdict) error {
+	e := rn.event(ev.typ, ev.canonical)
+	e.Decision, e.Raw = "allow", raw
+	if v != nil {
+		e.Decision, e.Findings, e.Rule = v.decision(), v.findings, v.qrule
+	}
+	if err := rn.h.record(ctx, e); err != nil {
+		return auditDenial(err)
+	}
+	return rn.write(ev.name, raw)
+}
+
+// write writes one SSE event and flushes it.
+func (rn *run) write(name string, data []byte) error {
+	if err := transport.WriteEvent(rn.w, transport.Event{Name: name, Data: data}); err != nil {
+		return errGone
+	}
+	if err := http.NewResponseController(rn.w).Flush(); err != nil {
+		return errGone
+	}
+	return nil
+}
