@@ -25,6 +25,7 @@ const (
 	StageMethod     = "method-policy"   // unknown, denied or not allowed methods
 	StageCard       = "card"            // the upstream's card is not attested
 	StageDelegation = "delegation"      // INV-7
+	StageTaint      = "taint"           // Options.Flow refused untrusted content
 	StageAudit      = "audit"           // Options.Record failed
 	StageUpstream   = "upstream"        // unreachable, or answered something invalid
 )
@@ -88,6 +89,11 @@ type Options struct {
 	// Delegation configures the delegation stage (P3, INV-7).
 	Delegation DelegationOptions
 
+	// Flow, if set, follows content across protocols (composition safety):
+	// it is asked about each request after the delegation stage, and shown
+	// each answer and streamed event before the client gets it.
+	Flow Flow
+
 	// Limits bound each message (and each streamed event); the zero value
 	// means the jsonrpc defaults.
 	Limits jsonrpc.Limits
@@ -101,6 +107,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+}
+
+// A Flow follows untrusted content through the gateway (AgentRFC CS). It
+// must be safe for concurrent use.
+type Flow interface {
+	// Check decides on a request before it is forwarded: "" lets it pass,
+	// otherwise rule and reason say why it is refused. It may block, to
+	// wait for a person, until ctx ends.
+	Check(ctx context.Context, principal, method string, params []byte) (rule, reason string)
+	// Observe is shown the result of each answer and streamed event, with
+	// the params of the request it answers.
+	Observe(ctx context.Context, principal, method string, params, result []byte)
 }
 
 // Event is what the gateway reports about each message it handled.

@@ -163,7 +163,7 @@ func wireDenial(e *jsonrpc.Error) *denial {
 
 // pipeline runs the stages in order; the first denial wins.
 func (h *Handler) pipeline(ctx context.Context, c *call) *denial {
-	for _, stage := range []func(context.Context, *call) *denial{h.checkMethod, h.checkCard, h.checkDelegation} {
+	for _, stage := range []func(context.Context, *call) *denial{h.checkMethod, h.checkCard, h.checkDelegation, h.checkFlow} {
 		if d := stage(ctx, c); d != nil {
 			return d
 		}
@@ -241,6 +241,25 @@ func (h *Handler) checkDelegation(ctx context.Context, c *call) *denial {
 	return nil
 }
 
+// checkFlow is the "taint" stage: Options.Flow decides whether the
+// request may carry what it carries.
+func (h *Handler) checkFlow(ctx context.Context, c *call) *denial {
+	if h.opts.Flow == nil {
+		return nil
+	}
+	if rule, reason := h.opts.Flow.Check(ctx, c.principal, c.msg.Method, c.msg.Params); rule != "" {
+		return &denial{Stage: StageTaint, Rule: rule, Reason: reason}
+	}
+	return nil
+}
+
+// observe shows an answer's result to Options.Flow.
+func (h *Handler) observe(ctx context.Context, c *call, ans *jsonrpc.Message) {
+	if h.opts.Flow != nil && ans.Result != nil {
+		h.opts.Flow.Observe(ctx, c.principal, c.msg.Method, c.msg.Params, ans.Result)
+	}
+}
+
 // forward sends the validated bytes upstream and relays the answer.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
@@ -310,6 +329,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 		writeError(w, http.StatusOK, msg.ID, auditDenial(err))
 		return
 	}
+	h.observe(ctx, c, ans)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(ans.Raw)
 }
@@ -368,6 +388,7 @@ func (h *Handler) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 			writeEvent(w, jsonrpc.EncodeErrorResponse(c.msg.ID, auditDenial(err).rpcError()))
 			return
 		}
+		h.observe(ctx, c, ans)
 		if writeEvent(w, ans.Raw) != nil {
 			return
 		}

@@ -133,6 +133,9 @@ type GatewayConfig struct {
 	Audit AuditConfig
 	// Security is the security processor (internal/secproc).
 	Security SecurityConfig
+	// Taint follows untrusted answer text into consequential requests
+	// (AgentRFC CS). On unless disabled.
+	Taint TaintConfig
 	// Auth authenticates the listener's clients (AASM P1).
 	Auth AuthConfig
 	// Pinning pins every upstream's tool definitions (AASM P2).
@@ -224,6 +227,30 @@ type AuthConfig struct {
 
 // Enabled reports whether the listener authenticates clients.
 func (a AuthConfig) Enabled() bool { return a.Issuer != "" || len(a.APIKeys) > 0 }
+
+// TaintConfig configures taint tracking (internal/taint): text from a tool
+// answer, a resource or an A2A agent's answer is untrusted, and a request
+// that carries a copied run of it to a higher-tier tool, a sink tool or an
+// A2A agent needs approval.
+type TaintConfig struct {
+	// Disabled turns tracking off (enabled: false).
+	Disabled bool
+	// Action is what a tainted request gets: "require_approval" (the
+	// default: held for a person where the gateway holds calls, refused
+	// where it cannot), "deny" or "flag" (relayed and recorded).
+	Action string
+	// MinMatch is the shortest copied run that counts, in letters and
+	// digits; 0 means 32.
+	MinMatch int
+	// SinkTools are tools (patterns) that no untrusted text may reach
+	// without approval, whatever their tier.
+	SinkTools []Pattern
+	// TTL is how long an answer taints; 0 means one hour.
+	TTL time.Duration
+}
+
+// TaintActions are the values of gateway.taint.action.
+var TaintActions = []string{"require_approval", "deny", "flag"}
 
 // SecurityConfig configures the security processor: which categories it
 // checks, what each finding does, and what is allowed.

@@ -426,6 +426,10 @@ func TestValidateValues(t *testing.T) {
 		{"limits past bounds", func(c *Config) { c.Gateway.Limits.MaxMessageBytes = 1023 }, "between 1024 (1 KiB) and 67108864 (64 MiB), got 1023"},
 		{"level warn", func(c *Config) { c.Log.Level = "warn" }, ""},
 		{"level warning", func(c *Config) { c.Log.Level = "warning" }, `unknown level "warning"`},
+		{"taint action", func(c *Config) { c.Gateway.Taint.Action = "block" }, `gateway.taint.action: the taint action must be one of require_approval, deny, flag, not "block"`},
+		{"taint min_match", func(c *Config) { c.Gateway.Taint.MinMatch = 4 }, "gateway.taint.min_match: min_match must be between 8 and 4096"},
+		{"taint ttl", func(c *Config) { c.Gateway.Taint.TTL = -time.Second }, "gateway.taint.ttl"},
+		{"taint flag", func(c *Config) { c.Gateway.Taint.Action, c.Gateway.Taint.MinMatch = "flag", 48 }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -636,6 +640,30 @@ gateway:
 	_, err = Parse([]byte("version: 1\ngateway:\n  zero_trust:\n    classification:\n      - {level: 2, when: 'true', colour: red}\n"), "class.yaml")
 	if err == nil || !strings.Contains(err.Error(), `gateway.zero_trust.classification[0]: unknown field "colour"`) {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+func TestTaintSection(t *testing.T) {
+	base := "version: 1\ngateway:\n  upstreams:\n    - name: a\n      command: [a]\n"
+	cfg, err := Parse([]byte(base), "t.yaml")
+	if err != nil || cfg.Gateway.Taint.Disabled {
+		t.Fatalf("without a taint section tracking must be on: %v, %+v", err, cfg.Gateway.Taint)
+	}
+	cfg, err = Parse([]byte(base+"  taint:\n    enabled: false\n"), "t.yaml")
+	if err != nil || !cfg.Gateway.Taint.Disabled {
+		t.Fatalf("enabled: false must turn it off: %v, %+v", err, cfg.Gateway.Taint)
+	}
+	cfg, err = Parse([]byte(base+"  taint:\n    action: deny\n    min_match: 40\n    sink_tools: [\"send_*\"]\n    ttl: 10m\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg.Gateway.Taint
+	if tc.Disabled || tc.Action != "deny" || tc.MinMatch != 40 || tc.TTL != 10*time.Minute || len(tc.SinkTools) != 1 || !tc.SinkTools[0].Match("send_email") {
+		t.Fatalf("taint = %+v", tc)
+	}
+	_, err = Parse([]byte(base+"  taint:\n    sinks: [x]\n"), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), `t.yaml:7:5: gateway.taint: unknown field "sinks"`) {
+		t.Fatalf("an unknown field: %v", err)
 	}
 }
 

@@ -453,6 +453,17 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
 		}},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
+		{"taint", func(n *yaml.Node, p string) {
+			enabled := true
+			d.mapping(n, p, []field{
+				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &enabled) }},
+				{"action", func(n *yaml.Node, p string) { d.str(n, p, &g.Taint.Action) }},
+				{"min_match", func(n *yaml.Node, p string) { d.int(n, p, &g.Taint.MinMatch) }},
+				{"sink_tools", func(n *yaml.Node, p string) { d.patterns(n, p, &g.Taint.SinkTools) }},
+				{"ttl", func(n *yaml.Node, p string) { d.duration(n, p, &g.Taint.TTL) }},
+			})
+			g.Taint.Disabled = !enabled
+		}},
 		{"agui", func(n *yaml.Node, p string) {
 			d.each(n, p, "AG-UI agents ({name, url, ...})", func(item *yaml.Node, ip string) {
 				var a AGUIUpstream

@@ -191,6 +191,15 @@ func (v *validator) gateway() {
 	v.limits("gateway.limits", g.Limits)
 	v.list("gateway.methods", g.Methods)
 	v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
+	if t := g.Taint; t.Action != "" {
+		v.oneOf("gateway.taint.action", "the taint action", t.Action, TaintActions)
+	}
+	if t := g.Taint; t.MinMatch != 0 && (t.MinMatch < 8 || t.MinMatch > 4096) {
+		v.errorf("gateway.taint.min_match", "min_match must be between 8 and 4096 letters and digits, not %d", t.MinMatch)
+	}
+	if t := g.Taint; t.TTL < 0 {
+		v.errorf("gateway.taint.ttl", "ttl must not be negative")
+	}
 	if g.Security.Enabled {
 		v.security("gateway.security", g.Security)
 	}

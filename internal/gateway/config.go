@@ -17,6 +17,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -103,6 +104,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		security = &Security{Processor: proc, CanHold: gc.RequiresTokens() && zt.MayBlock(),
 			Subject: subjectOf(gc.ZeroTrust.Subject)}
 	}
+	taintStage := taintFrom(gc, gc.RequiresTokens() && zt.MayBlock())
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
@@ -117,7 +119,11 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if classify != nil {
 			stages = append(stages, *classify)
 		}
-		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 || (security != nil && security.CanHold) {
+		if taintStage != nil {
+			stages = append(stages, *taintStage) // after classify: it needs the call's tier
+		}
+		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 ||
+			(security != nil && security.CanHold) || (taintStage != nil && taintStage.CanHold) {
 			z := zt
 			z.Requires = u.RequireToken
 			if len(u.RequireToken.Allow) == 0 {
@@ -160,6 +166,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if len(filters) > 0 {
 			up.Results = chainResults(filters...)
 		}
+		if taintStage != nil {
+			up.Answers = taintStage.Observe
+		}
 		opts.Upstreams = append(opts.Upstreams, up)
 	}
 	rs, closers, err := records(cfg, logger)
@@ -176,7 +185,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			opts.Metrics = rs.Metrics
 		}
 	}
-	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, logger); err != nil {
+	var flow func(name string) a2agw.Flow
+	if taintStage != nil {
+		var queue *approval.Queue
+		if taintStage.CanHold && zt.AdminApproval {
+			queue = zt.Approvals
+		}
+		flow = func(name string) a2agw.Flow {
+			return a2aFlow{taint: taintStage, upstream: "a2a:" + name, queue: queue, log: logger}
+		}
+	}
+	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
 		for _, c := range opts.Closers {
 			c.Close()
 		}

@@ -51,6 +51,8 @@ type Upstream struct {
 	// Results, if set, filters the upstream's answers (the security
 	// processor's Security.Result).
 	Results ResultFilter
+	// Answers, if set, sees each answer the client gets (Taint.Observe).
+	Answers func(context.Context, Answer)
 
 	tools *toolIndex // what its tools/list answers said; set by New
 }
@@ -295,6 +297,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Stateless: false,
 		Principal: principalFrom(ctx),
 		OnResult:  u.tools.learn,
+		Answers:   u.Answers,
 		Tools:     u.tools.info(),
 		Logger:    g.log,
 	})

@@ -46,6 +46,7 @@ type Relay struct {
 	recorder         Recorder
 	results          ResultFilter
 	onResult         func(method string, result []byte)
+	answers          func(context.Context, Answer)
 	tools            ToolInfo
 	log              *slog.Logger
 
@@ -63,6 +64,8 @@ type pendingCall struct {
 	id     jsonrpc.ID
 	method string
 	tool   string      // of a tools/call
+	level  int         // its classification (Call.Level)
+	args   []byte      // its arguments, for Answers
 	timer  *time.Timer // nil without a request timeout
 	open   any         // the Recorder's open operation (Decision.Open), if any
 }
@@ -97,6 +100,10 @@ type RelayOptions struct {
 	// index learns tool schemas from tools/list this way). It must not block
 	// and must not keep result.
 	OnResult func(method string, result []byte)
+	// Answers, if set, sees every successful answer to a client request
+	// after it was recorded and before the client gets it (taint
+	// tracking). It must not keep the Answer's slices.
+	Answers func(context.Context, Answer)
 	// Tools looks up what the upstream declared about its tools (for
 	// classification rules and approvals).
 	Tools  ToolInfo
@@ -123,6 +130,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		recorder:     opts.Recorder,
 		results:      opts.Results,
 		onResult:     opts.OnResult,
+		answers:      opts.Answers,
 		tools:        opts.Tools,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
@@ -210,7 +218,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 			d.Msg = call.Forward
 		}
 	}
-	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method, d.Tool) {
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method, call) {
 		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
 		d.Denial = denial
@@ -319,9 +327,11 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 		}
 		d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
 			ID: msg.ID, Direction: "upstream", Msg: msg}
+		var answered pendingCall
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
 			p, ok := r.untrackCall(msg.ID)
+			answered = p
 			if !ok {
 				d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
 					Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
@@ -355,12 +365,17 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			}
 			continue
 		}
+		if r.answers != nil && msg.Kind == jsonrpc.KindResponse && msg.Result != nil && d.Denial == nil {
+			r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
+				Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
+				Result: msg.Result, AuditID: d.AuditID})
+		}
 		r.writeClient(ctx, msg)
 	}
 }
 
 // track records a pending client request; false if the id is already pending.
-func (r *Relay) track(id jsonrpc.ID, method, tool string) bool {
+func (r *Relay) track(id jsonrpc.ID, method string, c *Call) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -369,7 +384,7 @@ func (r *Relay) track(id jsonrpc.ID, method, tool string) bool {
 	if _, dup := r.pending[id.Raw()]; dup {
 		return false
 	}
-	p := &pendingCall{id: id, method: method, tool: tool}
+	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments}
 	if r.timeout > 0 {
 		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
 	}
