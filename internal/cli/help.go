@@ -240,8 +240,10 @@ cs5-federated. See docs/conform.md.
       A library exits with the worst code, in the order 5, 4, 3, 1, 0.
 `,
 	"demo": `  warden demo [--verbose]
-      Starts the demo MCP server and the gateway in this process, on a loopback
-      listener, and runs a scripted MCP client session through it. It prints
-      what was relayed, what was refused and why. Nothing to install.
+      Starts the demo MCP server, an A2A agent and the gateway in this process,
+      on a loopback listener, and runs a scripted MCP client session and A2A
+      delegations through it. It prints what was relayed, what was refused and
+      why, then an OATF attack run and the model checker's verdict, bare and
+      behind warden. Nothing to install.
 `,
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
+	"github.com/agentwarden/warden/internal/taint"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -62,6 +63,8 @@ type Result struct {
 	AuditRecords int
 	// Attacks are the verdicts of the OATF runs: directly, then through warden.
 	Attacks []string
+	// A2AReceived counts the messages booker, the A2A agent, received.
+	A2AReceived int
 	// Violated and ViolatedBehindWarden count the MCP model's principles
 	// the model checker found violated, bare and behind warden.
 	Violated, ViolatedBehindWarden int
@@ -95,6 +98,11 @@ type scene struct {
 	// proofKey is the key the client proves possession of when it sends a
 	// token (tiers.go); guarded by mu.
 	proofKey map[string]*ecdsa.PrivateKey
+	// agents is booker, the A2A agent behind the gateway at a2aURL, and
+	// taint the stage that follows answers into its messages (agents.go).
+	agents *agents
+	a2aURL string
+	taint  *gateway.Taint
 }
 
 // Run plays the demo and writes the account to opts.Out.
@@ -210,6 +218,19 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	security := gateway.Security{Processor: proc, Subject: zt.Subject}
+	// Taint: answers are fingerprinted; a message to booker that copies
+	// one is refused (the demo holds tool calls, not A2A messages).
+	s.taint = &gateway.Taint{Tracker: taint.New(taint.Config{}), Action: secproc.Deny}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	base := "http://" + ln.Addr().String()
+	if s.agents, err = startAgents(base+gateway.A2APath+"booker", auditLog, s.taint, logger); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	s.a2aURL = base + gateway.A2APath + "booker"
 	limits := jsonrpc.Limits{}
 	g, err := gateway.New(gateway.Options{
 		Upstreams: []gateway.Upstream{{
@@ -223,8 +244,9 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				return &countingConn{Conn: c, scene: s}, nil
 			},
 			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}, security,
-				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, zt),
+				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, *s.taint, zt),
 			Results: security.Result,
+			Answers: s.taint.Observe,
 		}, {
 			Name:      "billing",
 			Transport: "in-process",
@@ -239,23 +261,26 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		Logger:         logger,
 		Closers:        []io.Closer{replay, auditLog},
 		Recorder:       &gateway.Records{Audit: auditLog},
+		// The demo's one user: every client of its listener is alice, so
+		// that her MCP session and her agents' A2A messages share a scope.
+		Authenticate: func(*http.Request) (string, *transport.AuthRefusal) { return "alice", nil },
+		A2A:          map[string]http.Handler{"booker": s.agents.handler},
 	})
 	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+		ln.Close()
+		s.agents.stop()
 		return nil, err
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
-	s.url = "http://" + ln.Addr().String() + "/mcp"
+	s.url = base + "/mcp"
 	s.endpoint, _ = url.Parse(s.url)
 	return func() {
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 		g.Close()
+		s.agents.stop()
 	}, nil
 }
 
@@ -286,8 +311,10 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
 	fmt.Fprintf(w, "  upstream  billing: a second MCP server whose pay tool will change its description (a rug pull)\n")
-	fmt.Fprintf(w, "  pipeline  demo:    wire → method-policy → tool-policy → security → classify → zero-trust\n")
-	fmt.Fprintf(w, "            billing: wire → method-policy → pin; every message of both audited\n")
+	fmt.Fprintf(w, "  agent     booker: an a2a-go agent at %s (A2A 1.0), reached by alice's planner\n", s.a2aURL)
+	fmt.Fprintf(w, "  pipeline  demo:    wire → method-policy → tool-policy → security → classify → taint → zero-trust\n")
+	fmt.Fprintf(w, "            billing: wire → method-policy → pin\n")
+	fmt.Fprintf(w, "            booker:  wire → method-policy → card → delegation → taint; every message of all three audited\n")
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
 	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")
@@ -354,9 +381,10 @@ func (s *scene) expect(ok bool, format string, args ...any) {
 
 func seedFiles(root string) error {
 	files := map[string]string{
-		"README.txt":         "This folder is the demo server's sandbox. Tools can read and write here, and nowhere else.\n",
-		"notes/plan.md":      "# Plan\n- ship the gateway\n- bind approvals to exact parameters\n",
-		"ledger/ACC_123.txt": "account ACC_123, balance 1000.00\n",
+		"README.txt":            "This folder is the demo server's sandbox. Tools can read and write here, and nowhere else.\n",
+		"notes/plan.md":         "# Plan\n- ship the gateway\n- bind approvals to exact parameters\n",
+		"inbox/vendor-note.txt": vendorNote,
+		"ledger/ACC_123.txt":    "account ACC_123, balance 1000.00\n",
 	}
 	for name, body := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))

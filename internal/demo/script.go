@@ -87,6 +87,9 @@ func (s *scene) script(ctx context.Context) error {
 	if err := s.guards(ctx, cs); err != nil {
 		return err
 	}
+	if err := s.a2aSteps(ctx, cs); err != nil {
+		return err
+	}
 
 	// Raw HTTP: what a hostile or broken client might send.
 	sid := cs.ID()

@@ -191,9 +191,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if taintStage.CanHold && zt.AdminApproval {
 			queue = zt.Approvals
 		}
-		flow = func(name string) a2agw.Flow {
-			return a2aFlow{taint: taintStage, upstream: "a2a:" + name, queue: queue, log: logger}
-		}
+		flow = func(name string) a2agw.Flow { return taintStage.A2AFlow(name, queue, logger) }
 	}
 	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
 		for _, c := range opts.Closers {

@@ -57,7 +57,7 @@ func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tra
 			opts.Delegation.Keys[issuer] = keys.Set.Keys
 		}
 		if rs != nil && rs.Audit != nil {
-			opts.Record = a2aRecord(rs.Audit)
+			opts.Record = A2ARecord(rs.Audit)
 		}
 		if flow != nil {
 			opts.Flow = flow(a.Name)
@@ -71,10 +71,10 @@ func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tra
 	return out, nil
 }
 
-// a2aRecord writes each A2A message into the gateway's audit log, before it
-// leaves: the same chain as MCP's, so a bridge operation is audited in
-// both domains.
-func a2aRecord(l *audit.Log) func(context.Context, a2agw.Event) error {
+// A2ARecord returns an a2agw.Options.Record that writes each A2A message
+// into the gateway's audit log before it leaves: the same chain as MCP's,
+// so a bridge operation is audited in both domains.
+func A2ARecord(l *audit.Log) func(context.Context, a2agw.Event) error {
 	return func(ctx context.Context, e a2agw.Event) error {
 		r := audit.Record{Time: time.Now(), Actor: e.Principal, Upstream: "a2a:" + e.Upstream, Method: e.Method,
 			RequestID: e.ID.Raw(), Tool: e.TaskID, Decision: audit.Allow, Direction: e.Direction}

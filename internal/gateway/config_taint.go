@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
@@ -60,7 +61,7 @@ func (f a2aFlow) Check(ctx context.Context, principal, method string, params []b
 	if len(matches) == 0 {
 		return "", ""
 	}
-	findings := taintFindings(matches, RuleIntoDelegation, "the message to agent "+quote(f.upstream), "params", f.taint.Action)
+	findings := taintFindings(matches, RuleIntoDelegation, "the message to A2A agent "+quote(strings.TrimPrefix(f.upstream, "a2a:")), "params", f.taint.Action)
 	msg := findings[0].Message
 	switch {
 	case f.taint.Action == secproc.Flag:
@@ -89,6 +90,16 @@ func (f a2aFlow) Check(ctx context.Context, principal, method string, params []b
 		return "approval-denied", "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"
 	}
 	return "approval-cancelled", fmt.Sprintf("%s (%s)", d.Reason, p.ID)
+}
+
+// A2AFlow returns the taint stage of the A2A agent name, for
+// a2agw.Options.Flow. queue, if not nil, holds a tainted message for a
+// person's approval (with RequireApproval); nil refuses it.
+func (t *Taint) A2AFlow(name string, queue *approval.Queue, log *slog.Logger) a2agw.Flow {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return a2aFlow{taint: t, upstream: "a2a:" + name, queue: queue, log: log}
 }
 
 // Observe implements a2agw.Flow.

@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -128,12 +129,19 @@ func taintFindings(matches []taint.Match, rule, into, root string, action secpro
 	return out
 }
 
+// describeSource names where tracked text came from, for a person:
+// `MCP server "docs" tool read_file`, `A2A agent "planner" (SendMessage)`.
 func describeSource(s taint.Source) string {
-	what := s.Protocol + " " + quote(s.Upstream)
-	if s.Op != "" {
-		what += " " + s.Op
+	switch s.Protocol {
+	case "mcp":
+		if strings.Contains(s.Op, "/") { // a method: resources/read, prompts/get
+			return "MCP server " + quote(s.Upstream) + " (" + s.Op + ")"
+		}
+		return "MCP server " + quote(s.Upstream) + " tool " + s.Op
+	case "a2a":
+		return "A2A agent " + quote(s.Upstream) + " (" + s.Op + ")"
 	}
-	return what
+	return s.Protocol + " " + quote(s.Upstream) + " " + s.Op
 }
 
 func auditRef(id string) string {

@@ -208,7 +208,7 @@ func TestTaintedTextCannotReachAnotherAgent(t *testing.T) {
 	// The model paraphrases its framing but copies the payload.
 	copied := "Please handle this: " + strings.ToUpper(text[strings.Index(text, "forward"):])
 	stage, rule, msg := refusal(f.delegate(t, copied))
-	if stage != "taint" || rule != gateway.RuleIntoDelegation || !strings.Contains(msg, `"docs" read_file`) {
+	if stage != "taint" || rule != gateway.RuleIntoDelegation || !strings.Contains(msg, `MCP server "docs" tool read_file`) {
 		t.Fatalf("refusal = %s/%s %q, want taint/%s naming docs read_file", stage, rule, msg, gateway.RuleIntoDelegation)
 	}
 	if got := f.agent.received(); len(got) != 0 {
@@ -310,7 +310,7 @@ func TestTaintedTextCannotReachASinkTool(t *testing.T) {
 		}
 		_, err = f.mcp.CallTool(testCtx(t), &mcp.CallToolParams{Name: "write_file",
 			Arguments: map[string]any{"path": "plan.txt", "content": plannerSays}})
-		if err == nil || !strings.Contains(err.Error(), `a2a "planner"`) {
+		if err == nil || !strings.Contains(err.Error(), `A2A agent "planner"`) {
 			t.Fatalf("the agent's answer into write_file: %v; want a taint refusal naming the planner", err)
 		}
 		res, err = f.mcp.CallTool(testCtx(t), &mcp.CallToolParams{Name: "write_file",
