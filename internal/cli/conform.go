@@ -342,8 +342,8 @@ func runTLC(ctx context.Context, env *Env, jar, dir string, m *ir.Model) (int, e
 
 // replayFlags are the flags that name and complete a replay target.
 type replayFlags struct {
-	profile, tool, sensitive, leak *string
-	timeout                        *time.Duration
+	profile, tool, sensitive, leak, cardKeys *string
+	timeout                                  *time.Duration
 }
 
 func addReplayFlags(fs *flag.FlagSet) replayFlags {
@@ -352,15 +352,17 @@ func addReplayFlags(fs *flag.FlagSet) replayFlags {
 		tool:      fs.String("tool", "echo", "MCP: a harmless tool any session may call (the lifecycle probe)"),
 		sensitive: fs.String("sensitive-tool", "", "MCP: the consequential tool called without credential or consent (default: --tool)"),
 		leak:      fs.String("leak-tool", "", "MCP: a tool known to return the server's environment (default: one named like *env*)"),
-		timeout:   fs.Duration("timeout", 10*time.Second, "wait this long for each answer"),
+		cardKeys: fs.String("card-keys", "", "A2A: a JWKS `FILE` of the keys that sign the agent's card; "+
+			"behind warden the card must then carry a valid signature (default: warden pins the first card it sees)"),
+		timeout: fs.Duration("timeout", 10*time.Second, "wait this long for each answer"),
 	}
 }
 
-// replayTarget replays the target spec, plain and (for MCP, with behind)
-// behind an in-process warden gateway. Progress goes to env.Stderr.
+// replayTarget replays the target spec, plain and (for MCP and A2A, with
+// behind) behind an in-process warden gateway. Progress goes to env.Stderr.
 func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool) (plain, guarded *replay.Report, err error) {
 	t, up, stop, err := replay.ParseTarget(spec, replay.TargetOptions{Profile: *rf.profile, Tool: *rf.tool,
-		Sensitive: *rf.sensitive, Leak: *rf.leak})
+		Sensitive: *rf.sensitive, Leak: *rf.leak, CardKeys: *rf.cardKeys})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -379,10 +381,10 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 	if plain, err = replay.Run(ctx, t, traces, o); err != nil {
 		return nil, nil, err
 	}
-	if !behind || t.Protocol != replay.MCP {
+	if !behind || t.Protocol != replay.MCP && t.Protocol != replay.A2A {
 		return plain, nil, nil
 	}
-	if up.URL == "" && len(up.Command) == 0 {
+	if t.Protocol == replay.MCP && up.URL == "" && len(up.Command) == 0 {
 		return nil, nil, fmt.Errorf("target %s cannot be put behind warden (use mock:mcp-http for the fake)", spec)
 	}
 	dir, err := os.MkdirTemp("", "warden-conform-")
@@ -402,7 +404,7 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform replay", "--target TARGET [--profile REV] [--warden] [--format text|json]")
 	target := fs.String("target", "", "what to replay against: "+replay.SpecHelp)
-	behind := fs.Bool("warden", false, "MCP: also replay behind an in-process warden gateway")
+	behind := fs.Bool("warden", false, "MCP and A2A: also replay behind an in-process warden gateway")
 	format := fs.String("format", "text", "text or json")
 	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
@@ -452,7 +454,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	format := fs.String("format", "markdown", "json, markdown or html")
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
-	against := fs.String("against", "", "replay against TARGET, plain and (MCP) behind warden, and add those columns: "+replay.SpecHelp)
+	against := fs.String("against", "", "replay against TARGET, plain and (MCP, A2A) behind warden, and add those columns: "+replay.SpecHelp)
 	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err

@@ -208,8 +208,9 @@ func TestConformReplayMock(t *testing.T) {
 }
 
 // TestConformMatrixAgainst: --against adds the implementation and
-// behind-warden columns to the A2A cells (the fake agent), keeping the
-// cells list's required fields; the HTML page is written alongside.
+// behind-warden columns to the A2A cells (the fake agent, and the fake
+// behind an in-process gateway), keeping the cells list's required fields;
+// the HTML page is written alongside.
 func TestConformMatrixAgainst(t *testing.T) {
 	dir := t.TempDir()
 	code, out, errs := runConformTest(t, "matrix", "--format", "json", "--against", "mock:a2a", "--out", dir, "--timeout", "3s")
@@ -221,26 +222,39 @@ func TestConformMatrixAgainst(t *testing.T) {
 		Cells  []struct {
 			Protocol, Principle, Result, Class, Triage string
 			Implementation                             *struct{ Outcome, Triage string }
-			BehindWarden                               *struct{ Outcome string } `json:"behind_warden"`
+			BehindWarden                               *struct{ Outcome, Triage string } `json:"behind_warden"`
 		} `json:"cells"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	// principle → implementation outcome and triage, behind-warden outcome and triage
+	want := map[string][4]string{
+		"P1": {"reproduced", "IMPL-FAIL", "blocked", "PASS"},
+		"P2": {"reproduced", "BOTH-FAIL", "blocked", "PASS"},
+		"P3": {"reproduced", "BOTH-FAIL", "blocked", "PASS"},
+		"WF": {"reproduced", "IMPL-FAIL", "blocked", "PASS"},
+	}
+	found := 0
 	for _, c := range doc.Cells {
-		if c.Protocol == "A2A" && c.Principle == "P1" {
-			found = true
-			if c.Implementation == nil || c.Implementation.Outcome != "reproduced" || c.Triage != "IMPL-FAIL" {
-				t.Errorf("A2A × P1 against the fake agent: %+v", c)
+		if c.Protocol != "A2A" {
+			if c.Implementation != nil || c.BehindWarden != nil {
+				t.Errorf("%s × %s: a replay column for a protocol that was not replayed", c.Protocol, c.Principle)
 			}
+			continue
 		}
-		if c.BehindWarden != nil {
-			t.Errorf("%s × %s: a behind-warden column for A2A, which the gateway does not relay", c.Protocol, c.Principle)
+		w, ok := want[c.Principle]
+		if !ok {
+			continue
+		}
+		found++
+		if c.Implementation == nil || c.BehindWarden == nil ||
+			[4]string{c.Implementation.Outcome, c.Triage, c.BehindWarden.Outcome, c.BehindWarden.Triage} != w {
+			t.Errorf("A2A × %s against the fake agent: %+v / %+v, want %v", c.Principle, c.Implementation, c.BehindWarden, w)
 		}
 	}
-	if !found || !strings.Contains(doc.Replay, "mock-a2a") {
-		t.Errorf("replay %q, A2A × P1 found %v", doc.Replay, found)
+	if found != len(want) || !strings.Contains(doc.Replay, "mock-a2a+warden") {
+		t.Errorf("replay %q, %d of the %d A2A cells found", doc.Replay, found, len(want))
 	}
 	page, err := os.ReadFile(filepath.Join(dir, "matrix.html"))
 	if err != nil || !strings.Contains(string(page), `<table id="matrix">`) || strings.Contains(string(page), "<script") {

@@ -165,21 +165,24 @@ Support/warden).
       Go checker; exit code 1 on a disagreement.
 
   warden conform replay --target TARGET [--profile REV] [--warden] [--format text|json]
-                        [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME] [--timeout D]
+                        [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME]
+                        [--card-keys FILE] [--timeout D]
       Replays the counterexamples of the target's protocol model against an
       implementation and says, per property, reproduced, blocked or
       unrealisable. TARGET: stdio:PROGRAM ARGS..., http://HOST/mcp,
       a2a+http://..., agui+http://..., or a fake: mock:mcp, mock:mcp-http,
       mock:a2a, mock:agui (-hardened / -broken variants). MCP profiles
-      2025-06-18, 2025-11-25, 2026-07-28; A2A 1.0, 0.3. --warden replays an
-      MCP target again behind an in-process gateway (env tools denied,
-      zero-trust on the sensitive tool, audit on). Exit code 1 when a
+      2025-06-18, 2025-11-25, 2026-07-28; A2A 1.0, 0.3. --warden replays the
+      target again behind an in-process gateway: for MCP, env tools denied,
+      zero-trust on the sensitive tool, audit on; for A2A, an API key, the
+      card pinned (or its signature checked against --card-keys, a JWKS
+      file), delegation chains checked, audit on. Exit code 1 when a
       finding reproduces, 3 when the target cannot be set up.
 
   warden conform matrix [--format json|markdown|html] [--out DIR] [--against TARGET]
       Prints the protocol x principle matrix (5 x 11) and the composition
       table; html is one self-contained page linking every counterexample.
-      --against replays TARGET (plain and, for MCP, behind warden) and adds
+      --against replays TARGET (plain and behind warden) and adds
       the implementation and behind-warden columns; triage then follows the
       decision table (BOTH-, SPEC-, IMPL-, MODEL-, AMBIGUITY-FAIL, PASS).
       --out writes matrix.json, matrix.md, matrix.html and the traces. Exit code 0.

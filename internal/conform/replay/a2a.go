@@ -13,6 +13,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // A2A versions the adapter speaks.
@@ -53,10 +55,27 @@ func newA2A(t *Target, o Options) (*a2aClient, error) {
 type a2aAnswer struct {
 	status int
 	result json.RawMessage
-	err    *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
+	err    *a2aError
+}
+
+// a2aError is a JSON-RPC error; Data carries warden's stage and rule.
+type a2aError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+	Data    struct {
+		Stage string `json:"stage"`
+		Rule  string `json:"rule"`
+	} `json:"data"`
+}
+
+// String is the error as reports show it: code, message, and the stage and
+// rule that refused it when there are any.
+func (e *a2aError) String() string {
+	s := fmt.Sprintf("error %d: %s", e.Code, clip(e.Message, 120))
+	if e.Data.Stage != "" {
+		s += fmt.Sprintf(" [stage %s, rule %s]", e.Data.Stage, e.Data.Rule)
 	}
+	return s
 }
 
 func (a *a2aAnswer) summary() string {
@@ -64,7 +83,7 @@ func (a *a2aAnswer) summary() string {
 	case a == nil:
 		return "no answer"
 	case a.err != nil:
-		return fmt.Sprintf("HTTP %d, error %d: %s", a.status, a.err.Code, clip(a.err.Message, 120))
+		return fmt.Sprintf("HTTP %d, %s", a.status, a.err)
 	case a.result != nil:
 		return fmt.Sprintf("HTTP %d, result: %s", a.status, clip(string(a.result), 160))
 	}
@@ -171,27 +190,47 @@ func (c *a2aClient) post(ctx context.Context, body []byte, header http.Header) (
 	ans := &a2aAnswer{status: resp.StatusCode}
 	var rpc struct {
 		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+		Error  *a2aError       `json:"error"`
 	}
 	if json.Unmarshal(data, &rpc) == nil {
 		ans.result, ans.err = rpc.Result, rpc.Error
 	} else if resp.StatusCode/100 != 2 {
-		ans.err = &struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		}{0, strings.TrimSpace(string(data))}
+		ans.err = &a2aError{Message: strings.TrimSpace(string(data))}
 	}
 	return ans, nil
 }
 
+// auth is the header of the model's C_authenticate step: the target's
+// credential, when it has one.
+func (c *a2aClient) auth() http.Header {
+	if c.t.Bearer == "" {
+		return nil
+	}
+	return http.Header{"Authorization": {"Bearer " + c.t.Bearer}}
+}
+
+// authStep records how C_authenticate was realised.
+func (c *a2aClient) authStep() Step {
+	note := "Authorization: Bearer <the target's credential>"
+	if c.t.Bearer == "" {
+		note = "the target has no credential configured: none sent"
+	}
+	return Step{Action: "C_authenticate", Kind: "Protocol", Note: note}
+}
+
+// a2aProbes run in this order; P2 comes last because it changes the card
+// a gateway in the path has pinned (it restores it when done).
 var a2aProbes = []probe{
 	{model: "a2a", property: "P1_identity", principle: "P1",
 		clauses: []string{"A2A-1.0-SEC-02", "A2A-1.0-SEC-07", "A2A-1.0-SEC-08"}, run: a2aUnauthenticated},
+	{model: "a2a", property: "P3_delegation", principle: "P3",
+		clauses: []string{"A2A-1.0-SEC-03", "A2A-1.0-NS-01"}, run: a2aAmplifiedDelegation},
+	{model: "a2a", property: "P5_consent", principle: "P5",
+		clauses: []string{"A2A-1.0-OPS-01", "A2A-1.0-NS-02"}, run: a2aUnconsented},
 	{model: "a2a", property: "WF_wire", principle: "WF",
 		clauses: []string{"A2A-1.0-SEC-09"}, run: a2aDuplicateMembers},
+	{model: "a2a", property: "P2_card", principle: "P2",
+		clauses: []string{"A2A-1.0-CARD-01", "A2A-1.0-CARD-03"}, run: a2aForgedCard},
 }
 
 var a2aSendTemplate = `{"message":{"role":"ROLE_USER","parts":[{"text":"{task}"}],"messageId":"{id}"}}`
@@ -262,10 +301,12 @@ func a2aDuplicateMembers(ctx context.Context, t *Target, tr *Trace, o Options) R
 		return unrealisable(err.Error())
 	}
 	body := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"GetTask","method":%q,"params":%s}`, c.next, method, p))
-	ans, _ := c.post(ctx, body, nil)
-	steps := []Step{{Action: "A_malformed", Kind: "Adversary", Sent: body, Answer: ans.summary()},
+	ans, _ := c.post(ctx, body, c.auth())
+	steps := []Step{c.authStep(), {Action: "A_malformed", Kind: "Adversary", Sent: body, Answer: ans.summary()},
 		{Action: "S_reject_malformed", Kind: "Protocol", Note: "oracle: a parse error, or no answer"}}
 	switch {
+	case ans != nil && (ans.err == nil || ans.err.Code != jsonrpc.CodeParseError) && authRefusal(ans):
+		return unrealisable("refused for authentication before its parsing could be seen ("+ans.summary()+")", steps...)
 	case ans == nil:
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "the request with duplicate members got no answer"}
 	case ans.err != nil && ans.err.Code == -32700, ans.status == http.StatusBadRequest && ans.result == nil && ans.err == nil:

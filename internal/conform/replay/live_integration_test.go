@@ -6,25 +6,32 @@ package replay
 // @modelcontextprotocol/server-everything over stdio (Node 22), go-sdk's
 // conformance everything-server (stdio, stateful HTTP, stateless HTTP),
 // warden's demo server (go-sdk, in-process over HTTP), an a2a-go agent
-// (in-process), and @copilotkit/aimock when installed. A missing peer skips
-// the test, or fails it under WARDEN_REQUIRE_DEPS=1 (aimock only skips).
+// (in-process), and @copilotkit/aimock. A missing peer skips the test, or
+// fails it under WARDEN_REQUIRE_DEPS=1.
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"iter"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	jose "github.com/go-jose/go-jose/v4"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/testenv"
 	"github.com/agentwarden/warden/internal/transport"
@@ -188,57 +195,171 @@ func (echoExecutor) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.S
 	}
 }
 
-// TestLiveA2AGo: an a2a-go v2 agent with no authentication configured
-// serves an unauthenticated SendMessage (A2A §7.4: IMPL-FAIL, the model
-// holds). warden's gateway relays MCP only, so there is no behind-warden
-// replay for A2A.
-func TestLiveA2AGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("live replay")
+// a2aGoAgent is the a2a-go v2 agent on 127.0.0.1: JSON-RPC at /a2a, its
+// card (signed with a key whose JWKS file is cardKeys) at the well-known
+// path, and every request body that reached the agent.
+type a2aGoAgent struct {
+	url, cardKeys string
+	mu            sync.Mutex
+	bodies        []string
+}
+
+func (a *a2aGoAgent) received(s string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range a.bodies {
+		if strings.Contains(b, s) {
+			return true
+		}
 	}
+	return false
+}
+
+func startA2AGo(t *testing.T) *a2aGoAgent {
+	t.Helper()
+	a := &a2aGoAgent{}
+	rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(echoExecutor{}))
+	var card []byte
 	mux := http.NewServeMux()
-	mux.Handle("/a2a", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(echoExecutor{})))
+	mux.HandleFunc("/a2a", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		a.mu.Lock()
+		a.bodies = append(a.bodies, string(body))
+		a.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rpc.ServeHTTP(w, r)
+	})
+	mux.HandleFunc(a2agw.CardPath, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(card)
+	})
 	srv, err := loopbackServer(mux)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	tgt := &Target{Name: "a2a-go", Protocol: A2A, Mode: "live", Profile: A2A10, URL: srv.URL + "/a2a"}
-	rep, err := Run(testCtx(t), tgt, nil, liveOptions())
+	a.url = srv.URL + "/a2a"
+	key, err := newSigningKey("echo-card")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rep.Results {
-		t.Logf("%-20s %-12s %s", r.Property, r.Outcome, r.Evidence)
+	raw, err := json.Marshal(&a2a.AgentCard{Name: "echo", Description: "says hello", Version: "1.0.0",
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(a.url, a2a.TransportProtocolJSONRPC)},
+		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		Skills: []a2a.AgentSkill{{ID: "hello", Name: "hello", Description: "says hello", Tags: []string{"echo"}}}})
+	if err == nil {
+		card, err = a2agw.SignCard(raw, key)
 	}
-	wantOutcomes(t, rep, map[string]Outcome{"P1_identity": Reproduced})
-	if r, _ := rep.Result("WF_wire"); r.Outcome == Unrealisable {
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks, _ := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{key.Public()}})
+	a.cardKeys = filepath.Join(t.TempDir(), "card.jwks.json")
+	if err := os.WriteFile(a.cardKeys, jwks, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestLiveA2AGo replays the A2A counterexamples against an a2a-go v2 agent
+// (no authentication configured, a signed card), plain and behind an
+// in-process warden built from a gateway.a2a configuration. Plain, the
+// unauthenticated request (IMPL-FAIL), the amplified delegation, the forged
+// card and the task nobody approved reproduce. Behind warden the first three
+// are refused by the gateway's auth, delegation and card stages: the
+// amplified chain never reaches the agent, and the refusals are in warden's
+// audit log. The unapproved task still runs: the gateway has no approval
+// hold for A2A.
+func TestLiveA2AGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("live replay")
+	}
+	agent := startA2AGo(t)
+	traces := modelTraces(t, "a2a")
+	tgt := &Target{Name: "a2a-go", Protocol: A2A, Mode: "live", Profile: A2A10, URL: agent.url, CardKeys: agent.cardKeys}
+	plain, err := Run(testCtx(t), tgt, traces, liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bt, stop, err := BehindWarden(tgt, Upstream{}, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	behind, err := Run(testCtx(t), bt, traces, liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range []*Report{plain, behind} {
+		for _, r := range rep.Results {
+			t.Logf("%-14s %-14s %-12s %s", rep.Target, r.Property, r.Outcome, r.Evidence)
+		}
+	}
+	wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "P2_card": Reproduced,
+		"P3_delegation": Reproduced, "P5_consent": Reproduced})
+	if r, _ := plain.Result("WF_wire"); r.Outcome == Unrealisable {
 		t.Errorf("WF_wire could not be driven: %s", r.Evidence)
 	}
-	if _, _, err := BehindWarden(tgt, Upstream{URL: tgt.URL}, t.TempDir(), nil); err == nil {
-		t.Error("BehindWarden accepted an A2A target; the gateway relays MCP only")
+	wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "P2_card": Blocked,
+		"P3_delegation": Blocked, "P5_consent": Reproduced, "WF_wire": Blocked})
+	for prop, by := range map[string]string{"P1_identity": "stage auth", "P2_card": "stage card, rule signature",
+		"P3_delegation": "stage delegation, rule INV-7", "WF_wire": "stage wire"} {
+		if r, _ := behind.Result(prop); !strings.Contains(r.Evidence, by) {
+			t.Errorf("behind warden, %s was not refused by the gateway (%s): %s", prop, by, r.Evidence)
+		}
+	}
+	// The amplified hop reached the agent plain, and not through warden.
+	amplified := func(rep *Report) string {
+		r, _ := rep.Result("P3_delegation")
+		var body struct {
+			Params struct {
+				Message struct {
+					Metadata map[string][]string `json:"metadata"`
+				} `json:"message"`
+			} `json:"params"`
+		}
+		for _, st := range r.Steps {
+			if st.Action == "A_amplify" && json.Unmarshal(st.Sent, &body) == nil {
+				if hops := body.Params.Message.Metadata[a2agw.MetadataKey]; len(hops) == 2 {
+					return hops[1]
+				}
+			}
+		}
+		t.Fatalf("%s: no amplified hop in the P3 steps: %+v", rep.Target, r.Steps)
+		return ""
+	}
+	if !agent.received(amplified(plain)) {
+		t.Error("plain, the amplified delegation did not reach the agent")
+	}
+	if agent.received(amplified(behind)) {
+		t.Error("behind warden, the amplified delegation reached the agent")
+	}
+	stop()
+	audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"upstream":"a2a:target"`, `"stage":"delegation"`, `"stage":"card"`, `"stage":"auth"`} {
+		if !strings.Contains(string(audit), want) {
+			t.Errorf("warden's audit log lacks %s", want)
+		}
 	}
 }
 
-// TestLiveAimock replays AG-UI, A2A and MCP against @copilotkit/aimock when
-// it is installed (WARDEN_AIMOCK_BIN or .cache/deps/aimock); otherwise it
-// skips, even under WARDEN_REQUIRE_DEPS.
+// TestLiveAimock replays AG-UI, A2A (plain and behind warden) and MCP
+// against @copilotkit/aimock (installed by .ci/deps.sh; a missing one skips
+// the test, or fails it under WARDEN_REQUIRE_DEPS=1).
 func TestLiveAimock(t *testing.T) {
 	if testing.Short() {
 		t.Skip("live replay")
 	}
-	bin := os.Getenv("WARDEN_AIMOCK_BIN")
-	if bin == "" {
-		bin = filepath.Join(testenv.ModuleRoot(t), ".cache", "deps", "aimock", "node_modules", ".bin", "aimock")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skip("@copilotkit/aimock is not installed: " + err.Error())
-	}
+	bin := testenv.Aimock(t)
 	node := testenv.Node22(t)
 	dir := t.TempDir()
 	cfg := `{"mcp":{"path":"/mcp","serverInfo":{"name":"mock","version":"1.0.0"},
   "tools":[{"name":"echo","description":"echo","inputSchema":{"type":"object"},"result":"hi"}]},
- "a2a":{"path":"/a2a","agents":[{"name":"echo","description":"echo agent","messages":[{"pattern":".*","parts":[{"text":"hello"}]}]}]},
+ "a2a":{"path":"/a2a","agents":[{"name":"echo","description":"echo agent","messages":[{"pattern":"hello","parts":[{"text":"hello"}]}]}]},
  "agui":{"path":"/agui","fixtures":[{"match":{"message":"look up"},"text":"sunny"}]}}`
 	if err := os.WriteFile(filepath.Join(dir, "aimock.json"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -264,7 +385,7 @@ func TestLiveAimock(t *testing.T) {
 	base := "http://" + addr
 	for _, tgt := range []*Target{
 		{Name: "aimock-agui", Protocol: AGUI, Mode: "live", URL: base + "/agui"},
-		{Name: "aimock-a2a", Protocol: A2A, Mode: "live", Profile: A2A10, URL: base + "/a2a"},
+		{Name: "aimock-a2a", Protocol: A2A, Mode: "live", Profile: A2A10, URL: base + "/a2a", CardURL: base + "/a2a" + a2agw.CardPath},
 		{Name: "aimock-mcp", Protocol: MCP, Mode: "live", Profile: "2025-06-18", URL: base + "/mcp",
 			Harmless: Tool{Name: "echo"}, Dial: func(context.Context) (transport.Conn, error) {
 				return transport.NewHTTPClient(transport.HTTPClientOptions{URL: base + "/mcp"}), nil
@@ -280,5 +401,23 @@ func TestLiveAimock(t *testing.T) {
 				t.Errorf("%s %s could not be driven: %s", tgt.Name, r.Property, r.Evidence)
 			}
 		}
+		if tgt.Protocol != A2A {
+			continue
+		}
+		// aimock's card is unsigned: behind warden it is pinned, and the
+		// forgery is refused as a changed card.
+		bt, stop, err := BehindWarden(tgt, Upstream{}, t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind, err := Run(testCtx(t), bt, nil, liveOptions())
+		stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range behind.Results {
+			t.Logf("%-12s %-14s %-12s %s", bt.Name, r.Property, r.Outcome, r.Evidence)
+		}
+		wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "P2_card": Blocked, "P3_delegation": Blocked, "WF_wire": Blocked})
 	}
 }

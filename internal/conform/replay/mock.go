@@ -11,6 +11,7 @@ package replay
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -219,12 +221,22 @@ func loopbackServer(h http.Handler) (*httptest.Server, error) {
 // fakeA2A is a JSON-RPC A2A agent speaking both vocabularies: 1.0 when the
 // request carries A2A-Version: 1.0, 0.3 otherwise, each refusing the
 // other's method names. Hardened: requires a bearer token and parses
-// strictly.
+// strictly, refuses a delegation chain whose scopes widen (reading the
+// hops unverified: it is a fake), and holds every task for the user's
+// input. Both serve an unsigned agent card at the well-known path.
 type fakeA2A struct{ hardened bool }
 
 func (f *fakeA2A) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	w.Header().Set("Content-Type", "application/json")
+	if r.Method == http.MethodGet && r.URL.Path == a2agw.CardPath {
+		card, _ := json.Marshal(map[string]any{"name": "fake", "description": "the replay's fake A2A agent", "version": "1",
+			"supportedInterfaces": []any{map[string]any{"url": "http://" + r.Host + "/a2a", "protocolBinding": "JSONRPC", "protocolVersion": A2A10}},
+			"defaultInputModes":   []string{"text/plain"}, "defaultOutputModes": []string{"text/plain"},
+			"skills": []any{map[string]any{"id": "echo", "name": "echo", "description": "echo", "tags": []string{"echo"}}}})
+		_, _ = w.Write(card)
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if f.hardened {
 		if _, err := jsonrpc.Decode(body, jsonrpc.Limits{}); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
@@ -242,9 +254,10 @@ func (f *fakeA2A) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method string          `json:"method"`
 		Params struct {
 			Message struct {
-				Role  string           `json:"role"`
-				Kind  string           `json:"kind"`
-				Parts []map[string]any `json:"parts"`
+				Role     string              `json:"role"`
+				Kind     string              `json:"kind"`
+				Parts    []map[string]any    `json:"parts"`
+				Metadata map[string][]string `json:"metadata"`
 			} `json:"message"`
 		} `json:"params"`
 	}
@@ -254,12 +267,20 @@ func (f *fakeA2A) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	v10 := r.Header.Get("A2A-Version") == A2A10
 	id := string(req.ID)
+	if f.hardened && !monotone(req.Params.Message.Metadata[a2agw.MetadataKey]) {
+		_, _ = w.Write(fakeError(id, -32001, "delegation chain widens its grant"))
+		return
+	}
+	state10, state03 := "TASK_STATE_COMPLETED", "completed"
+	if f.hardened {
+		state10, state03 = "TASK_STATE_INPUT_REQUIRED", "input-required"
+	}
 	switch {
 	case v10 && req.Method == "SendMessage" && req.Params.Message.Role == "ROLE_USER" && req.Params.Message.Kind == "":
-		_, _ = w.Write(fakeResult(req.ID, `{"task":{"id":"t1","status":{"state":"TASK_STATE_COMPLETED"}}}`))
+		_, _ = w.Write(fakeResult(req.ID, `{"task":{"id":"t1","status":{"state":"`+state10+`"}}}`))
 	case !v10 && req.Method == "message/send" && req.Params.Message.Role == "user" && req.Params.Message.Kind == "message" &&
 		len(req.Params.Message.Parts) > 0 && req.Params.Message.Parts[0]["kind"] == "text":
-		_, _ = w.Write(fakeResult(req.ID, `{"kind":"task","id":"t1","status":{"state":"completed"}}`))
+		_, _ = w.Write(fakeResult(req.ID, `{"kind":"task","id":"t1","status":{"state":"`+state03+`"}}`))
 	case v10 && req.Method == "GetExtendedAgentCard", !v10 && req.Method == "agent/getAuthenticatedExtendedCard":
 		_, _ = w.Write(fakeResult(req.ID, `{"name":"fake","skills":[]}`))
 	default:
@@ -267,17 +288,41 @@ func (f *fakeA2A) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// MockA2A returns an A2A target backed by the fake agent on 127.0.0.1.
+// monotone reports whether the scopes of a delegation chain's hops never
+// widen, reading the hops' payloads without verifying them.
+func monotone(chain []string) bool {
+	var granted []string
+	for i, tok := range chain {
+		parts := strings.Split(tok, ".")
+		if len(parts) != 3 {
+			return false
+		}
+		payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+		var hop a2agw.Hop
+		if err != nil || json.Unmarshal(payload, &hop) != nil {
+			return false
+		}
+		if ok, _ := a2agw.Subset(hop.Scopes, granted); i > 0 && !ok {
+			return false
+		}
+		granted = hop.Scopes
+	}
+	return true
+}
+
+// MockA2A returns an A2A target backed by the fake agent on 127.0.0.1. The
+// hardened agent's target carries the credential it asks for.
 func MockA2A(hardened bool, version string) (*Target, func(), error) {
 	srv, err := loopbackServer(&fakeA2A{hardened: hardened})
 	if err != nil {
 		return nil, nil, err
 	}
-	name := "mock-a2a"
+	t := &Target{Name: "mock-a2a", Protocol: A2A, Mode: "mock", Profile: version, URL: srv.URL + "/a2a"}
 	if hardened {
-		name += "-hardened"
+		t.Name += "-hardened"
+		t.Bearer = "mock-credential"
 	}
-	return &Target{Name: name, Protocol: A2A, Mode: "mock", Profile: version, URL: srv.URL + "/a2a"}, srv.Close, nil
+	return t, srv.Close, nil
 }
 
 // fakeAGUI streams a run as SSE; broken leaves out the end events.

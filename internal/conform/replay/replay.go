@@ -10,7 +10,9 @@
 //	   "params":{"name":"{tool}"}} A2A: JSON-RPC 0.3 | 1.0     AG-UI: POST + SSE
 //
 // Steps without a message are abstract: an Adversary step is realised by
-// the target's setup (the canary planted in its environment), a host step
+// the target's setup (the canary planted in its environment) or, on A2A,
+// by replay itself (a card forger in the card's path, a delegation chain
+// it signs: a2a_setup.go), a host step
 // (a tool result entering the model) by the oracle, which inspects what the
 // target answered. A step the adapter cannot drive on a target makes the
 // trace Unrealisable there.
@@ -91,10 +93,24 @@ type Target struct {
 	// Sensitive is the consequential tool the identity and consent probes
 	// call without credentials or consent. Zero value: Harmless.
 	Sensitive Tool
+	// Bearer is the credential an A2A client presents for the model's
+	// C_authenticate step; "" sends none. The P1 probe never sends it.
+	Bearer string
+	// CardURL is where an A2A client reads the agent card; "" means the
+	// well-known path on URL's origin (then the legacy one).
+	CardURL string
+	// CardKeys is a JWKS file of the keys that sign the A2A agent's card.
+	// Behind warden the card must then carry a signature one of them
+	// verifies; without it warden pins the first card it sees.
+	CardKeys string
 	// BehindWarden says the target is reached through warden's gateway.
 	BehindWarden bool
 	// Notes are facts about the setup shown in reports.
 	Notes []string
+
+	// a2a is what replay sets up around an A2A target (a2a_setup.go);
+	// nil until Run or BehindWarden starts it.
+	a2a *a2aSetup
 }
 
 // Trace is a counterexample as replay reads it from ITF.
@@ -265,6 +281,16 @@ func Run(ctx context.Context, t *Target, traces map[string]*Trace, o Options) (*
 		profile = DefaultMCPProfile
 	case profile == "" && t.Protocol == A2A:
 		profile = A2A10
+	}
+	if t.Protocol == A2A && t.a2a == nil {
+		s, err := newA2ASetup(t)
+		if err != nil {
+			return nil, err
+		}
+		defer s.close()
+		tt := *t
+		tt.a2a = s
+		t = &tt
 	}
 	rep := &Report{Target: t.Name, Protocol: t.Protocol, Profile: profile, Mode: t.Mode,
 		BehindWarden: t.BehindWarden, Notes: t.Notes}

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,7 +109,12 @@ func TestMockMCPStateless(t *testing.T) {
 	}
 }
 
+// TestMockA2A replays the A2A counterexamples on the vulnerable and the
+// hardened fake agent, in both vocabularies. A forged card reproduces on
+// both: with nothing between the client and the agent, no agent can keep
+// an attacker in the card's path from reaching the client.
 func TestMockA2A(t *testing.T) {
+	traces := modelTraces(t, "a2a")
 	for _, version := range []string{A2A10, A2A03} {
 		for _, hardened := range []bool{false, true} {
 			tgt, stop, err := MockA2A(hardened, version)
@@ -115,7 +122,7 @@ func TestMockA2A(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(stop)
-			rep, err := Run(testCtx(t), tgt, nil, Options{StepTimeout: 5 * time.Second})
+			rep, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,10 +130,59 @@ func TestMockA2A(t *testing.T) {
 			if hardened {
 				want = Blocked
 			}
-			wantOutcomes(t, rep, map[string]Outcome{"P1_identity": want, "WF_wire": want})
+			wantOutcomes(t, rep, map[string]Outcome{"P1_identity": want, "WF_wire": want, "P3_delegation": want,
+				"P5_consent": want, "P2_card": Reproduced})
 			if r, _ := rep.Result("P1_identity"); !hardened && !strings.Contains(r.Evidence, "extended agent card") {
 				t.Errorf("A2A %s: the unauthenticated extended card went unnoticed: %s", version, r.Evidence)
 			}
+			if r, _ := rep.Result("P3_delegation"); r.Trace != "counterexample" || r.Steps[len(r.Steps)-1].Action != "A_amplify" {
+				t.Errorf("A2A %s: P3 did not replay the model's counterexample: %+v", version, r)
+			}
+		}
+	}
+}
+
+// TestMockA2ABehindWarden replays the vulnerable fake agent plain and
+// through an in-process gateway built from a gateway.a2a configuration:
+// the amplified delegation, the forged (changed) card, the unauthenticated
+// request and the ambiguous frame reproduce plain and are refused by the
+// gateway's stages, each refusal naming its stage. A task nobody approved
+// still runs behind warden: the gateway has no approval hold for A2A.
+func TestMockA2ABehindWarden(t *testing.T) {
+	traces := modelTraces(t, "a2a")
+	for _, version := range []string{A2A10, A2A03} {
+		tgt, stop, err := MockA2A(false, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		plain, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		bt, stopW, err := BehindWarden(tgt, Upstream{}, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		behind, err := Run(testCtx(t), bt, traces, Options{StepTimeout: 5 * time.Second})
+		stopW()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "P2_card": Reproduced,
+			"P3_delegation": Reproduced, "P5_consent": Reproduced, "WF_wire": Reproduced})
+		wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "P2_card": Blocked,
+			"P3_delegation": Blocked, "P5_consent": Reproduced, "WF_wire": Blocked})
+		for prop, stage := range map[string]string{"P1_identity": "HTTP 401", "P2_card": "stage card, rule changed",
+			"P3_delegation": "stage delegation, rule INV-7", "WF_wire": "stage wire, rule duplicate-key"} {
+			if r, _ := behind.Result(prop); !strings.Contains(r.Evidence, stage) {
+				t.Errorf("A2A %s behind warden: %s was not refused by %q: %s", version, prop, stage, r.Evidence)
+			}
+		}
+		audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+		if err != nil || !strings.Contains(string(audit), `"upstream":"a2a:target"`) || !strings.Contains(string(audit), `"stage":"delegation"`) {
+			t.Errorf("A2A %s: the gateway's audit log lacks the A2A records (%v):\n%s", version, err, audit)
 		}
 	}
 }

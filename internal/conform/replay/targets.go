@@ -17,6 +17,7 @@ type TargetOptions struct {
 	Tool      string // the harmless tool (default "echo")
 	Sensitive string // the consequential tool (default: Tool)
 	Leak      string // a tool known to return the environment
+	CardKeys  string // A2A: a JWKS file of the keys that sign the agent's card
 	Logger    *slog.Logger
 }
 
@@ -25,8 +26,9 @@ const SpecHelp = "mock:mcp|mock:mcp-hardened|mock:mcp-http|mock:a2a|mock:a2a-har
 	"stdio:PROGRAM ARGS...|http://HOST/mcp|a2a+http://HOST/PATH|agui+http://HOST/PATH"
 
 // ParseTarget turns a target spec into a Target, the Upstream warden
-// would front it with (zero for A2A, AG-UI and mocks reached through a
-// pipe), and a stop function that releases what it started.
+// would front an MCP target with (zero for A2A, which warden fronts at the
+// Target's URL, for AG-UI and for mocks reached through a pipe), and a stop
+// function that releases what it started.
 //
 //	mock:mcp[-hardened|-http]   the fake MCP server (pipe, or HTTP on 127.0.0.1)
 //	mock:a2a[-hardened]         the fake A2A agent
@@ -44,6 +46,9 @@ func ParseTarget(spec string, o TargetOptions) (*Target, Upstream, func(), error
 	complete := func(t *Target) {
 		if o.Profile != "" {
 			t.Profile = o.Profile
+		}
+		if t.Protocol == A2A {
+			t.CardKeys = o.CardKeys
 		}
 		if t.Protocol != MCP || t.Mode == "mock" {
 			return

@@ -1,8 +1,9 @@
 package replay
 
-// Replay behind warden: the same target, reached through a gateway built
-// in-process from a YAML configuration the way `warden gateway` builds it,
-// with the protections the principles ask for switched on:
+// Replay behind warden (MCP here; A2A in warden_a2a.go): the same target,
+// reached through a gateway built in-process from a YAML configuration the
+// way `warden gateway` builds it, with the protections the principles ask
+// for switched on:
 //
 //	tool deny list      *env* tools (the leak)                          P4
 //	zero-trust          a token per call of the consequential tool       P1, P5
@@ -70,10 +71,15 @@ func WardenConfig(up Upstream, sensitive string, dir string) string {
 	return b.String()
 }
 
-// BehindWarden returns t reached through an in-process warden gateway in
-// front of up. dir holds the gateway's key ring and audit log (a fresh,
-// private directory). stop ends the gateway and its sessions.
+// BehindWarden returns t reached through an in-process warden gateway: in
+// front of up for an MCP target, in front of t.URL (gateway.a2a, see
+// warden_a2a.go) for an A2A target, where up is not used. dir holds the
+// gateway's keys and audit log (a fresh, private directory). stop ends the
+// gateway and its sessions.
 func BehindWarden(t *Target, up Upstream, dir string, logger *slog.Logger) (*Target, func(), error) {
+	if t.Protocol == A2A {
+		return behindWardenA2A(t, dir, logger)
+	}
 	return behindWarden(t, up, dir, logger, up.URL == "")
 }
 
@@ -86,7 +92,7 @@ func behindWardenVia(t *Target, up Upstream, dir string, stdio bool) (*Target, f
 
 func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio bool) (*Target, func(), error) {
 	if t.Protocol != MCP {
-		return nil, nil, fmt.Errorf("warden's gateway relays MCP only; %s cannot be replayed behind it", t.Protocol)
+		return nil, nil, fmt.Errorf("replay behind warden covers MCP and A2A; %s cannot be replayed behind it", t.Protocol)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
