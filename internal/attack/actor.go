@@ -46,7 +46,8 @@ func (s *store) vars(actor string) map[string]string {
 	return out
 }
 
-// sendFunc performs an on_enter `send` action for a mode.
+// sendFunc performs an on_enter `send` action for a mode. The A2A
+// send_push_notification action is the actor's own (pushNotification).
 type sendFunc func(ctx context.Context, method string, params *oatf.Value)
 
 // actor is one actor's phase machine. The mode drivers (mcpServer,
@@ -140,6 +141,8 @@ func (a *actor) runActions(actions []*oatf.Value) {
 				continue
 			}
 			a.send(a.ctx, s.Get("method").StringOr(""), s.Get("params"))
+		case act.Has("send_push_notification"):
+			a.pushNotification(a.ctx, act.Get("send_push_notification"))
 		case act.Has("log"):
 			l := act.Get("log")
 			level := slog.LevelInfo

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentwarden/warden/internal/oatf"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -70,6 +71,57 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 		if out2 := encodeJSON(v2); !bytes.Equal(out, out2) {
 			t.Fatalf("unstable: %s then %s", out, out2)
+		}
+	})
+}
+
+// FuzzA2AStream feeds arbitrary bytes to the a2a_client's stream parsing
+// (SSE framing, JSON-RPC response decoding, A2A 1.0 → OATF conversion). It
+// must never panic; every event is the stream's method, task/status (whose
+// content is a status-update) or task/artifact (an artifact-update); the
+// conversion is idempotent; and an item written back in 1.0 form and read
+// again keeps its kind.
+func FuzzA2AStream(f *testing.F) {
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"task\":{\"id\":\"t\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"statusUpdate\":{\"taskId\":\"t\",\"status\":{\"state\":\"TASK_STATE_COMPLETED\"}}}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"kind\":\"artifact-update\",\"taskId\":\"t\",\"artifact\":{\"parts\":[{\"kind\":\"file\",\"file\":{\"uri\":\"u\"}}]}}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"message\":{\"role\":\"ROLE_AGENT\",\"parts\":[{\"url\":\"u\",\"raw\":\"AA\"}]},\"task\":1}}\n\n"))
+	f.Add([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\"}}\n\ndata: [1]\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		er := transport.NewEventReader(bytes.NewReader(data), 1<<16)
+		for range 1000 {
+			ev, err := er.Next()
+			if err != nil {
+				break
+			}
+			name, content, err := a2aStreamEvent("message/stream", ev.Data)
+			if err != nil {
+				continue
+			}
+			kind := content.Get("kind").StringOr("")
+			switch name {
+			case "message/stream":
+			case a2aStatusEvent:
+				if kind != "status-update" {
+					t.Fatalf("task/status with kind %q", kind)
+				}
+			case a2aArtifactEvent:
+				if kind != "artifact-update" {
+					t.Fatalf("task/artifact with kind %q", kind)
+				}
+			default:
+				t.Fatalf("event %q", name)
+			}
+			if again := a2aResultOATF(content); !oatf.Equal(again, content) {
+				t.Fatalf("not idempotent:\n%s\n%s", oatf.CompactJSON(content), oatf.CompactJSON(again))
+			}
+			switch kind {
+			case "task", "message", "status-update", "artifact-update":
+				back := a2aResultOATF(a2aResult10("message/stream", content))
+				if k := back.Get("kind").StringOr(""); k != kind {
+					t.Fatalf("kind %q came back as %q through 1.0: %s", kind, k, oatf.CompactJSON(content))
+				}
+			}
 		}
 	})
 }

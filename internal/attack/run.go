@@ -37,15 +37,21 @@ type Options struct {
 	MCPURL string
 	// AGUIURL is the agent an ag_ui_client actor POSTs RunAgentInput to.
 	AGUIURL string
+	// A2AURL is the JSON-RPC endpoint of the agent an a2a_client actor
+	// talks to (A2A 0.3 or 1.0). Its card is looked for at
+	// A2AURL/.well-known/agent-card.json, then at the origin's.
+	A2AURL string
 	// Header is added to every HTTP request client actors make.
 	Header http.Header
 
-	// Listen is the address server actors (mcp_server) listen on with
-	// streamable HTTP, at /mcp/<actor> (and /mcp when there is one MCP
-	// server actor). Empty means 127.0.0.1:0 (a free loopback port).
+	// Listen is the address server actors listen on: mcp_server with
+	// streamable HTTP at /mcp/<actor> (and /mcp when there is one MCP
+	// server actor); a2a_server at /a2a/<actor>, its card below that (and
+	// POST / with the card at /.well-known/ when there is one A2A server
+	// actor). Empty means 127.0.0.1:0 (a free loopback port).
 	Listen string
 	// Stdio serves the document's only mcp_server actor on Stdin and Stdout
-	// instead of HTTP.
+	// instead of HTTP (a2a_server actors still listen on Listen).
 	Stdio  bool
 	Stdin  io.Reader
 	Stdout io.Writer
@@ -177,25 +183,37 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 	var actors []*actor
 	var drivers []driver
 	var servers, clients []int
-	mcpServers := 0
+	modes := map[string]int{}
 	for _, av := range items(attack.Get("execution").Get("actors")) {
-		if av.Get("mode").StringOr("") == "mcp_server" {
-			mcpServers++
-		}
+		modes[av.Get("mode").StringOr("")]++
 	}
 	var mux *http.ServeMux
+	httpMux := func() *http.ServeMux {
+		if mux == nil {
+			mux = http.NewServeMux()
+		}
+		return mux
+	}
 	for _, av := range items(attack.Get("execution").Get("actors")) {
 		a := newActor(rt, av)
 		var d driver
 		switch a.mode {
 		case "mcp_server":
-			if mux == nil && !opts.Stdio {
-				mux = http.NewServeMux()
-			}
-			if opts.Stdio && mcpServers > 1 {
+			if opts.Stdio && modes[a.mode] > 1 {
 				return nil, &EndpointError{a.name, a.mode, "HTTP (--listen): stdio serves only one mcp_server actor"}
 			}
-			d = newMCPServer(a, mux, mcpServers == 1)
+			var m *http.ServeMux // nil: stdio
+			if !opts.Stdio {
+				m = httpMux()
+			}
+			d = newMCPServer(a, m, modes[a.mode] == 1)
+		case "a2a_server":
+			d = newA2AServer(a, httpMux(), modes[a.mode] == 1)
+		case "a2a_client":
+			if opts.A2AURL == "" {
+				return nil, &EndpointError{a.name, a.mode, "an A2A agent (--a2a-url)"}
+			}
+			d = newA2AClient(a)
 		case "mcp_client":
 			if len(opts.MCPCommand) == 0 && opts.MCPURL == "" {
 				return nil, &EndpointError{a.name, a.mode, "an MCP server (--mcp-command or --mcp-url)"}
@@ -241,8 +259,11 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 		defer srv.Close()
 		base := "http://" + ln.Addr().String()
 		for _, i := range servers {
-			if ms, ok := drivers[i].(*mcpServer); ok {
-				ms.base = base
+			switch d := drivers[i].(type) {
+			case *mcpServer:
+				d.base = base
+			case *a2aServer:
+				d.base = base
 			}
 		}
 	}

@@ -183,7 +183,7 @@ func libraryFiles(dir string) ([]string, error) {
 }
 
 // attackRunUsage is the synopsis of `warden attack run`.
-const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--listen ADDR|--stdio] " +
+const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--a2a-url URL] [--listen ADDR|--stdio] " +
 	"[--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
 
 // headerFlags collects repeated --header "Name: value" flags.
@@ -215,8 +215,8 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	mcpCommand := flags.String("mcp-command", "", "mcp_client target: `COMMAND` line of an MCP server to run over stdio (split on spaces; or give it after --)")
 	mcpURL := flags.String("mcp-url", "", "mcp_client target: streamable HTTP `URL` of an MCP server")
 	aguiURL := flags.String("agui-url", "", "ag_ui_client target: `URL` of the AG-UI agent (POST RunAgentInput, SSE back)")
-	a2aURL := flags.String("a2a-url", "", "a2a_client target `URL` (the A2A modes are not supported yet)")
-	listen := flags.String("listen", "127.0.0.1:0", "`ADDR` server actors listen on (mcp_server at /mcp/ACTOR, and /mcp when there is one)")
+	a2aURL := flags.String("a2a-url", "", "a2a_client target: JSON-RPC `URL` of the A2A agent (0.3 or 1.0; its card is read from URL/.well-known/agent-card.json or the origin's)")
+	listen := flags.String("listen", "127.0.0.1:0", "`ADDR` server actors listen on (mcp_server at /mcp/ACTOR, and /mcp when there is one; a2a_server at /a2a/ACTOR, and / when there is one)")
 	stdio := flags.Bool("stdio", false, "serve the document's mcp_server actor on stdin/stdout (the summary goes to stderr)")
 	header := headerFlags{}
 	flags.Var(header, "header", "`NAME: VALUE` header for the client actors' HTTP requests (repeatable)")
@@ -266,12 +266,11 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	if *stdio && *library != "" {
 		return ExitUsage, errors.New("--stdio serves one document; it cannot run a library")
 	}
-	_ = a2aURL
 	logLevel := slog.LevelWarn
 	if *verbose {
 		logLevel = slog.LevelInfo
 	}
-	opts := attack.Options{MCPCommand: command, MCPURL: *mcpURL, AGUIURL: *aguiURL, Header: http.Header(header),
+	opts := attack.Options{MCPCommand: command, MCPURL: *mcpURL, AGUIURL: *aguiURL, A2AURL: *a2aURL, Header: http.Header(header),
 		Listen: *listen, Stdio: *stdio, Stdin: env.Stdin, Stdout: env.Stdout, MaxSession: *maxSession,
 		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))}
 	if *grace >= 0 {

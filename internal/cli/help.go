@@ -226,20 +226,24 @@ cs5-federated. See docs/conform.md.
       indicator count and name. Exit code 3 if any is invalid.
 
   warden attack run [--mcp-command CMD|--mcp-url URL] [--agui-url URL]
-                    [--listen ADDR|--stdio] [--header 'N: V'] [--grace-period D]
-                    [--max-session D] [--verdict FILE] [--trace FILE] [--sarif FILE]
-                    [--junit FILE] [--otlp URL] [--library-compat] [--verbose] DOC | --library DIR
+                    [--a2a-url URL] [--listen ADDR|--stdio] [--header 'N: V']
+                    [--grace-period D] [--max-session D] [--verdict FILE]
+                    [--trace FILE] [--sarif FILE] [--junit FILE] [--otlp URL]
+                    [--library-compat] [--verbose] DOC | --library DIR
       Runs OATF documents against real peers (modes mcp_server, mcp_client,
-      ag_ui_client; A2A not yet). Server actors listen on --listen (default
-      127.0.0.1:0) at /mcp/ACTOR and print their URLs before any client
-      starts. "DOC -- CMD ARGS" runs an MCP server for mcp_client. Prints a
-      summary; --verdict writes the OATF verdict JSON, --trace JSONL,
-      --sarif SARIF 2.1.0, --junit JUnit XML (a case per document and per
-      indicator). --otlp sends every message of the run as a span (AITF and
-      OpenTelemetry names) by OTLP over HTTP. --library runs every *.yaml under DIR with a progress line
-      and a table. Exit codes: 0 not exploited, 1 exploited or partial,
-      2 usage (missing endpoint), 3 invalid document or a verdict of error,
-      4 target unreachable or failed (nothing exploited), 5 internal.
+      a2a_server, a2a_client, ag_ui_client; A2A 0.3 and 1.0 peers). Server
+      actors listen on --listen (default 127.0.0.1:0), mcp_server at
+      /mcp/ACTOR and a2a_server at /a2a/ACTOR (card below it), and print
+      their URLs before any client starts. --a2a-url is the a2a_client
+      target's JSON-RPC endpoint. "DOC -- CMD ARGS" runs an MCP server for
+      mcp_client. Prints a summary; --verdict writes the OATF verdict JSON,
+      --trace JSONL, --sarif SARIF 2.1.0, --junit JUnit XML (a case per
+      document and per indicator). --otlp sends every message of the run as
+      a span (AITF and OpenTelemetry names) by OTLP over HTTP. --library runs
+      every *.yaml under DIR with a progress line and a table. Exit codes:
+      0 not exploited, 1 exploited or partial, 2 usage (missing endpoint),
+      3 invalid document or a verdict of error, 4 target unreachable or
+      failed (nothing exploited), 5 internal.
       A library exits with the worst code, in the order 5, 4, 3, 1, 0.
 `,
 	"demo": `  warden demo [--verbose]
