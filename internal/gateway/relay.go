@@ -213,6 +213,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
 	if call != nil {
 		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
+		if d.Actor == "" { // no token: the record names the authenticated client
+			d.Actor = r.principal
+		}
 		d.Arguments, d.Findings = call.Arguments, call.Findings
 		if call.Forward != nil {
 			d.Msg = call.Forward
@@ -326,7 +329,7 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			return err
 		}
 		d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
-			ID: msg.ID, Direction: "upstream", Msg: msg}
+			ID: msg.ID, Direction: "upstream", Msg: msg, Actor: r.principal}
 		var answered pendingCall
 		switch msg.Kind {
 		case jsonrpc.KindResponse:
