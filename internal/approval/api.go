@@ -7,6 +7,8 @@ package approval
 //	GET  /v1/approvals/{id}       one pending call
 //	POST /v1/approvals/{id}/allow {"approver": "...", "reason": "..."}
 //	POST /v1/approvals/{id}/deny  {"approver": "...", "reason": "..."}
+//	     /v1/revocations...         the revocation API, when the queue has one
+//	                                (Options.Revocations, internal/revoke)
 //
 // Every request needs "Authorization: Bearer <admin token>" (the token file
 // the gateway creates in its data dir, mode 0600), and a Host that is a
@@ -46,7 +48,11 @@ func view(p Pending) View {
 func Handler(q *Queue, token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/approvals", func(w http.ResponseWriter, r *http.Request) {
-		list := q.List()
+		list, err := q.ListContext(r.Context())
+		if err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, apiError{err.Error()})
+			return
+		}
 		out := make([]View, len(list))
 		for i, p := range list {
 			out[i] = view(p)
@@ -76,8 +82,10 @@ func Handler(q *Queue, token string) http.Handler {
 			switch err := q.Decide(r.PathValue("id"), approve, strings.TrimSpace(body.Approver), body.Reason); {
 			case errors.Is(err, ErrUnknown):
 				writeJSON(w, http.StatusNotFound, apiError{"no pending call " + r.PathValue("id") + " (decided, timed out or cancelled)"})
-			case err != nil:
+			case errors.Is(err, ErrApprover), errors.Is(err, ErrHash):
 				writeJSON(w, http.StatusBadRequest, apiError{err.Error()})
+			case err != nil:
+				writeJSON(w, http.StatusServiceUnavailable, apiError{err.Error()})
 			default:
 				writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id"), "approved": approve, "approver": body.Approver})
 			}
@@ -85,7 +93,18 @@ func Handler(q *Queue, token string) http.Handler {
 	}
 	mux.HandleFunc("POST /v1/approvals/{id}/allow", decide(true))
 	mux.HandleFunc("POST /v1/approvals/{id}/deny", decide(false))
+	if q.revocations != nil {
+		rh := q.revocations(token)
+		mux.Handle("/v1/revocations", rh)
+		mux.Handle("/v1/revocations/", rh)
+	}
+	return Guard(token, mux)
+}
 
+// Guard serves h to requests that carry the admin token and a loopback Host
+// (against DNS rebinding), and refuses every other request: the checks of
+// every admin API.
+func Guard(token string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if host, _, err := net.SplitHostPort(r.Host); err != nil || !loopbackName(host) {
 			writeJSON(w, http.StatusForbidden, apiError{"host not allowed: the admin API answers loopback names only"})
@@ -97,7 +116,7 @@ func Handler(q *Queue, token string) http.Handler {
 			writeJSON(w, http.StatusUnauthorized, apiError{"the admin token is missing or wrong"})
 			return
 		}
-		mux.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 

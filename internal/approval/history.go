@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -30,26 +31,18 @@ func (d Decided) Outcome() string {
 	return "cancelled"
 }
 
-// History returns the last HistoryLimit outcomes, newest first. It is kept
-// in memory only: the audit log is the durable record.
+// History returns the last HistoryLimit outcomes, newest first: kept in
+// memory, or in the shared backend for every instance. It is not the
+// durable record (the audit log is); a backend that cannot be read yields
+// none.
 func (q *Queue) History() []Decided {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	out := make([]Decided, len(q.history))
-	for i, d := range q.history {
-		out[len(out)-1-i] = d
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	h, err := q.backend.History(ctx)
+	if err != nil {
+		q.log.Warn("approval store: cannot read the history", "err", err)
 	}
-	return out
-}
-
-// recordLocked appends an outcome to the history. q.mu is held.
-func (q *Queue) recordLocked(p Pending, d Decision) {
-	if len(q.history) >= HistoryLimit {
-		n := copy(q.history, q.history[len(q.history)-HistoryLimit+1:])
-		clear(q.history[n:])
-		q.history = q.history[:n]
-	}
-	q.history = append(q.history, Decided{Pending: p, Decision: d, At: time.Now()})
+	return h
 }
 
 // ErrHash is returned by DecideExact when the parameters_hash the approver

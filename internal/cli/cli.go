@@ -65,7 +65,7 @@ func commands() []command {
 		{name: "demo", usage: "[--verbose]",
 			short: "run the embedded demo: a demo MCP server behind the gateway, and a scripted client", run: runDemo},
 		{name: "config", usage: "check FILE", short: "validate a configuration file and report every problem", run: runConfig},
-		{name: "token", usage: "hash|issue|verify|inspect [flags]",
+		{name: "token", usage: "hash|issue|verify|inspect|sign|revoke [flags]",
 			short: "zero-trust tokens: parameters_hash, and single-use tokens bound to one call", run: runToken},
 		{name: "keys", usage: "generate|list|jwks|client|api-key [flags]", short: "the signing keys of zero-trust tokens", run: runKeys},
 		{name: "approve", usage: "list | show ID | allow ID | deny ID [--reason TEXT]",

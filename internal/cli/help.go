@@ -88,6 +88,15 @@ Error codes are listed in docs/errors.md.
       jti, tool and parameters_hash), made with the private key from
       warden keys client. The client sends it in
       params._meta["io.agentwarden/signature"] with the token.
+
+  warden token revoke --jti ID | --sub SUBJECT [--before TIME] | --session ID | --list
+                      [--reason TEXT] [--as NAME] [--for DURATION] [--admin URL] [--data-dir DIR]
+      Revokes one token (its jti), every token of a subject issued before now
+      (or --before, RFC 3339), or a session's credentials, through the
+      gateway's admin API (AASM P8). The zero-trust stage refuses a revoked
+      token before consuming it; with store: redis every instance refuses it.
+      --list shows the revocations in force. A revocation is kept 24h (--for),
+      which must outlive the tokens it covers.
 `,
 	"keys": `  warden keys generate [--alg EdDSA|ES256] [--data-dir DIR]
       Creates a signing key and makes it the active one; the previous key is
@@ -166,7 +175,7 @@ Support/warden).
 
   warden conform replay --target TARGET [--profile REV] [--warden] [--format text|json]
                         [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME]
-                        [--card-keys FILE] [--timeout D]
+                        [--card-keys FILE] [--timeout D] [--otlp URL]
       Replays the counterexamples of the target's protocol model against an
       implementation and says, per property, reproduced, blocked or
       unrealisable. TARGET: stdio:PROGRAM ARGS..., http://HOST/mcp,
@@ -176,15 +185,18 @@ Support/warden).
       target again behind an in-process gateway: for MCP, env tools denied,
       zero-trust on the sensitive tool, audit on; for A2A, an API key, the
       card pinned (or its signature checked against --card-keys, a JWKS
-      file), delegation chains checked, audit on. Exit code 1 when a
-      finding reproduces, 3 when the target cannot be set up.
+      file), delegation chains checked, audit on. --otlp sends a span per
+      probe and per message sent and received (AITF and OpenTelemetry
+      names) by OTLP over HTTP. Exit code 1 when a finding reproduces, 3
+      when the target cannot be set up.
 
-  warden conform matrix [--format json|markdown|html] [--out DIR] [--against TARGET]
+  warden conform matrix [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]
       Prints the protocol x principle matrix (5 x 11) and the composition
       table; html is one self-contained page linking every counterexample.
       --against replays TARGET (plain and behind warden) and adds
       the implementation and behind-warden columns; triage then follows the
       decision table (BOTH-, SPEC-, IMPL-, MODEL-, AMBIGUITY-FAIL, PASS).
+      --otlp sends that replay's spans, as for conform replay.
       --out writes matrix.json, matrix.md, matrix.html and the traces. Exit code 0.
 
 Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,

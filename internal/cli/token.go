@@ -16,7 +16,7 @@ import (
 // inspect zero-trust invocation tokens.
 func runToken(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
-		return ExitUsage, errors.New("usage: warden token hash|issue|verify|inspect|sign (see warden help token)")
+		return ExitUsage, errors.New("usage: warden token hash|issue|verify|inspect|sign|revoke (see warden help token)")
 	}
 	switch args[0] {
 	case "hash":
@@ -29,8 +29,10 @@ func runToken(ctx context.Context, env *Env, args []string) (int, error) {
 		return runTokenInspect(ctx, env, args[1:])
 	case "sign":
 		return runTokenSign(ctx, env, args[1:])
+	case "revoke":
+		return runRevoke(ctx, env, args[1:])
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want hash, issue, verify, inspect or sign)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want hash, issue, verify, inspect, sign or revoke)", args[0])
 }
 
 // runTokenHash prints the parameters_hash of a tool call's arguments: the

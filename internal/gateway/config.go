@@ -69,6 +69,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		opts.AuthorizeURL = authorizeURL(publicBase(gc))
 		opts.ProofStore = zt.Store
 		opts.Ready = readiness(zt.Store)
+		opts.EndSession = zt.EndSession
 	}
 	var classify *Classify
 	if len(gc.ZeroTrust.Classification) > 0 {
@@ -258,12 +259,26 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 		RequireDPoP: z.RequireDPoP, Persona: z.Persona,
 	}
 	stage.Signer = ring // issues tokens for mandates and approved calls
+	// Revocations and approvals follow the replay store (config_scale.go).
+	reg, err := openRevocations(z, dir)
+	if err != nil {
+		st.Close()
+		return ZeroTrust{}, nil, "", fmt.Errorf("revocation registry: %w", err)
+	}
+	stage.Revocations = reg
+	closer := closeAll{reg, st}
 	if z.HoldForApproval {
-		stage.Approvals = approval.New(z.ApprovalTimeout)
+		q, err := openApprovals(z, reg, nil)
+		if err != nil {
+			closer.Close()
+			return ZeroTrust{}, nil, "", fmt.Errorf("approval queue: %w", err)
+		}
+		closer = append(closeAll{q}, closer...)
+		stage.Approvals = q
 		stage.AdminApproval = z.Channel(config.ApprovalAdmin)
 		stage.ElicitApproval = z.Channel(config.ApprovalElicitation)
 	}
-	return stage, st, dir, nil
+	return stage, closer, dir, nil
 }
 
 // upstreamURLs returns the URLs by which clients reach upstream name on the

@@ -108,6 +108,10 @@ type Options struct {
 	// Pinner, when tool pinning is on, is shared with the console (the
 	// pins page) and the CLI.
 	Pinner *pin.Pinner
+	// EndSession, if set, is called when a session with an id ends
+	// (DELETE, idle timeout, the upstream's exit): AASM P8 cancels its held
+	// calls and revokes its credentials (ZeroTrust.EndSession).
+	EndSession func(ctx context.Context, session string) error
 	// Ready, if set, says whether the gateway can serve (its stores answer):
 	// /readyz answers 503 with the reason when it returns an error.
 	Ready func(context.Context) error
@@ -303,6 +307,11 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 	})
 	err = relay.Run(ctx)
 	g.log.Debug("session ended", "upstream", u.Name, "session", session)
+	if g.opts.EndSession != nil && session != "" {
+		if eerr := g.opts.EndSession(context.WithoutCancel(ctx), session); eerr != nil {
+			g.log.Warn("session ended, but its held calls or credentials could not be revoked", "session", session, "err", eerr)
+		}
+	}
 	return err
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/revoke"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/zerotrust"
 	"github.com/agentwarden/warden/internal/zerotrust/dpop"
@@ -112,6 +113,36 @@ type ZeroTrust struct {
 	// tool + "\x00" + parameters_hash. A call without a token that matches
 	// one gets a token from Signer, with binding_mode "pre-defined".
 	Mandates map[string]bool
+
+	// Revocations, if set, is the revocation registry (AASM P8): a token
+	// whose jti, subject (issued before a time) or session was revoked is
+	// refused before it is consumed. A registry that cannot decide refuses
+	// the call.
+	Revocations revoke.Registry
+}
+
+// checkRevoked refuses a token that was revoked (P8), or that the registry
+// cannot decide on (fail-secure).
+func (z ZeroTrust) checkRevoked(ctx context.Context, c *Call, claims *zerotrust.Claims) *Denial {
+	if z.Revocations == nil {
+		return nil
+	}
+	revoked, reason, err := z.Revocations.Check(ctx, revoke.Token{ID: claims.ID, Subject: claims.Subject,
+		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: c.Session})
+	switch {
+	case err != nil:
+		return &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused: " + err.Error()}
+	case revoked:
+		return &Denial{Rule: "revoked", Reason: "P8 credential revocation: " + reason}
+	}
+	return nil
+}
+
+// EndSession is AASM P8 for a session that closed (DELETE, idle timeout,
+// the upstream's exit): its held calls are cancelled, on every instance,
+// and its credentials revoked.
+func (z ZeroTrust) EndSession(ctx context.Context, session string) error {
+	return endSession(ctx, z.Approvals, z.Revocations, session)
 }
 
 // MandateKey is the key of a pre-approved invocation in ZeroTrust.Mandates.
@@ -207,6 +238,9 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		if verr := zerotrust.VerifyInvocation(sig, pinned, inv); verr != nil {
 			return verifyDenial(verr)
 		}
+	}
+	if d := z.checkRevoked(ctx, c, claims); d != nil {
+		return d
 	}
 	// Build what will be forwarded before consuming, so that nothing after
 	// the consume can fail.
