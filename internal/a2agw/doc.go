@@ -10,15 +10,15 @@
 //
 //	client ──POST JSON-RPC──► Authenticate (principal)
 //	                          jsonrpc.Decode (duplicate keys, UTF-8, depth, size, exact members)
-//	                          method-policy ► card ► delegation (INV-7) ► taint (Flow)   first denial wins
+//	                          method-policy ► card ► delegation (INV-7) ► consent, taint (Flow)   first denial wins
 //	                          Record(client event)       error ⇒ refused (fail-secure)
 //	                          POST the exact validated bytes ──► upstream agent
 //	       ◄── JSON answer, or SSE event by event: each decoded strictly, a response
 //	           to this request's id, recorded and shown to Flow before it is written
 //
 // Every refusal is a JSON-RPC error whose data is a jsonrpc.Detail naming
-// the stage (listener, auth, wire, method-policy, card, delegation, taint,
-// audit, upstream) and the rule. A delegation refusal has rule "INV-7", the failed
+// the stage (listener, auth, wire, method-policy, card, delegation, consent,
+// taint, audit, upstream) and the rule. A delegation refusal has rule "INV-7", the failed
 // check in "step" and the offending hop in "path". docs/a2a.md describes
 // the delegation format, card pinning and the configuration.
 //

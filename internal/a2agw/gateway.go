@@ -26,6 +26,7 @@ const (
 	StageCard       = "card"            // the upstream's card is not attested
 	StageDelegation = "delegation"      // INV-7
 	StageTaint      = "taint"           // Options.Flow refused untrusted content
+	StageConsent    = "consent"         // Options.Flow: no person approved the request
 	StageAudit      = "audit"           // Options.Record failed
 	StageUpstream   = "upstream"        // unreachable, or answered something invalid
 )
@@ -109,16 +110,21 @@ type Options struct {
 	Now func() time.Time
 }
 
-// A Flow follows untrusted content through the gateway (AgentRFC CS). It
-// must be safe for concurrent use.
+// A Flow decides on requests the gateway's policy holds beyond the
+// protocol: consent (AASM P5) and untrusted content (AgentRFC CS). It must
+// be safe for concurrent use.
 type Flow interface {
-	// Check decides on a request before it is forwarded: "" lets it pass,
-	// otherwise rule and reason say why it is refused. It may block, to
-	// wait for a person, until ctx ends.
-	Check(ctx context.Context, principal, method string, params []byte) (rule, reason string)
+	// Check decides on a request before it is forwarded: nil lets it pass.
+	// It may block, to wait for a person, until ctx ends.
+	Check(ctx context.Context, principal, method string, params []byte) *Refusal
 	// Observe is shown the result of each answer and streamed event, with
 	// the params of the request it answers.
 	Observe(ctx context.Context, principal, method string, params, result []byte)
+}
+
+// Refusal is a Flow's refusal; Stage "" means StageTaint.
+type Refusal struct {
+	Stage, Rule, Reason string
 }
 
 // Event is what the gateway reports about each message it handled.

@@ -241,16 +241,20 @@ func (h *Handler) checkDelegation(ctx context.Context, c *call) *denial {
 	return nil
 }
 
-// checkFlow is the "taint" stage: Options.Flow decides whether the
-// request may carry what it carries.
+// checkFlow is the "consent" and "taint" stages: Options.Flow decides
+// whether the request may go, and may wait for a person to decide.
 func (h *Handler) checkFlow(ctx context.Context, c *call) *denial {
 	if h.opts.Flow == nil {
 		return nil
 	}
-	if rule, reason := h.opts.Flow.Check(ctx, c.principal, c.msg.Method, c.msg.Params); rule != "" {
-		return &denial{Stage: StageTaint, Rule: rule, Reason: reason}
+	r := h.opts.Flow.Check(ctx, c.principal, c.msg.Method, c.msg.Params)
+	if r == nil {
+		return nil
 	}
-	return nil
+	if r.Stage == "" {
+		r.Stage = StageTaint
+	}
+	return &denial{Stage: r.Stage, Rule: r.Rule, Reason: r.Reason}
 }
 
 // observe shows an answer's result to Options.Flow.

@@ -173,6 +173,11 @@ type A2AUpstream struct {
 	RequireSignedCard bool
 	// Delegation (AASM P3, INV-7).
 	Delegation A2ADelegation
+	// RequireApproval are the methods (patterns) that need a person's
+	// consent (AASM P5): each such request is held for approval
+	// (zero_trust.hold_for_approval with the admin channel), or refused
+	// where nothing can hold it.
+	RequireApproval []Pattern
 }
 
 // A2ADelegation configures delegation-chain checks.

@@ -488,6 +488,7 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 					{"allow_extended_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.AllowExtendedCard) }},
 					{"card_keys", func(n *yaml.Node, p string) { d.strings(n, p, &a.CardKeys) }},
 					{"require_signed_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.RequireSignedCard) }},
+					{"require_approval", func(n *yaml.Node, p string) { d.patterns(n, p, &a.RequireApproval) }},
 					{"delegation", func(n *yaml.Node, p string) {
 						d.mapping(n, p, []field{
 							{"require", func(n *yaml.Node, p string) { d.bool(n, p, &a.Delegation.Require) }},

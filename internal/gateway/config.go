@@ -186,13 +186,17 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			opts.Metrics = rs.Metrics
 		}
 	}
-	var flow func(name string) a2agw.Flow
-	if taintStage != nil {
-		var queue *approval.Queue
-		if taintStage.CanHold && zt.AdminApproval {
-			queue = zt.Approvals
+	// A2A consent and taint: held on the admin approval queue when there is
+	// one, refused otherwise.
+	var queue *approval.Queue
+	if zt.MayBlock() && zt.AdminApproval {
+		queue = zt.Approvals
+	}
+	flow := func(a config.A2AUpstream) a2agw.Flow {
+		if taintStage == nil && len(a.RequireApproval) == 0 {
+			return nil
 		}
-		flow = func(name string) a2agw.Flow { return taintStage.A2AFlow(name, queue, logger) }
+		return newA2AFlow(taintStage, a.RequireApproval, a.Name, queue, logger)
 	}
 	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
 		for _, c := range opts.Closers {

@@ -23,7 +23,7 @@ const A2APath = "/a2a/"
 
 // a2aHandlers builds the A2A gateways of gc (internal/a2agw), each with the
 // listener's authentication and, when the audit log is on, its records.
-func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *transport.AuthRefusal), rs *Records, flow func(name string) a2agw.Flow, logger *slog.Logger) (map[string]http.Handler, error) {
+func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *transport.AuthRefusal), rs *Records, flow func(config.A2AUpstream) a2agw.Flow, logger *slog.Logger) (map[string]http.Handler, error) {
 	if len(gc.A2A) == 0 {
 		return nil, nil
 	}
@@ -59,8 +59,8 @@ func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tra
 		if rs != nil && rs.Audit != nil {
 			opts.Record = A2ARecord(rs.Audit)
 		}
-		if flow != nil {
-			opts.Flow = flow(a.Name)
+		if f := flow(a); f != nil {
+			opts.Flow = f
 		}
 		h, err := a2agw.New(opts)
 		if err != nil {

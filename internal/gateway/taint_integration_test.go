@@ -114,8 +114,8 @@ func newTaintFixture(t *testing.T, extra string) *taintFixture {
 gateway:
   zero_trust: {public_url: %q, data_dir: %q, store: memory, subject: alice%s}
   upstreams: [{name: docs, url: %s, require_token: [transfer_funds]}]
-  a2a: [{name: planner, url: %s}]
-%s`, srv.URL, keyedDataDir(t), holdFor(extra), up.URL+"/", agentURL, extra)), "test.yaml")
+  a2a: [{name: planner, url: %s%s}]
+%s`, srv.URL, keyedDataDir(t), holdFor(extra), up.URL+"/", agentURL, consentFor(extra), extra)), "test.yaml")
 	if err == nil {
 		err = cfg.Validate()
 	}
@@ -143,6 +143,15 @@ gateway:
 func holdFor(extra string) string {
 	if strings.Contains(extra, "# hold") {
 		return ", hold_for_approval: true, approval_channels: [admin]"
+	}
+	return ""
+}
+
+// consentFor makes the planner's SendMessage need a person's consent when
+// the extra configuration says "# consent".
+func consentFor(extra string) string {
+	if strings.Contains(extra, "# consent") {
+		return ", require_approval: [SendMessage]"
 	}
 	return ""
 }
@@ -332,4 +341,42 @@ func waitHeld(t *testing.T, q *approval.Queue) approval.Pending {
 	}
 	t.Fatalf("nothing held; queue: %+v", q.List())
 	return approval.Pending{}
+}
+
+// TestA2AConsent (AASM P5 for A2A): a method listed in require_approval is
+// not delivered until a person approves it; where the gateway holds no
+// calls it is refused. Without the list the same message is delivered.
+func TestA2AConsent(t *testing.T) {
+	const text = "Book the quarterly review with the finance team for Tuesday."
+	bare := newTaintFixture(t, "")
+	if stage, _, msg := refusal(bare.delegate(t, text)); stage != "" || len(bare.agent.received()) != 1 {
+		t.Fatalf("without require_approval: %s %s, agent got %q", stage, msg, bare.agent.received())
+	}
+
+	refused := newTaintFixture(t, "  # consent\n")
+	stage, rule, msg := refusal(refused.delegate(t, text))
+	if stage != "consent" || rule != `require-approval "SendMessage"` || !strings.Contains(msg, "approval") {
+		t.Fatalf("no approval channel: %s/%s %q, want a consent refusal", stage, rule, msg)
+	}
+	if got := refused.agent.received(); len(got) != 0 {
+		t.Fatalf("an unapproved message was delivered: %q", got)
+	}
+
+	held := newTaintFixture(t, "  # consent\n  # hold\n")
+	done := make(chan map[string]any, 1)
+	go func() { done <- held.delegate(t, text) }()
+	p := waitHeld(t, held.queue)
+	if p.Upstream != "a2a:planner" || p.Tool != "SendMessage" || !strings.Contains(string(p.Arguments), "quarterly review") {
+		t.Fatalf("held request = %+v", p)
+	}
+	if len(held.agent.received()) != 0 {
+		t.Fatal("delivered before approval")
+	}
+	held.queue.Decide(p.ID, true, "bob@example.com", "")
+	if stage, _, msg := refusal(<-done); stage != "" {
+		t.Fatalf("approved, yet refused: %s %s", stage, msg)
+	}
+	if got := held.agent.received(); len(got) != 1 {
+		t.Fatalf("approved: agent got %q", got)
+	}
 }

@@ -74,6 +74,11 @@ func a2aAmplifiedDelegation(ctx context.Context, t *Target, tr *Trace, o Options
 // no consent step. Blocked means the agent (or a gateway) asked for input
 // or approval first; any other refusal shows nothing about consent.
 func a2aUnconsented(ctx context.Context, t *Target, tr *Trace, o Options) Result {
+	if t.a2a != nil && t.a2a.consentURL != "" {
+		ct := *t // behind warden: the mount where consent is configured
+		ct.URL = t.a2a.consentURL
+		t = &ct
+	}
 	c, err := newA2A(t, o)
 	if err != nil {
 		return unrealisable(err.Error())

@@ -59,6 +59,9 @@ type a2aSetup struct {
 	// does when its card TTL lapses; nil on a plain target.
 	refresh     func(context.Context) error
 	root, relay *jose.JSONWebKey // private keys of the chain's two issuers
+	// consentURL, behind warden, is the mount whose message methods need a
+	// person's approval (require_approval); "" on a plain target.
+	consentURL string
 }
 
 // newA2ASetup starts the card forger in front of t's card and makes the

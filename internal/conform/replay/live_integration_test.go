@@ -302,9 +302,9 @@ func TestLiveA2AGo(t *testing.T) {
 		t.Errorf("WF_wire could not be driven: %s", r.Evidence)
 	}
 	wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "P2_card": Blocked,
-		"P3_delegation": Blocked, "P5_consent": Reproduced, "WF_wire": Blocked})
+		"P3_delegation": Blocked, "P5_consent": Blocked, "WF_wire": Blocked})
 	for prop, by := range map[string]string{"P1_identity": "stage auth", "P2_card": "stage card, rule signature",
-		"P3_delegation": "stage delegation, rule INV-7", "WF_wire": "stage wire"} {
+		"P3_delegation": "stage delegation, rule INV-7", "P5_consent": "consent", "WF_wire": "stage wire"} {
 		if r, _ := behind.Result(prop); !strings.Contains(r.Evidence, by) {
 			t.Errorf("behind warden, %s was not refused by the gateway (%s): %s", prop, by, r.Evidence)
 		}

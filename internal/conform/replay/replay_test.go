@@ -173,7 +173,7 @@ func TestMockA2ABehindWarden(t *testing.T) {
 		wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "P2_card": Reproduced,
 			"P3_delegation": Reproduced, "P5_consent": Reproduced, "WF_wire": Reproduced})
 		wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "P2_card": Blocked,
-			"P3_delegation": Blocked, "P5_consent": Reproduced, "WF_wire": Blocked})
+			"P3_delegation": Blocked, "P5_consent": Blocked, "WF_wire": Blocked})
 		for prop, stage := range map[string]string{"P1_identity": "HTTP 401", "P2_card": "stage card, rule changed",
 			"P3_delegation": "stage delegation, rule INV-7", "WF_wire": "stage wire, rule duplicate-key"} {
 			if r, _ := behind.Result(prop); !strings.Contains(r.Evidence, stage) {

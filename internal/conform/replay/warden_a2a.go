@@ -38,8 +38,14 @@ import (
 )
 
 // wardenA2AName is the name of the agent in the gateway: it is served at
-// gateway.A2APath + wardenA2AName.
-const wardenA2AName = "target"
+// gateway.A2APath + wardenA2AName. The same agent is also served at
+// wardenA2AConsentName with require_approval on the methods that send a
+// message (AASM P5): the consent probe goes there, the other probes (whose
+// control messages must be delivered) to the first.
+const (
+	wardenA2AName        = "target"
+	wardenA2AConsentName = "target-consent"
+)
 
 // a2aWardenSpec is what the A2A gateway configuration names.
 type a2aWardenSpec struct {
@@ -67,6 +73,11 @@ func wardenA2AConfig(s a2aWardenSpec) string {
 	}
 	fmt.Fprintf(&b, "      delegation:\n        agent: %s\n        roots: {%s: [%s]}\n", delegationTarget, delegationRoot, grantedScope)
 	fmt.Fprintf(&b, "        keys: {%s: %s, %s: %s}\n", delegationRoot, q(s.RootKeys), delegationRelay, q(s.RelayKeys))
+	fmt.Fprintf(&b, "    - name: %s\n      url: %s\n      card_url: %s\n", wardenA2AConsentName, q(s.URL), q(s.CardURL))
+	if s.CardKeys != "" {
+		fmt.Fprintf(&b, "      card_keys: [%s]\n      require_signed_card: true\n", q(s.CardKeys))
+	}
+	b.WriteString("      require_approval: [SendMessage, SendStreamingMessage, message/send, message/stream]\n")
 	return b.String()
 }
 
@@ -139,7 +150,8 @@ func behindWardenA2A(t *Target, dir string, logger *slog.Logger) (*Target, func(
 	bt.URL = srv.URL + strings.TrimSuffix(gateway.A2APath, "/") + "/" + wardenA2AName
 	bt.CardURL = bt.URL + a2agw.CardPath
 	bt.Bearer = key
-	bt.a2a = &a2aSetup{forger: s.forger, cardURL: bt.CardURL, root: s.root, relay: s.relay}
+	bt.a2a = &a2aSetup{forger: s.forger, cardURL: bt.CardURL, root: s.root, relay: s.relay,
+		consentURL: srv.URL + strings.TrimSuffix(gateway.A2APath, "/") + "/" + wardenA2AConsentName}
 	if r, ok := opts.A2A[wardenA2AName].(interface{ RefreshCard(context.Context) error }); ok {
 		bt.a2a.refresh = r.RefreshCard
 	}
@@ -150,7 +162,7 @@ func behindWardenA2A(t *Target, dir string, logger *slog.Logger) (*Target, func(
 	bt.Notes = append(append([]string(nil), t.Notes...),
 		"behind warden (gateway.a2a): API key for the principal "+delegationRoot+"; "+card+
 			"; delegation roots {"+delegationRoot+": ["+grantedScope+"]}, agent "+delegationTarget+
-			"; audit log on; strict wire layer")
+			"; audit log on; strict wire layer; the consent probe (P5) on a second mount whose message methods need approval")
 	var once sync.Once
 	return &bt, func() { once.Do(func() { srv.Close(); g.Close(); s.close() }) }, nil
 }
