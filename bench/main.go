@@ -59,7 +59,7 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `file`")
-	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform (results.json and BENCHMARKS.md are then not written)")
+	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform, attack (results.json and BENCHMARKS.md are then not written)")
 	flag.Parse()
 	run := func(section string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), section) }
 	if *memprofile != "" {
@@ -103,6 +103,9 @@ func main() {
 	}
 	if run("conform") {
 		benchConform(ctx, add)
+	}
+	if run("attack") {
+		benchAttack(ctx, add, *rounds)
 	}
 	if run("stdio") {
 		bin := buildWarden()

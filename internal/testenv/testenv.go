@@ -92,6 +92,19 @@ func GoEverythingServer(t testing.TB) string { t.Helper(); return find(t, goEver
 // default.
 func Aimock(t testing.TB) string { t.Helper(); return find(t, aimock) }
 
+// Paths returns the paths of Node 22 and aimock for programs that are not
+// tests (the bench), or why one is missing.
+func Paths() (node, aimockBin string, err error) {
+	var problem string
+	if node, problem = lookup(node22); problem != "" {
+		return "", "", errors.New("Node 22: " + problem)
+	}
+	if aimockBin, problem = lookup(aimock); problem != "" {
+		return "", "", errors.New("@copilotkit/aimock: " + problem)
+	}
+	return node, aimockBin, nil
+}
+
 // RequireDeps reports whether missing dependencies fail tests rather than
 // skip them (WARDEN_REQUIRE_DEPS=1).
 func RequireDeps() bool { return os.Getenv(EnvRequireDeps) == "1" }
