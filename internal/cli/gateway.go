@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,10 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	if listen != "" {
 		cfg.Gateway.Listen.Addr = listen
 	}
+	tlsConfig, err := gateway.TLSConfig(cfg.Gateway.Listen.TLS)
+	if err != nil {
+		return ExitConfig, err
+	}
 	opts, err := gateway.FromConfig(cfg, logger)
 	if err != nil {
 		return ExitConfig, err
@@ -145,6 +150,10 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	ln, err := net.Listen("tcp", cfg.Gateway.Listen.Addr)
 	if err != nil {
 		return ExitUpstream, fmt.Errorf("listener: %w", err)
+	}
+	scheme := "http"
+	if tlsConfig != nil {
+		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
 	}
 	if !isLoopback(ln.Addr()) {
 		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
@@ -161,8 +170,8 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		defer stop()
 	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(env.Stderr, "warden gateway listening on http://%s\n", ln.Addr())
-	for _, r := range g.Routes("http://" + ln.Addr().String()) {
+	fmt.Fprintf(env.Stderr, "warden gateway listening on %s://%s\n", scheme, ln.Addr())
+	for _, r := range g.Routes(scheme + "://" + ln.Addr().String()) {
 		fmt.Fprintf(env.Stderr, "  %s\n", r)
 	}
 	errc := make(chan error, 1)

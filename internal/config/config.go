@@ -233,6 +233,16 @@ type AuthConfig struct {
 // Enabled reports whether the listener authenticates clients.
 func (a AuthConfig) Enabled() bool { return a.Issuer != "" || len(a.APIKeys) > 0 }
 
+// ListenTLS is the listener's TLS: a certificate and key (PEM files), and
+// optionally the CA (PEM) whose client certificates are required.
+type ListenTLS struct {
+	CertFile, KeyFile string
+	ClientCAFile      string
+}
+
+// Enabled reports whether the listener serves HTTPS.
+func (t ListenTLS) Enabled() bool { return t.CertFile != "" }
+
 // TaintConfig configures taint tracking (internal/taint): text from a tool
 // answer, a resource or an A2A agent's answer is untrusted, and a request
 // that carries a copied run of it to a higher-tier tool, a sink tool or an
@@ -559,6 +569,9 @@ type ListenConfig struct {
 	// the user visits sends requests to the gateway and drives the upstream
 	// tools. Only turn it off behind a proxy that does these checks itself.
 	InsecureDisableHostCheck bool
+	// TLS serves the listener over HTTPS; with ClientCAFile, every client
+	// must present a certificate that CA issued (mutual TLS, AASM P1).
+	TLS ListenTLS
 }
 
 // Loopback reports whether Addr's host is a loopback address or "localhost",

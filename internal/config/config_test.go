@@ -430,6 +430,11 @@ func TestValidateValues(t *testing.T) {
 		{"taint min_match", func(c *Config) { c.Gateway.Taint.MinMatch = 4 }, "gateway.taint.min_match: min_match must be between 8 and 4096"},
 		{"taint ttl", func(c *Config) { c.Gateway.Taint.TTL = -time.Second }, "gateway.taint.ttl"},
 		{"taint flag", func(c *Config) { c.Gateway.Taint.Action, c.Gateway.Taint.MinMatch = "flag", 48 }, ""},
+		{"tls cert without key", func(c *Config) { c.Gateway.Listen.TLS.CertFile = "a.crt" }, "gateway.listen.tls: cert_file and key_file go together"},
+		{"client CA without TLS", func(c *Config) { c.Gateway.Listen.TLS.ClientCAFile = "ca.pem" }, "gateway.listen.tls.client_ca_file: client certificates need TLS"},
+		{"mtls", func(c *Config) {
+			c.Gateway.Listen.TLS = ListenTLS{CertFile: "a.crt", KeyFile: "a.key", ClientCAFile: "ca.pem"}
+		}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

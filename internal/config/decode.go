@@ -655,6 +655,13 @@ func (d *decoder) listen(n *yaml.Node, path string, l *ListenConfig) {
 		{"allowed_hosts", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedHosts) }},
 		{"allowed_origins", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedOrigins) }},
 		{"insecure_disable_host_check", func(n *yaml.Node, p string) { d.bool(n, p, &l.InsecureDisableHostCheck) }},
+		{"tls", func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{
+				{"cert_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.CertFile) }},
+				{"key_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.KeyFile) }},
+				{"client_ca_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.ClientCAFile) }},
+			})
+		}},
 	})
 }
 

@@ -415,6 +415,12 @@ func (v *validator) listen(p string, l ListenConfig) {
 			v.errorf(index(join(p, "allowed_origins"), i), "%s", msg)
 		}
 	}
+	switch t := l.TLS; {
+	case (t.CertFile == "") != (t.KeyFile == ""):
+		v.errorf(join(p, "tls"), "cert_file and key_file go together: give both or neither")
+	case t.ClientCAFile != "" && t.CertFile == "":
+		v.errorf(join(p, "tls.client_ca_file"), "client certificates need TLS: give cert_file and key_file too")
+	}
 }
 
 func (v *validator) limits(p string, l LimitsConfig) {

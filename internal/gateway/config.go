@@ -307,7 +307,9 @@ func upstreamURLs(gc config.GatewayConfig, name string) func(*Call) []*url.URL {
 // zero_trust.public_url, else http://<listen.addr>.
 func publicBase(gc config.GatewayConfig) string {
 	base := gc.ZeroTrust.PublicURL
-	if base == "" {
+	if base == "" && gc.Listen.TLS.Enabled() {
+		base = "https://" + gc.Listen.Addr
+	} else if base == "" {
 		base = "http://" + gc.Listen.Addr
 	}
 	return strings.TrimSuffix(base, "/")

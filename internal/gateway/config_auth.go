@@ -12,10 +12,16 @@ import (
 
 // authentication builds the listener's Authenticate function and the RFC
 // 9728 protected resource metadata from gateway.auth, or nils when it is
-// off.
+// off. With a client CA on the listener and no gateway.auth, the verified
+// client certificate names the principal; with both, the bearer token or
+// API key does, and the certificate (required by the handshake) only
+// authenticates the connection.
 func authentication(gc config.GatewayConfig) (func(*http.Request) (string, *transport.AuthRefusal), http.Handler, error) {
 	a := gc.Auth
 	if !a.Enabled() {
+		if gc.Listen.TLS.ClientCAFile != "" {
+			return certAuthentication, nil, nil // mutual TLS: the certificate names the client
+		}
 		return nil, nil, nil
 	}
 	cfg := authn.Config{Issuer: a.Issuer, Audience: a.Audience, SubjectClaim: a.SubjectClaim, APIKeys: a.APIKeys}
