@@ -6,9 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 )
 
@@ -83,94 +81,21 @@ func (h *Handler) inspect(ctx context.Context, v *verdict, sc scope, kind secpro
 }
 
 // Marker returns the inert text that replaces a quarantined value of n
-// characters.
-func Marker(n int, rule string) string {
-	return "[warden: quarantined " + strconv.Itoa(n) + " chars of untrusted content: " + rule + "]"
-}
+// characters (secproc.Marker).
+func Marker(n int, rule string) string { return secproc.Marker(n, rule) }
 
-// quarantine returns raw with each value that targets names replaced by its
-// Marker. Members keep their order; only the objects and arrays on the way
-// to a target are re-encoded, and a target that is not a string becomes a
-// string. raw must be valid JSON.
+// quarantine is secproc.Quarantine.
 func quarantine(raw []byte, path string, targets map[string]string) []byte {
-	return rewrite(raw, path, targets, func(old []byte, rule string) []byte {
-		n := utf8.RuneCount(old)
-		if s, ok := jsonrpc.String(old); ok {
-			n = utf8.RuneCountInString(s)
-		}
-		return jsonrpc.Quote(Marker(n, rule))
-	})
+	return secproc.Quarantine(raw, path, targets)
 }
 
-// rewrite returns raw with the value at each path that targets names
-// replaced by mark(the value, its rule).
+// rewrite is secproc.Rewrite.
 func rewrite(raw []byte, path string, targets map[string]string, mark func(old []byte, rule string) []byte) []byte {
-	if rule, ok := targets[path]; ok {
-		return mark(raw, rule)
-	}
-	if !under(path, targets) {
-		return raw
-	}
-	raw = bytes.TrimSpace(raw)
-	var b bytes.Buffer
-	switch {
-	case len(raw) > 0 && raw[0] == '{':
-		b.WriteByte('{')
-		first := true
-		jsonrpc.Members(raw, func(name string, v []byte) {
-			if !first {
-				b.WriteByte(',')
-			}
-			first = false
-			b.Write(jsonrpc.Quote(name))
-			b.WriteByte(':')
-			b.Write(rewrite(v, memberPath(path, name), targets, mark))
-		})
-		b.WriteByte('}')
-	case len(raw) > 0 && raw[0] == '[':
-		var elems []json.RawMessage
-		if json.Unmarshal(raw, &elems) != nil {
-			return raw
-		}
-		b.WriteByte('[')
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(rewrite(e, path+"["+strconv.Itoa(i)+"]", targets, mark))
-		}
-		b.WriteByte(']')
-	default:
-		return raw
-	}
-	return b.Bytes()
+	return secproc.Rewrite(raw, path, targets, mark)
 }
 
-// under reports whether a target lies inside the value at path.
-func under(path string, targets map[string]string) bool {
-	for t := range targets {
-		if rest, ok := strings.CutPrefix(t, path); ok && (rest == "" || rest[0] == '.' || rest[0] == '[') {
-			return true
-		}
-	}
-	return false
-}
-
-// memberPath is the path of member k of the object at path, spelled as the
-// security processor spells the paths of its findings.
-func memberPath(path, k string) string {
-	simple := k != ""
-	for _, r := range k {
-		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
-			simple = false
-			break
-		}
-	}
-	if simple {
-		return path + "." + k
-	}
-	return path + "[" + strconv.Quote(k) + "]"
-}
+// memberPath is secproc.MemberPath.
+func memberPath(path, k string) string { return secproc.MemberPath(path, k) }
 
 // instructionRoles are the roles whose messages instruct the model. Only
 // the client may set them; the agent side can never add or change one.

@@ -273,7 +273,7 @@ type SecurityConfig struct {
 	Enabled bool
 	// Actions by category (file_access, command_injection, exfiltration,
 	// privilege_escalation, prompt_injection): "deny", "require_approval",
-	// "flag" or "off"; "" is the category's default.
+	// "quarantine", "flag" or "off"; "" is the category's default.
 	Actions        map[string]string
 	AllowedRoots   []string
 	AllowedHosts   []string
@@ -291,6 +291,13 @@ type SecurityGrant struct {
 // SecurityRule is a custom regular expression of the security processor.
 type SecurityRule struct {
 	Name, Category, Pattern string
+}
+
+// Quarantined reports whether category's action is "quarantine": what the
+// processor finds of it in an upstream's answer is replaced by an inert
+// marker, and the answer goes through; in a call it is only flagged.
+func (s SecurityConfig) Quarantined(category secproc.Category) bool {
+	return s.Actions[string(category)] == "quarantine"
 }
 
 // Processor returns the security processor's configuration, or the first
@@ -317,10 +324,12 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 		case "":
 		case "off":
 			p.Disabled = true
+		case "quarantine":
+			p.Action = secproc.Flag // the gateway quarantines what is found in answers: see Quarantined
 		default:
 			act, err := secproc.ParseAction(a)
 			if err != nil {
-				return c, fmt.Errorf("%s: action %q: want deny, require_approval, flag or off", cat, a)
+				return c, fmt.Errorf("%s: action %q: want deny, require_approval, quarantine, flag or off", cat, a)
 			}
 			p.Action = act
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/agentwarden/warden/internal/secproc"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/bad/*.golden from the current output (then read every diff)")
@@ -721,5 +723,26 @@ telemetry:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)
 		}
+	}
+}
+
+func TestSecurityQuarantineAction(t *testing.T) {
+	cfg, err := Parse([]byte("version: 1\ngateway:\n  security: {prompt_injection: quarantine}\n  upstreams:\n    - name: a\n      command: [a]\n"), "q.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Gateway.Security.Quarantined(secproc.InjectedInstructions) || cfg.Gateway.Security.Quarantined(secproc.Exfiltration) {
+		t.Fatal("quarantine is not reported for prompt_injection alone")
+	}
+	pc, err := cfg.Gateway.Security.Processor()
+	if err != nil || pc.InjectedInstructions.Action != secproc.Flag {
+		t.Fatalf("the processor must find (flag) what the gateway quarantines: %+v %v", pc.InjectedInstructions, err)
+	}
+	cfg.Gateway.Security.Actions["file_access"] = "isolate"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "want deny, require_approval, quarantine, flag or off") {
+		t.Fatalf("an unknown action: %v", err)
 	}
 }

@@ -211,13 +211,16 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	pins := gateway.Pins{Pinner: pinner, Log: logger}
-	proc, err := secproc.New(secproc.Config{InjectedInstructions: secproc.Policy{Action: secproc.Deny},
+	proc, err := secproc.New(secproc.Config{InjectedInstructions: secproc.Policy{Action: secproc.Flag},
 		// The demo has no person to ask about exfiltration; its other steps show approvals.
 		Exfiltration: secproc.Policy{Disabled: true}})
 	if err != nil {
 		return nil, err
 	}
-	security := gateway.Security{Processor: proc, Subject: zt.Subject}
+	// Injected instructions in an answer are quarantined: made inert, the
+	// rest of the answer kept.
+	security := gateway.Security{Processor: proc, Subject: zt.Subject,
+		Quarantine: func(c secproc.Category) bool { return c == secproc.InjectedInstructions }}
 	// Taint: answers are fingerprinted; a message to booker that copies
 	// one is refused (the demo holds tool calls, not A2A messages).
 	s.taint = &gateway.Taint{Tracker: taint.New(taint.Config{}), Action: secproc.Deny}

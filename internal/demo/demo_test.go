@@ -32,7 +32,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		`tools/call read_file {"path":"../../etc/passwd"}`:                                                 "refused security (file_access/traversal)",
 		"billing: tools/call pay INV-7":                                                                    "relayed ",
 		"billing: tools/call pay after the rug pull":                                                       "refused pin (unpinned)",
-		`a tool answer carrying "Ignore all previous instructions…"`:                                       "refused security (prompt_injection/override)",
+		`a tool answer carrying "Ignore all previous instructions…" (quarantined)`:                         "relayed ",
 		"transfer_funds of 50 without a token: held, and alice is asked in her client":                     "relayed ",
 		"transfer_funds of 9999 without a token: held for approval":                                        "refused zero-trust (approval-denied)",
 		"transfer_funds of 20000 (Tier 2 by rule big-transfer) with a token but no DPoP key":               "refused zero-trust (INV-5)",
@@ -83,7 +83,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"12 relayed, 17 refused.", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"13 relayed, 16 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

@@ -103,7 +103,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			return Options{}, fmt.Errorf("gateway.security: %w", err)
 		}
 		security = &Security{Processor: proc, CanHold: gc.RequiresTokens() && zt.MayBlock(),
-			Subject: subjectOf(gc.ZeroTrust.Subject)}
+			Subject: subjectOf(gc.ZeroTrust.Subject), Quarantine: gc.Security.Quarantined}
 	}
 	taintStage := taintFrom(gc, gc.RequiresTokens() && zt.MayBlock())
 	for _, u := range gc.Upstreams {

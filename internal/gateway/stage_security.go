@@ -33,6 +33,11 @@ type Security struct {
 	CanHold bool
 	// Subject returns the principal of the call, for grants.
 	Subject func(c *Call) (string, bool)
+	// Quarantine, if set, names the categories whose findings in an
+	// answer are quarantined: the offending strings are replaced by an
+	// inert marker (secproc.Marker) and the answer goes through. In a call
+	// such a finding is only flagged.
+	Quarantine func(secproc.Category) bool
 }
 
 // Name implements Stage.
@@ -98,6 +103,22 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 		return msg, nil, nil
 	}
 	findings := s.Processor.Inspect(ctx, ev)
+	if s.Quarantine != nil {
+		if targets := secproc.Targets(findings, "content", s.Quarantine); len(targets) > 0 {
+			// Quarantined findings no longer decide; the others still do.
+			var rest []secproc.Finding
+			for _, f := range findings {
+				if !s.Quarantine(f.Category) {
+					rest = append(rest, f)
+				}
+			}
+			if f := strongestFinding(rest); f.Action < secproc.RequireApproval {
+				out := jsonrpc.NewResult(msg.ID, secproc.Quarantine(msg.Result, "", targets))
+				out.Related = msg.Related
+				return out, findings, nil
+			}
+		}
+	}
 	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
 		// An answer cannot wait for a person: what needs approval is withheld.
 		d := &Denial{Stage: "security", Rule: f.Rule, Reason: "the upstream's answer is withheld: " + f.Message}
@@ -121,7 +142,7 @@ func (s Security) toolsList(ctx context.Context, upstream, session string, msg *
 	}
 	var all []secproc.Finding
 	var kept [][]byte
-	dropped := 0
+	dropped, changed := 0, 0
 	for _, tool := range elems {
 		nameRaw, _ := jsonrpc.Lookup(tool, "name")
 		name, _ := jsonrpc.String(nameRaw)
@@ -136,9 +157,23 @@ func (s Security) toolsList(ctx context.Context, upstream, session string, msg *
 			dropped++
 			continue
 		}
+		if s.Quarantine != nil {
+			// A quarantined description or schema text stays, made inert.
+			targets := map[string]string{}
+			for k, rule := range secproc.Targets(f, "description", s.Quarantine) {
+				targets[".description"+k] = rule
+			}
+			for k, rule := range secproc.Targets(f, "content", s.Quarantine) {
+				targets[".inputSchema"+k] = rule
+			}
+			if len(targets) > 0 {
+				tool = secproc.Quarantine(tool, "", targets)
+				changed++
+			}
+		}
 		kept = append(kept, tool)
 	}
-	if dropped == 0 {
+	if dropped == 0 && changed == 0 {
 		return msg, all
 	}
 	// Rebuild the result with the kept tools and every other member as it was.
