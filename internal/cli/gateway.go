@@ -169,7 +169,9 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		}
 		defer stop()
 	}
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// IdleTimeout: a client that abandons keep-alive connections must not
+	// hold them (and their goroutines) forever.
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	fmt.Fprintf(env.Stderr, "warden gateway listening on %s://%s\n", scheme, ln.Addr())
 	for _, r := range g.Routes(scheme + "://" + ln.Addr().String()) {
 		fmt.Fprintf(env.Stderr, "  %s\n", r)
@@ -209,7 +211,7 @@ func serveAdmin(env *Env, addr string, opts gateway.Options, jwtLogin func(strin
 	if !isLoopback(ln.Addr()) {
 		logger.Warn("the admin listener is not on a loopback address", "addr", ln.Addr().String())
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	go srv.Serve(ln)
 	tokenPath := filepath.Join(opts.DataDir, approval.TokenFile)
 	fmt.Fprintf(env.Stderr, "approvals: http://%s/v1/approvals (warden approve list; token in %s)\n", ln.Addr(), tokenPath)

@@ -52,6 +52,13 @@ func OpenRedis(ctx context.Context, url string) (*Redis, error) {
 		c.Close()
 		return nil, fmt.Errorf("store: redis %s: %w", opts.Addr, err)
 	}
+	// The epoch begins when the first gateway opens the data, not at its
+	// first consumption: a token issued in between is one the data has
+	// seen the whole life of. SET NX keeps an epoch that already exists.
+	if err := c.SetNX(ctx, redisEpochKey, time.Now().UnixMilli(), 0).Err(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("store: redis %s: starting the epoch: %w", opts.Addr, err)
+	}
 	return &Redis{client: c}, nil
 }
 

@@ -172,6 +172,27 @@ func TestRedisContractTCP(t *testing.T) {
 	testContract(t, func(t *testing.T) Store { return openRedisT(t, rs.url) })
 }
 
+// A fresh Redis's epoch begins when the store is opened, so a token issued
+// after the gateway started and before its first consumption is not taken
+// for one the store might have forgotten; a second store keeps the epoch.
+func TestRedisEpochBeginsAtOpen(t *testing.T) {
+	rs := startRedis(t, false)
+	r := openRedisT(t, rs.url)
+	opened := time.Now()
+	time.Sleep(20 * time.Millisecond) // a token issued after the open
+	_, epoch, err := r.ConsumeSince(t.Context(), NSToken, "first", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if epoch.After(opened) {
+		t.Fatalf("epoch %v is after the store was opened (%v): tokens issued in between would be refused", epoch, opened)
+	}
+	again := openRedisT(t, rs.url)
+	if _, e2, err := again.ConsumeSince(t.Context(), NSToken, "second", time.Now().Add(time.Hour)); err != nil || !e2.Equal(epoch) {
+		t.Fatalf("a second store moved the epoch: %v, %v", e2, err)
+	}
+}
+
 // The key layout is part of the operational contract (operators inspect
 // and size it); check it and its expiry on the server.
 func TestRedisKeyAndExpiry(t *testing.T) {
