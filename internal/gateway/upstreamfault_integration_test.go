@@ -61,15 +61,15 @@ func TestUpstreamFaults(t *testing.T) {
 		idle time.Duration
 	}{
 		// The gateway ends the session itself when its upstream exits.
-		{"crash", -32002, "ended", `upstream "faulty" ended the session (its process exited with status 3)`, time.Hour},
+		{"crash", -32032, "ended", `upstream "faulty" ended the session (its process exited with status 3)`, time.Hour},
 		// The request times out; the session ends when the client leaves
 		// it idle, and the child, deaf to stdin and SIGTERM, is killed.
-		{"hang", -32004, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
+		{"hang", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
 		// Garbage is dropped, never relayed: the call waits for a real
 		// answer until the request timeout.
-		{"invalid-json", -32004, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
-		{"not-jsonrpc", -32004, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
-		{"unknown-id", -32004, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
+		{"invalid-json", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
+		{"not-jsonrpc", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
+		{"unknown-id", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -116,9 +116,13 @@ gateway:
 			if err == nil {
 				t.Fatal("the call succeeded")
 			}
-			// The error as it was on the wire: go-sdk reads the codes -32003
-			// and -32004 as its own "connection closed" and keeps only
-			// the message.
+			// The client's SDK sees warden's refusal, stage and rule
+			// included (warden's upstream codes are clear of the ones go-sdk
+			// takes for its own connection closing) ...
+			if stage := wardenRefusal(t, err); stage != "upstream" {
+				t.Errorf("go-sdk reports the refusal of stage %q, want upstream: %v", stage, err)
+			}
+			// ... and the error as it was on the wire is exactly it.
 			read := wire.read()
 			if len(read) != 2 || string(read[0].ID) != "1" || string(read[1].ID) != "2" {
 				// 1 is initialize, 2 the call: nothing the upstream sent in
@@ -129,7 +133,7 @@ gateway:
 			if e == nil || e.Code != tc.code || e.Data.Stage != "upstream" || e.Data.Rule != tc.rule || e.Message != tc.message {
 				t.Fatalf("the call's answer is %s; want code %d, stage upstream, rule %s: %q", wire.raw(), tc.code, tc.rule, tc.message)
 			}
-			if tc.code == -32004 && took < faultRequestTimeout {
+			if tc.code == -32034 && took < faultRequestTimeout {
 				t.Errorf("the timeout came after %v, before the request timeout of %v", took, faultRequestTimeout)
 			}
 

@@ -15,20 +15,25 @@ const (
 
 // Gateway error codes, in the server-error block -32000..-32099 that JSON-RPC
 // reserves for implementations. docs/errors.md documents each one; a test
-// keeps that page and this block in step.
+// keeps that page and this block in step. The upstream codes sit at
+// -32032..-32035, clear of codes clients already give a meaning: MCP's
+// -32002 (resource not found), and go-sdk's -32003 and -32004 (its client
+// or server is closing) and -32005 (rejected by its transport), which a
+// go-sdk client would take for its own connection closing and so lose the
+// stage and rule.
 const (
 	// CodeDenied: a pipeline stage refused the message. Data names the
 	// stage and the rule.
 	CodeDenied int64 = -32001
 	// CodeUpstreamUnavailable: the upstream could not be reached or died.
-	CodeUpstreamUnavailable int64 = -32002
+	CodeUpstreamUnavailable int64 = -32032
 	// CodeUpstreamInvalid: the upstream sent something warden could not
 	// validate; it was not relayed.
-	CodeUpstreamInvalid int64 = -32003
+	CodeUpstreamInvalid int64 = -32033
 	// CodeTimeout: the upstream did not answer in time.
-	CodeTimeout int64 = -32004
+	CodeTimeout int64 = -32034
 	// CodeSessionClosed: the session ended before the request completed.
-	CodeSessionClosed int64 = -32005
+	CodeSessionClosed int64 = -32035
 )
 
 // Sentinels for errors.Is: an *Error matches any *Error with the same code.
