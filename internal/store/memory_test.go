@@ -2,8 +2,10 @@ package store
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // Memory holds only unexpired ids: a burst of short-lived ids is dropped
@@ -75,5 +77,136 @@ func TestMemoryHashCollisions(t *testing.T) {
 	time.Sleep(40 * time.Millisecond)
 	if n := m.Len(); n != 4 {
 		t.Fatalf("Len = %d after the short entry expired, want 4", n)
+	}
+}
+
+// When one of two colliding keys expires, the other stays consumed, in
+// either order of arrival.
+func TestMemoryCollidingKeyOutlivesItsNeighbour(t *testing.T) {
+	for _, shortFirst := range []bool{true, false} {
+		m := NewMemory()
+		m.hashOf = func(memKey) uint64 { return 7 }
+		now := time.Now()
+		ids := []string{"short", "long"}
+		ttl := map[string]time.Duration{"short": 100 * time.Millisecond, "long": time.Hour}
+		if !shortFirst {
+			ids[0], ids[1] = ids[1], ids[0]
+		}
+		for _, id := range ids {
+			if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(ttl[id])); !ok || err != nil {
+				t.Fatalf("first consume of %q: %v %v", id, ok, err)
+			}
+		}
+		time.Sleep(time.Until(now.Add(ttl["short"])) + 50*time.Millisecond)
+		if ok, _ := m.Consume(t.Context(), NSToken, "long", now.Add(time.Hour)); ok {
+			t.Fatalf("short first = %v: replay of the unexpired colliding key accepted after its neighbour expired", shortFirst)
+		}
+		if n := m.Len(); n != 1 {
+			t.Fatalf("short first = %v: Len = %d, want 1", shortFirst, n)
+		}
+	}
+}
+
+// Expired keys leave their bytes behind until the shard compacts; after
+// compaction every unexpired key is still found, and new keys still go in.
+func TestMemoryCompaction(t *testing.T) {
+	m := NewMemory()
+	// One absolute expiry for the short-lived keys, far enough ahead that
+	// a loaded machine (the race detector) stores them all before it.
+	now := time.Now()
+	short := now.Add(time.Second)
+	for i := range 3000 {
+		exp := now.Add(time.Hour)
+		if i%3 != 0 {
+			exp = short
+		}
+		if ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), exp); !ok || err != nil {
+			t.Fatalf("key-%05d: %v %v", i, ok, err)
+		}
+	}
+	time.Sleep(time.Until(short) + 50*time.Millisecond)
+	if n := m.Len(); n != 1000 {
+		t.Fatalf("Len = %d, want 1000", n)
+	}
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		if s.dead == 0 {
+			t.Errorf("shard %d: no dead key bytes after expiry", i)
+		}
+		s.compact()
+		if s.dead != 0 {
+			t.Errorf("shard %d: %d dead bytes after compaction", i, s.dead)
+		}
+		s.mu.Unlock()
+	}
+	for i := range 3000 {
+		ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), now.Add(time.Hour))
+		if err != nil || ok != (i%3 != 0) {
+			t.Fatalf("key-%05d after compaction: ok = %v (%v), want %v", i, ok, err, i%3 != 0)
+		}
+	}
+}
+
+func TestMemShardSize(t *testing.T) {
+	if size := unsafe.Sizeof(memShard{}); size%64 != 0 {
+		t.Errorf("memShard is %d bytes, not a whole number of cache lines", size)
+	}
+}
+
+// The index against a map, through random inserts and removals of keys
+// whose hashes crowd a few homes near the end of the table, so that probe
+// runs collide, share hashes and wrap around.
+func TestMemIndexAgainstMap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var x memIndex
+	x.init(memIndexMin)
+	want := map[uint32]uint64{} // slot → hash
+	var next uint32 = 1
+	find := func(h uint64, slot uint32) bool {
+		for i := x.home(h); x.e[i].slot != 0; i = (i + 1) & x.mask() {
+			if x.e[i].slot == slot {
+				return x.e[i].hash == h
+			}
+		}
+		return false
+	}
+	for step := range 6000 {
+		if len(want) == 0 || rng.IntN(3) != 0 {
+			// A hash in the last eighth of the table's homes, or one of
+			// a few shared values.
+			h := uint64(rng.IntN(8)) << 59
+			if rng.IntN(2) == 0 {
+				h = ^uint64(0) - uint64(rng.IntN(1<<50))
+			}
+			x.reserve()
+			pos := x.home(h)
+			for x.e[pos].slot != 0 {
+				pos = (pos + 1) & x.mask()
+			}
+			x.e[pos] = memIndexEntry{hash: h, slot: next}
+			x.n++
+			want[next] = h
+			next++
+		} else {
+			for slot, h := range want { // a random one: map order
+				x.remove(h, slot)
+				delete(want, slot)
+				if find(h, slot) {
+					t.Fatalf("step %d: slot %d still found after remove", step, slot)
+				}
+				break
+			}
+		}
+		if step%97 == 0 || len(want) < 8 {
+			if x.n != len(want) {
+				t.Fatalf("step %d: index holds %d entries, want %d", step, x.n, len(want))
+			}
+			for slot, h := range want {
+				if !find(h, slot) {
+					t.Fatalf("step %d: slot %d (hash %#x) not found from its home", step, slot, h)
+				}
+			}
+		}
 	}
 }

@@ -33,10 +33,11 @@ import (
 // expired one, which the contract allows to be forgotten. A goroutine
 // deletes expired rows periodically so the file stays bounded.
 //
-// Within a process one writer goroutine owns the write connection and
-// commits the Consumes that queued meanwhile in one transaction (group
-// commit), so concurrent callers share an fsync; Consume returns only after
-// its transaction committed.
+// Within a process one writer goroutine owns the write connection, with
+// its statements prepared once, and commits in one transaction the Consumes
+// that queued meanwhile and those that arrive while the transaction runs
+// (group commit), so concurrent callers share an fsync; Consume returns
+// only after its transaction committed.
 //
 //	Consume ─┐
 //	Consume ─┼─▶ reqs ─▶ writer: BEGIN IMMEDIATE; INSERT×n; COMMIT (fsync) ─▶ replies
@@ -49,6 +50,7 @@ type SQLite struct {
 	stop  chan struct{}   // closed by Close
 	done  sync.WaitGroup  // the writer and the sweeper
 	wconn *sql.Conn       // owned by the writer goroutine
+	wstmt sqliteStmts     // prepared on wconn, used by the writer only
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -67,6 +69,36 @@ type sqliteReq struct {
 type sqliteReply struct {
 	ok  bool
 	err error
+}
+
+// sqliteStmts are the writer's statements, prepared once on its
+// connection: parsing the INSERT again for every Consume cost as much as
+// running it.
+type sqliteStmts struct {
+	begin, consume, commit *sql.Stmt
+}
+
+func (st *sqliteStmts) prepare(ctx context.Context, c *sql.Conn) error {
+	var err error
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&st.begin, "BEGIN IMMEDIATE"}, {&st.consume, sqliteConsume}, {&st.commit, "COMMIT"}} {
+		if *p.stmt, err = c.PrepareContext(ctx, p.sql); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (st *sqliteStmts) close() error {
+	var errs []error
+	for _, stmt := range []*sql.Stmt{st.begin, st.consume, st.commit} {
+		if stmt != nil {
+			errs = append(errs, stmt.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // sqliteMaxBatch bounds the Consumes committed in one transaction.
@@ -151,6 +183,12 @@ func OpenSQLite(path string) (*SQLite, error) {
 		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
 	}
 	s := &SQLite{db: db, reqs: make(chan *sqliteReq), stop: make(chan struct{}), wconn: wconn, epoch: time.UnixMilli(epochMs)}
+	if err := s.wstmt.prepare(ctx, wconn); err != nil {
+		s.wstmt.close()
+		wconn.Close()
+		db.Close()
+		return nil, fmt.Errorf("store: sqlite %s: prepare: %w", path, err)
+	}
 	s.done.Add(2)
 	go s.writeLoop()
 	go s.sweepLoop(sqliteSweepEvery)
@@ -195,16 +233,7 @@ func (s *SQLite) writeLoop() {
 		case r := <-s.reqs:
 			batch = append(batch[:0], r)
 		}
-	fill:
-		for len(batch) < sqliteMaxBatch {
-			select {
-			case r := <-s.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
-		}
-		oks, err := s.commit(batch)
+		oks, err := s.commit(&batch)
 		for i, r := range batch {
 			if err != nil {
 				r.reply <- sqliteReply{err: fmt.Errorf("store: sqlite consume: %w", err)}
@@ -216,24 +245,41 @@ func (s *SQLite) writeLoop() {
 	}
 }
 
-// commit runs batch in one IMMEDIATE transaction (the write lock is taken
-// up front, waiting up to busy_timeout for other processes) and reports
-// which requests were first uses. On any error nothing is reported as ok.
-func (s *SQLite) commit(batch []*sqliteReq) (oks []bool, err error) {
+// take appends to batch the requests queued now, without waiting, up to
+// sqliteMaxBatch.
+func (s *SQLite) take(batch *[]*sqliteReq) {
+	for len(*batch) < sqliteMaxBatch {
+		select {
+		case r := <-s.reqs:
+			*batch = append(*batch, r)
+		default:
+			return
+		}
+	}
+}
+
+// commit runs the requests in batch in one IMMEDIATE transaction (the write
+// lock is taken up front, waiting up to busy_timeout for other processes)
+// and reports which were first uses. Requests that queue while the
+// transaction runs join it (they are appended to batch), so the callers who
+// arrive during one commit's work share its fsync instead of waiting for a
+// commit of their own. On any error nothing is reported as ok.
+func (s *SQLite) commit(batch *[]*sqliteReq) (oks []bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c := s.wconn
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	st := &s.wstmt
+	if _, err := st.begin.ExecContext(ctx); err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			c.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
+			s.wconn.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
 		}
 	}()
-	oks = make([]bool, len(batch))
-	for i, r := range batch {
-		res, err := c.ExecContext(ctx, sqliteConsume, r.ns, r.id, r.expires, r.now)
+	oks = make([]bool, 0, sqliteMaxBatch)
+	for i := 0; i < len(*batch); i++ {
+		r := (*batch)[i]
+		res, err := st.consume.ExecContext(ctx, r.ns, r.id, r.expires, r.now)
 		if err != nil {
 			return nil, err
 		}
@@ -241,9 +287,12 @@ func (s *SQLite) commit(batch []*sqliteReq) (oks []bool, err error) {
 		if err != nil {
 			return nil, err
 		}
-		oks[i] = n == 1
+		oks = append(oks, n == 1)
+		if i == len(*batch)-1 {
+			s.take(batch)
+		}
 	}
-	if _, err := c.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := st.commit.ExecContext(ctx); err != nil {
 		return nil, err
 	}
 	return oks, nil
@@ -287,7 +336,7 @@ func (s *SQLite) Close() error {
 		s.closed.Store(true)
 		close(s.stop)
 		s.done.Wait()
-		s.closeErr = errors.Join(s.wconn.Close(), s.db.Close())
+		s.closeErr = errors.Join(s.wstmt.close(), s.wconn.Close(), s.db.Close())
 	})
 	return s.closeErr
 }

@@ -50,6 +50,12 @@ func Canonicalize(arguments []byte) ([]byte, error) {
 	if err := checkNumbers(arguments); err != nil {
 		return nil, err
 	}
+	// Most arguments arrive canonical already (clients that sort their
+	// keys, and warden itself forwards canonical bytes): recognising that
+	// costs one scan instead of a parse and a rewrite.
+	if b := bytes.TrimSpace(arguments); alreadyCanonical(b) {
+		return bytes.Clone(b), nil
+	}
 	out, err := jcs.Transform(arguments)
 	if err != nil {
 		return nil, fmt.Errorf("canonicalizing arguments: %w", err)
@@ -143,4 +149,169 @@ func isHexSHA256(s string) bool {
 		}
 	}
 	return true
+}
+
+// alreadyCanonical reports whether data, JSON that jsonrpc.Validate
+// accepted, is certainly its own RFC 8785 form. It answers true only for a
+// conservative subset, and false whenever in doubt (the caller then
+// canonicalizes):
+//
+//   - no whitespace between tokens;
+//   - object member names of ASCII without escapes, in strictly increasing
+//     byte order (for ASCII, the UTF-16 order JCS sorts by);
+//   - strings whose only escapes are the ones JCS writes: \" \\ \b \t \n \f \r
+//     (JCS writes every other character as itself; Validate already refused
+//     raw control characters and invalid UTF-8);
+//   - numbers that are integers of at most 15 digits other than -0 (exact
+//     doubles, which ECMAScript prints as these same digits);
+//   - true, false, null.
+func alreadyCanonical(data []byte) bool {
+	c := canonScan{b: data}
+	end := c.value(0, 0)
+	return end == len(data)
+}
+
+// canonScan walks validated JSON for alreadyCanonical. Each method returns
+// the index just after what it read, or -1 when the input is not (certainly)
+// canonical.
+type canonScan struct{ b []byte }
+
+// maxCanonDepth bounds the recursion; deeper input is simply canonicalized.
+const maxCanonDepth = 32
+
+func (c *canonScan) value(i, depth int) int {
+	if i >= len(c.b) || depth > maxCanonDepth {
+		return -1
+	}
+	switch ch := c.b[i]; {
+	case ch == '{':
+		return c.object(i, depth+1)
+	case ch == '[':
+		return c.array(i, depth+1)
+	case ch == '"':
+		return c.str(i)
+	case ch == '-' || ch >= '0' && ch <= '9':
+		return c.integer(i)
+	case ch == 't':
+		return c.literal(i, "true")
+	case ch == 'f':
+		return c.literal(i, "false")
+	case ch == 'n':
+		return c.literal(i, "null")
+	}
+	return -1
+}
+
+func (c *canonScan) object(i, depth int) int {
+	i++ // {
+	if i < len(c.b) && c.b[i] == '}' {
+		return i + 1
+	}
+	var prev []byte
+	for first := true; ; first = false {
+		name, end := c.name(i)
+		if end < 0 || !first && bytes.Compare(prev, name) >= 0 {
+			return -1
+		}
+		prev = name
+		if end >= len(c.b) || c.b[end] != ':' {
+			return -1
+		}
+		if i = c.value(end+1, depth); i < 0 || i >= len(c.b) {
+			return -1
+		}
+		switch c.b[i] {
+		case ',':
+			i++
+		case '}':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// name reads a member name that is printable ASCII without escapes, and
+// returns it without its quotes.
+func (c *canonScan) name(i int) ([]byte, int) {
+	if i >= len(c.b) || c.b[i] != '"' {
+		return nil, -1
+	}
+	for j := i + 1; j < len(c.b); j++ {
+		switch ch := c.b[j]; {
+		case ch == '"':
+			return c.b[i+1 : j], j + 1
+		case ch == '\\' || ch >= 0x80:
+			return nil, -1
+		}
+	}
+	return nil, -1
+}
+
+func (c *canonScan) array(i, depth int) int {
+	i++ // [
+	if i < len(c.b) && c.b[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i = c.value(i, depth); i < 0 || i >= len(c.b) {
+			return -1
+		}
+		switch c.b[i] {
+		case ',':
+			i++
+		case ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+func (c *canonScan) str(i int) int {
+	for j := i + 1; j < len(c.b); j++ {
+		switch c.b[j] {
+		case '"':
+			return j + 1
+		case '\\':
+			if j+1 >= len(c.b) {
+				return -1
+			}
+			switch c.b[j+1] {
+			case '"', '\\', 'b', 't', 'n', 'f', 'r':
+				j++
+			default: // \/ and \u are never how JCS writes a character here
+				return -1
+			}
+		}
+	}
+	return -1
+}
+
+func (c *canonScan) integer(i int) int {
+	j := i
+	if c.b[j] == '-' {
+		j++
+	}
+	start := j
+	for j < len(c.b) && c.b[j] >= '0' && c.b[j] <= '9' {
+		j++
+	}
+	digits := j - start
+	switch {
+	case digits == 0 || digits > 15:
+		return -1
+	case c.b[start] == '0' && (digits > 1 || start > i): // leading zero, or -0
+		return -1
+	case j < len(c.b) && (c.b[j] == '.' || c.b[j] == 'e' || c.b[j] == 'E'):
+		return -1
+	}
+	return j
+}
+
+func (c *canonScan) literal(i int, lit string) int {
+	if !bytes.HasPrefix(c.b[i:], []byte(lit)) {
+		return -1
+	}
+	return i + len(lit)
 }

@@ -3,6 +3,8 @@ package zerotrust
 import (
 	"strings"
 	"testing"
+
+	"github.com/gowebpki/jcs"
 )
 
 // The standard's own example, from the reference: the same arguments in any
@@ -84,6 +86,42 @@ func TestCanonicalizeRefuses(t *testing.T) {
 		_, err := Canonicalize([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// The fast path takes only input that is its own canonical form: near
+// misses (each one step from canonical) go through the full transform.
+func TestAlreadyCanonical(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{`{}`, true},
+		{`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`, true},
+		{`{"A":[true,false,null,-1,0,[],{}],"a":"\"\\\b\t\n\f\r é"}`, true},
+		{`{"n":123456789012345}`, true},
+		{`{"b":1,"a":2}`, false},                                   // order
+		{`{"a":1,"a":1}`, false},                                   // not strictly increasing
+		{`{"a": 1}`, false},                                        // whitespace
+		{`{"a":-0}`, false},                                        // -0 is 0
+		{`{"a":1.0}`, false},                                       // fraction
+		{`{"a":1e3}`, false},                                       // exponent
+		{`{"n":1234567890123456}`, false},                          // 16 digits: left to JCS
+		{`{"a":"\/"}`, false},                                      // JCS writes / as itself
+		{`{"a":"\u0041"}`, false},                                  // and A as itself
+		{`{"é":1}`, false},                                         // non-ASCII name: UTF-16 order
+		{`{"\u0061":1}`, false},                                    // escaped name
+		{`{"a":1}` + " ", false},                                   // trailing space
+		{strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40), false}, // deeper than the scan goes
+	} {
+		if got := alreadyCanonical([]byte(tc.in)); got != tc.want {
+			t.Errorf("alreadyCanonical(%s) = %v, want %v", tc.in, got, tc.want)
+		}
+		if tc.want {
+			if c, err := jcs.Transform([]byte(tc.in)); err != nil || string(c) != tc.in {
+				t.Errorf("jcs.Transform(%s) = %s, %v: the fast path took input JCS changes", tc.in, c, err)
+			}
 		}
 	}
 }

@@ -321,11 +321,8 @@ func Verify(keys KeySet, token string, want Expect) (*Claims, *VerifyError) {
 
 // header is the part of the protected header Verify looks at.
 type header struct {
-	Alg  string          `json:"alg"`
-	Kid  string          `json:"kid"`
-	Typ  string          `json:"typ"`
-	Crit json.RawMessage `json:"crit"`
-	B64  json.RawMessage `json:"b64"`
+	Alg, Kid, Typ string
+	Crit, B64     bool // present, with any value
 }
 
 // verifySignature is step 1 up to the signature: it returns the verified payload.
@@ -334,16 +331,18 @@ func verifySignature(keys KeySet, token string) ([]byte, *VerifyError) {
 	if len(token) > maxTokenBytes {
 		return nil, fail(inv, step, "token of %d bytes is larger than %d", len(token), maxTokenBytes)
 	}
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return nil, fail(inv, step, "malformed token: not a compact JWS (want 3 parts, got %d)", len(parts))
+	if n := strings.Count(token, "."); n != 2 {
+		return nil, fail(inv, step, "malformed token: not a compact JWS (want 3 parts, got %d)", n+1)
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[0])
+	dot1 := strings.IndexByte(token, '.')
+	dot2 := dot1 + 1 + strings.IndexByte(token[dot1+1:], '.')
+	head, body, sigPart := token[:dot1], token[dot1+1:dot2], token[dot2+1:]
+	raw, err := base64.RawURLEncoding.DecodeString(head)
 	if err != nil {
 		return nil, fail(inv, step, "malformed token header: %v", err)
 	}
-	var h header
-	if err := strictJSON(raw, &h, false); err != nil {
+	h, err := decodeHeader(raw)
+	if err != nil {
 		return nil, fail(inv, step, "malformed token header: %v", err)
 	}
 	if h.Alg != AlgEdDSA && h.Alg != AlgES256 {
@@ -352,7 +351,7 @@ func verifySignature(keys KeySet, token string) ([]byte, *VerifyError) {
 	if typ := strings.TrimPrefix(strings.ToLower(h.Typ), "application/"); typ != TokenType {
 		return nil, fail(inv, step, "typ %q is not %q: not an invocation token", h.Typ, TokenType)
 	}
-	if h.Crit != nil || h.B64 != nil {
+	if h.Crit || h.B64 {
 		return nil, fail(inv, step, "critical header extensions are not supported")
 	}
 	if h.Kid == "" {
@@ -368,15 +367,14 @@ func verifySignature(keys KeySet, token string) ([]byte, *VerifyError) {
 	// Verify directly on the parts already split: the header is parsed
 	// above, so a second JWS parse would only cost time. Strict base64
 	// leaves one encoding per signature (no malleable trailing bits).
-	sig, err := b64Strict.DecodeString(parts[2])
+	sig, err := b64Strict.DecodeString(sigPart)
 	if err != nil {
 		return nil, fail(inv, step, "malformed token signature: %v", err)
 	}
-	signed := token[:len(parts[0])+1+len(parts[1])]
-	if !verifyJWS(key, h.Alg, []byte(signed), sig) {
+	if !verifyJWS(key, h.Alg, []byte(token[:dot2]), sig) {
 		return nil, fail(inv, step, "signature does not verify with kid %q", h.Kid)
 	}
-	payload, err := b64Strict.DecodeString(parts[1])
+	payload, err := b64Strict.DecodeString(body)
 	if err != nil {
 		return nil, fail(inv, step, "malformed token payload: %v", err)
 	}
@@ -410,7 +408,7 @@ func verifyJWS(key jose.JSONWebKey, alg string, signed, sig []byte) bool {
 func decodeClaims(payload []byte) (*Claims, *VerifyError) {
 	const inv, step = "claims", "1"
 	var c Claims
-	if err := strictJSON(payload, &c, true); err != nil {
+	if err := decodeClaimsJSON(payload, &c); err != nil {
 		return nil, fail(inv, step, "malformed claims: %v", err)
 	}
 	for _, r := range []struct {

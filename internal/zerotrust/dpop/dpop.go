@@ -258,8 +258,8 @@ func checkClaims(claims map[string]json.RawMessage, req Request, opts Options) (
 		return time.Time{}, rerr
 	}
 
-	var secs float64
-	if raw, ok := claims["iat"]; !ok || json.Unmarshal(raw, &secs) != nil {
+	secs, ok := numberMember(claims, "iat")
+	if !ok {
 		return time.Time{}, refuse(RuleIAT, "iat must be a number")
 	}
 	now := opts.now()
@@ -328,17 +328,40 @@ func decodeJSONObject(data []byte) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// stringMember returns m[name] if it is a JSON string.
+// stringMember returns m[name] if it is a JSON string. The members come
+// from validated JSON, so the string is read directly rather than through
+// encoding/json, with its rules: null reads as "".
 func stringMember(m map[string]json.RawMessage, name string) (string, bool) {
 	raw, ok := m[name]
 	if !ok {
 		return "", false
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", false
+	return jsonString(raw)
+}
+
+// jsonString reads raw, a validated JSON value, as encoding/json reads it
+// into a string: a string, or null as "".
+func jsonString(raw json.RawMessage) (string, bool) {
+	if string(raw) == "null" {
+		return "", true
 	}
-	return s, true
+	return jsonrpc.String(raw)
+}
+
+// numberMember returns m[name] if it is a JSON number that a float64 holds,
+// with encoding/json's rules: null reads as 0.
+func numberMember(m map[string]json.RawMessage, name string) (float64, bool) {
+	raw, ok := m[name]
+	switch {
+	case !ok:
+		return 0, false
+	case string(raw) == "null":
+		return 0, true
+	case len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9'):
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	return f, err == nil
 }
 
 // quote renders an attacker-supplied JSON value for an error reason, cut

@@ -11,8 +11,8 @@ import (
 // checkHTU compares the htu claim with the request URL after normalizing
 // both (RFC 9449 §4.3 step 9).
 func checkHTU(raw json.RawMessage, reqURL *url.URL) *Error {
-	var htu string
-	if raw == nil || json.Unmarshal(raw, &htu) != nil {
+	htu, ok := jsonString(raw)
+	if raw == nil || !ok {
 		return refuse(RuleHTU, "htu must be a string")
 	}
 	claimed, err := url.Parse(htu)

@@ -10,8 +10,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // privateMembers are the JWK members that carry private or symmetric key
@@ -28,14 +31,17 @@ func publicKey(raw json.RawMessage, alg string) (*jose.JSONWebKey, *Error) {
 	if raw == nil || string(raw) == "null" {
 		return nil, refuse(RuleJWK, "header jwk is missing")
 	}
-	var members map[string]json.RawMessage
-	if json.Unmarshal(raw, &members) != nil {
+	// raw is a member of a validated header: read its names directly.
+	var private string
+	if !jsonrpc.Members(raw, func(name string, _ []byte) {
+		if private == "" && slices.Contains(privateMembers, name) {
+			private = name
+		}
+	}) {
 		return nil, refuse(RuleJWK, "header jwk is not a JSON object")
 	}
-	for _, m := range privateMembers {
-		if _, ok := members[m]; ok {
-			return nil, refuse(RuleJWK, "header jwk carries private member %q", m)
-		}
+	if private != "" {
+		return nil, refuse(RuleJWK, "header jwk carries private member %q", private)
 	}
 	var key jose.JSONWebKey
 	if err := key.UnmarshalJSON(raw); err != nil {
