@@ -14,19 +14,14 @@ func (rt *runtime) span(e Entry) {
 	if rt.opts.Spans == nil {
 		return
 	}
-	op := &telemetry.Operation{
-		Method:       e.Method,
-		FromUpstream: e.Direction == "response",
-		Upstream:     "attack:" + e.Actor,
-		RequestID:    strconv.FormatInt(e.Seq, 10),
-		Start:        e.Timestamp,
-		End:          e.Timestamp,
-	}
+	var params []byte
 	if e.Content != nil {
-		op.Params = encodeJSON(e.Content)
-		if e.Method == "tools/call" {
-			op.Tool = e.Content.Get("name").StringOr("")
-		}
+		params = encodeJSON(e.Content)
 	}
+	op := telemetry.RequestOperation(e.Method, params)
+	op.FromUpstream = e.Direction == "response"
+	op.Upstream = "attack:" + e.Actor
+	op.RequestID = strconv.FormatInt(e.Seq, 10)
+	op.Start, op.End = e.Timestamp, e.Timestamp
 	rt.opts.Spans.Record(context.Background(), op)
 }

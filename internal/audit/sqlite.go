@@ -24,9 +24,10 @@ import (
 // consistent snapshot of records and anchor while writes go on.
 type SQLite struct {
 	// immutable after NewSQLite
-	db     *sql.DB
-	wconn  *sql.Conn // for Write only
-	insert *sql.Stmt // prepared on wconn
+	db    *sql.DB
+	wconn *sql.Conn // for Write only
+	// Prepared on wconn once, so that a Write parses no SQL.
+	begin, insert, setHead, commit *sql.Stmt
 
 	mu sync.Mutex // serialises Write (the contract allows one writer; this makes misuse safe)
 }
@@ -109,29 +110,35 @@ func NewSQLite(path string) (*SQLite, error) {
 	if err != nil {
 		return fail(err)
 	}
-	insert, err := wconn.PrepareContext(ctx, sqliteInsert)
-	if err != nil {
-		wconn.Close()
-		return fail(err)
+	s := &SQLite{db: db, wconn: wconn}
+	for _, p := range []struct {
+		stmt **sql.Stmt
+		sql  string
+	}{{&s.begin, "BEGIN IMMEDIATE"}, {&s.insert, sqliteInsert}, {&s.setHead, sqliteSetHead}, {&s.commit, "COMMIT"}} {
+		if *p.stmt, err = wconn.PrepareContext(ctx, p.sql); err != nil {
+			s.closeStmts()
+			wconn.Close()
+			return fail(err)
+		}
 	}
-	return &SQLite{db: db, wconn: wconn, insert: insert}, nil
+	return s, nil
 }
 
 // Write implements Backend: one IMMEDIATE transaction for the records and
-// the anchor, committed with an fsync.
+// the anchor, committed with an fsync; the four statements are prepared
+// once, in NewSQLite.
 func (s *SQLite) Write(ctx context.Context, batch []Record) (err error) {
 	if len(batch) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.wconn
-	if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := s.begin.ExecContext(ctx); err != nil {
 		return err
 	}
 	defer func() {
 		if err != nil {
-			c.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
+			s.wconn.ExecContext(context.Background(), "ROLLBACK") // may fail if COMMIT already ended it
 		}
 	}()
 	for i := range batch {
@@ -143,14 +150,14 @@ func (s *SQLite) Write(ctx context.Context, batch []Record) (err error) {
 		}
 	}
 	last := batch[len(batch)-1]
-	res, err := c.ExecContext(ctx, sqliteSetHead, int64(last.Seq), last.Hash)
+	res, err := s.setHead.ExecContext(ctx, int64(last.Seq), last.Hash)
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return errors.Join(err, fmt.Errorf("the anchor is already at or beyond seq %d", last.Seq))
 	}
-	_, err = c.ExecContext(ctx, "COMMIT")
+	_, err = s.commit.ExecContext(ctx)
 	return err
 }
 
@@ -236,5 +243,15 @@ func scanRecord(rows *sql.Rows) (Record, error) {
 func (s *SQLite) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return errors.Join(s.insert.Close(), s.wconn.Close(), s.db.Close())
+	return errors.Join(s.closeStmts(), s.wconn.Close(), s.db.Close())
+}
+
+func (s *SQLite) closeStmts() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.begin, s.insert, s.setHead, s.commit} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -19,12 +19,13 @@ import (
 	"github.com/agentwarden/warden/internal/conform/replay"
 	"github.com/agentwarden/warden/internal/conform/report"
 	"github.com/agentwarden/warden/internal/conform/tla"
+	"github.com/agentwarden/warden/internal/telemetry"
 )
 
 const conformUsage = "lint FILE|--builtin | check [--model NAME|--all] [--warden] [--out DIR] [--max-states N] | " +
 	"emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR] | " +
-	"replay --target TARGET [--profile REV] [--warden] [--format text|json] | " +
-	"matrix [--format json|markdown|html] [--out DIR] [--against TARGET]"
+	"replay --target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL] | " +
+	"matrix [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]"
 
 // runConform is `warden conform`: the AgentConform pipeline on the
 // built-in protocol models (or a model file for lint).
@@ -340,10 +341,11 @@ func runTLC(ctx context.Context, env *Env, jar, dir string, m *ir.Model) (int, e
 	return code, nil
 }
 
-// replayFlags are the flags that name and complete a replay target.
+// replayFlags are the flags that name and complete a replay target, and
+// say where its telemetry goes.
 type replayFlags struct {
-	profile, tool, sensitive, leak, cardKeys *string
-	timeout                                  *time.Duration
+	profile, tool, sensitive, leak, cardKeys, otlp *string
+	timeout                                        *time.Duration
 }
 
 func addReplayFlags(fs *flag.FlagSet) replayFlags {
@@ -355,12 +357,34 @@ func addReplayFlags(fs *flag.FlagSet) replayFlags {
 		cardKeys: fs.String("card-keys", "", "A2A: a JWKS `FILE` of the keys that sign the agent's card; "+
 			"behind warden the card must then carry a valid signature (default: warden pins the first card it sees)"),
 		timeout: fs.Duration("timeout", 10*time.Second, "wait this long for each answer"),
+		otlp: fs.String("otlp", "", "send a span per probe and per message sent and received (AITF and OpenTelemetry names) "+
+			"by OTLP over HTTP to this `URL`, e.g. http://127.0.0.1:4318"),
 	}
 }
 
+// spans returns the Recorder of --otlp, nil without it, and a function that
+// flushes and stops its exporter (it waits up to 5 s for the receiver).
+func (rf replayFlags) spans(ctx context.Context) (*telemetry.Recorder, func(), error) {
+	if *rf.otlp == "" {
+		return nil, func() {}, nil
+	}
+	exp, err := telemetry.NewSpanExporter(ctx, telemetry.SpanExport{Kind: telemetry.SpanExporterOTLP, Endpoint: *rf.otlp})
+	if err != nil {
+		return nil, nil, fmt.Errorf("--otlp: %w", err)
+	}
+	tp := telemetry.NewTracerProvider(exp)
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		tp.Shutdown(sctx)
+	}
+	return telemetry.NewRecorder(telemetry.Options{TracerProvider: tp}), stop, nil
+}
+
 // replayTarget replays the target spec, plain and (for MCP and A2A, with
-// behind) behind an in-process warden gateway. Progress goes to env.Stderr.
-func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool) (plain, guarded *replay.Report, err error) {
+// behind) behind an in-process warden gateway, recording spans when spans
+// is not nil. Progress goes to env.Stderr.
+func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool, spans *telemetry.Recorder) (plain, guarded *replay.Report, err error) {
 	t, up, stop, err := replay.ParseTarget(spec, replay.TargetOptions{Profile: *rf.profile, Tool: *rf.tool,
 		Sensitive: *rf.sensitive, Leak: *rf.leak, CardKeys: *rf.cardKeys})
 	if err != nil {
@@ -377,7 +401,7 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 			return nil, nil, err
 		}
 	}
-	o := replay.Options{StepTimeout: *rf.timeout}
+	o := replay.Options{StepTimeout: *rf.timeout, Spans: spans}
 	if plain, err = replay.Run(ctx, t, traces, o); err != nil {
 		return nil, nil, err
 	}
@@ -402,7 +426,7 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 }
 
 func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform replay", "--target TARGET [--profile REV] [--warden] [--format text|json]")
+	fs := newFlags(env, "conform replay", "--target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL]")
 	target := fs.String("target", "", "what to replay against: "+replay.SpecHelp)
 	behind := fs.Bool("warden", false, "MCP and A2A: also replay behind an in-process warden gateway")
 	format := fs.String("format", "text", "text or json")
@@ -416,7 +440,12 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 	if *format != "text" && *format != "json" {
 		return ExitUsage, fmt.Errorf("unknown format %q (want text or json)", *format)
 	}
-	plain, guarded, err := replayTarget(ctx, env, *target, rf, *behind)
+	spans, stopSpans, err := rf.spans(ctx)
+	if err != nil {
+		return ExitUsage, err
+	}
+	defer stopSpans()
+	plain, guarded, err := replayTarget(ctx, env, *target, rf, *behind, spans)
 	if err != nil {
 		return ExitConfig, err
 	}
@@ -450,7 +479,7 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 }
 
 func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform matrix", "[--format json|markdown|html] [--out DIR] [--against TARGET]")
+	fs := newFlags(env, "conform matrix", "[--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]")
 	format := fs.String("format", "markdown", "json, markdown or html")
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
@@ -462,6 +491,14 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	if *format != "json" && *format != "markdown" && *format != "html" {
 		return ExitUsage, fmt.Errorf("unknown format %q (want json, markdown or html)", *format)
 	}
+	if *rf.otlp != "" && *against == "" {
+		return ExitUsage, errors.New("--otlp records a replay: it needs --against")
+	}
+	spans, stopSpans, err := rf.spans(ctx)
+	if err != nil {
+		return ExitUsage, err
+	}
+	defer stopSpans()
 	ms, err := models.All()
 	if err != nil {
 		return ExitInternal, err
@@ -475,7 +512,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitInternal, err
 	}
 	if *against != "" {
-		plain, guarded, err := replayTarget(ctx, env, *against, rf, true)
+		plain, guarded, err := replayTarget(ctx, env, *against, rf, true, spans)
 		if err != nil {
 			return ExitConfig, err
 		}

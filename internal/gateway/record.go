@@ -109,11 +109,7 @@ func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash strin
 		if !ok || o.op == nil {
 			return // an answer to nothing: recorded in the audit log only
 		}
-		if d.Msg.Error != nil {
-			o.op.Error = &telemetry.RPCError{Code: d.Msg.Error.Code, Message: d.Msg.Error.Message}
-		} else {
-			o.op.Result = d.Msg.Result
-		}
+		o.op.SetResponse(d.Msg)
 		if dn := d.Denial; dn != nil {
 			o.op.Denial = &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,4 +127,40 @@ func TestNoRecordNoCall(t *testing.T) {
 		t.Fatalf("got %d %+v", code, d)
 	}
 	f.h.nothing(f.h.upstream, "a call whose record could not be written")
+}
+
+// BenchmarkRecordSpans measures what telemetry costs a relayed tools/call
+// on the calling goroutine: the request's and the answer's Record with
+// spans in both conventions and OCSF events (no audit log), exporters
+// discarding in the background.
+func BenchmarkRecordSpans(b *testing.B) {
+	exp, _ := telemetry.NewSpanWriter(io.Discard)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	defer tp.Shutdown(context.Background())
+	queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
+	defer queue.Close(context.Background())
+	rs := &Records{Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue}),
+		Propagate: true, Transport: telemetry.TransportStreamableHTTP, Metrics: &Metrics{}}
+	req, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench"}}}`), jsonrpc.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ans, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"bench"}]}}`), jsonrpc.Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := &Decision{Upstream: "demo", Session: "s1", Kind: jsonrpc.KindRequest, Method: "tools/call", Tool: "echo",
+			ID: req.ID, Direction: "client", Msg: req, Arguments: []byte(`{"message":"bench"}`)}
+		if err := rs.Record(ctx, d); err != nil {
+			b.Fatal(err)
+		}
+		a := &Decision{Upstream: "demo", Session: "s1", Kind: jsonrpc.KindResponse, Method: "tools/call", Tool: "echo",
+			ID: ans.ID, Direction: "upstream", Msg: ans, Open: d.Open}
+		if err := rs.Record(ctx, a); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

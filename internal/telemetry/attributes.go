@@ -77,6 +77,42 @@ type spanBuilder struct {
 	attrs  []attribute.KeyValue
 	events []event
 	seed   []string
+
+	capture Capture
+	// memo is what capture made of each content string so far: an
+	// operation's arguments and output go into several attributes, events
+	// and OCSF fields, and redaction is worth doing once.
+	memo []captured
+	// output caches toolOutput(op.Result) once read (outRead).
+	output, outType string
+	outRead         bool
+}
+
+// toolOutput is toolOutput(op.Result), read once per operation.
+func (b *spanBuilder) toolOutput(op *Operation) (text, typ string) {
+	if !b.outRead {
+		b.output, b.outType = toolOutput(op.Result)
+		b.outRead = true
+	}
+	return b.output, b.outType
+}
+
+type captured struct {
+	in, out string
+	ok      bool
+}
+
+// captured returns what b's Capture records for s (see Capture.capture),
+// redacting each distinct s once per operation.
+func (b *spanBuilder) captured(s string) (string, bool) {
+	for _, m := range b.memo {
+		if m.in == s {
+			return m.out, m.ok
+		}
+	}
+	out, ok := b.capture.capture(s)
+	b.memo = append(b.memo, captured{s, out, ok})
+	return out, ok
 }
 
 type event struct {
@@ -129,8 +165,9 @@ func (r *Recorder) spanName(t SpanType, op *Operation) string {
 }
 
 // spanKind follows the seed (CLIENT, sampling SERVER) when the AITF
-// convention is on; with OpenTelemetry names only, warden is the server of
-// the client's requests and the client of the upstream's.
+// convention is on; with OpenTelemetry names only, the gateway is the server
+// of the client's requests and the client of the upstream's, and warden as
+// a client (Operation.AsClient) the reverse.
 func (r *Recorder) spanKind(t SpanType, op *Operation) trace.SpanKind {
 	if r.aitf && t != SpanOther {
 		if t == SpanSamplingRequest {
@@ -138,7 +175,7 @@ func (r *Recorder) spanKind(t SpanType, op *Operation) trace.SpanKind {
 		}
 		return trace.SpanKindClient
 	}
-	if op.FromUpstream {
+	if op.FromUpstream != op.AsClient {
 		return trace.SpanKindClient
 	}
 	return trace.SpanKindServer
@@ -187,7 +224,7 @@ func (r *Recorder) aitfAttributes(b *spanBuilder, t SpanType, op *Operation) {
 		b.seedString(AttrPromptName, lookupString(op.Params, "name"))
 		b.seedString(AttrServerName, op.Upstream)
 		if args, ok := lookup(op.Params, "arguments"); ok {
-			if s, ok := r.capture.capture(string(args)); ok {
+			if s, ok := b.captured(string(args)); ok {
 				b.seedString(AttrPromptArguments, s)
 			}
 		}
@@ -208,12 +245,12 @@ func (r *Recorder) toolInvoke(b *spanBuilder, op *Operation) {
 	b.seedString(AttrToolName, op.Tool)
 	b.seedString(AttrToolServer, op.Upstream)
 	b.seedString(AttrConnectionID, op.connectionID())
-	input, hasInput := r.capture.capture(string(op.Arguments))
+	input, hasInput := b.captured(string(op.Arguments))
 	if hasInput {
 		b.seedString(AttrToolInput, input)
 	}
-	output, outType := toolOutput(op.Result)
-	output, hasOutput := r.capture.capture(output)
+	output, outType := b.toolOutput(op)
+	output, hasOutput := b.captured(output)
 	if hasOutput {
 		b.seedString(AttrToolOutput, output)
 	}
@@ -224,11 +261,11 @@ func (r *Recorder) toolInvoke(b *spanBuilder, op *Operation) {
 	case op.Error != nil:
 		respErr = op.Error.Message
 	case op.toolError():
-		respErr, _ = toolOutput(op.Result)
+		respErr, _ = b.toolOutput(op)
 	}
 	if respErr != "" {
-		respErr, _ = r.capture.capture(respErr)
-		if r.capture.Mode == CaptureOff {
+		respErr, _ = b.captured(respErr)
+		if b.capture.Mode == CaptureOff {
 			respErr = "error"
 		}
 	}
@@ -301,11 +338,11 @@ func (r *Recorder) otelAttributes(b *spanBuilder, t SpanType, op *Operation) {
 	case "tools/call":
 		add(semconv.GenAIToolNameKey.String(op.Tool))
 		add(semconv.GenAIOperationNameExecuteTool)
-		if s, ok := r.capture.capture(string(op.Arguments)); ok {
+		if s, ok := b.captured(string(op.Arguments)); ok {
 			add(semconv.GenAIToolCallArgumentsKey.String(s))
 		}
-		if out, _ := toolOutput(op.Result); out != "" {
-			if s, ok := r.capture.capture(string(op.Result)); ok {
+		if out, _ := b.toolOutput(op); out != "" {
+			if s, ok := b.captured(string(op.Result)); ok {
 				add(semconv.GenAIToolCallResultKey.String(s))
 			}
 		}

@@ -126,3 +126,31 @@ func TestOffModeRecordsNoContent(t *testing.T) {
 		}
 	}
 }
+
+// redactUnfiltered is Redact without its word filter: both expressions on
+// everything.
+func redactUnfiltered(s string) string {
+	s = secretMember.ReplaceAllString(s, `$1"`+Redacted+`"`)
+	return secretValue.ReplaceAllStringFunc(s, redactValue)
+}
+
+// FuzzRedactFilter checks that the word filter in front of the expressions
+// never changes what Redact returns.
+func FuzzRedactFilter(f *testing.F) {
+	for _, c := range canaries {
+		f.Add(c)
+	}
+	for _, s := range []string{
+		`{"message":"bench"}`, `{"Api_Key":"x"}`, `{"ſecret":"x"}`, `{"toKen":"x"}`, `TOKEN=abcdef`,
+		`Authorization: BEARER abcdefgh12`, `https://u:p@host/`, "-----BEGIN EC PRIVATE KEY-----\nabc",
+		`{"content":[{"type":"text","text":"hello"}]}`, `pwd: hunter22`, `GHS_` + strings.Repeat("a", 36),
+		strings.Repeat("x", 1500) + `"password":"p"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Redact(s), redactUnfiltered(s); got != want {
+			t.Fatalf("Redact(%q) = %q, want %q", s, got, want)
+		}
+	})
+}

@@ -10,10 +10,12 @@ package telemetry
 // and returns at once; one goroutine hands events to an EventWriter (a
 // JSONL file, or HTTPWriter for an HTTP sink). When the buffer is full the
 // event is dropped and counted, so a slow or failing SIEM never delays a
-// call. exporters.go builds both kinds from configuration.
+// call. Recorder.End does not even build the events: it queues a function
+// that builds an operation's events (EmitDeferred), and the writer
+// goroutine calls it. exporters.go builds both kinds from configuration.
 //
-//	Recorder.End ─Emit─▶ [ bounded buffer ] ─▶ writer goroutine ─▶ EventWriter
-//	                 └─ full: dropped++
+//	Recorder.End ─EmitDeferred─▶ [ bounded buffer ] ─▶ writer goroutine: build ─▶ EventWriter
+//	                         └─ full: dropped += n
 
 import (
 	"bufio"
@@ -27,15 +29,16 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/ocsf"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // NewSpanWriter returns a span exporter that writes one JSON object per
-// span and line to w (a file, or os.Stdout). Wrap it with
-// sdktrace.WithBatcher so that a slow w never blocks a call.
+// span and line to w (a file, or os.Stdout), in the format of the
+// OpenTelemetry stdout exporter (stdouttrace, without timestamps): see
+// spanwriter.go. Wrap it with sdktrace.WithBatcher so that a slow w never
+// blocks a call.
 func NewSpanWriter(w io.Writer) (sdktrace.SpanExporter, error) {
-	return stdouttrace.New(stdouttrace.WithWriter(w), stdouttrace.WithoutTimestamps())
+	return &spanWriter{w: w}, nil
 }
 
 // EventWriter writes a batch of OCSF events somewhere (a file, stdout, an
@@ -65,8 +68,8 @@ func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error
 
 // QueueOptions configures a Queue. The zero value is usable.
 type QueueOptions struct {
-	Size     int           // buffered events; 0 means 4096
-	MaxBatch int           // events per WriteEvents; 0 means 256
+	Size     int           // buffered events, or operations' events unbuilt; 0 means 4096
+	MaxBatch int           // events per WriteEvents (an operation's events are not split); 0 means 256
 	Timeout  time.Duration // per WriteEvents; 0 means 10 s
 	Logger   *slog.Logger
 }
@@ -81,7 +84,7 @@ type QueueStats struct {
 type Queue struct {
 	// immutable after NewQueue
 	w        EventWriter
-	ch       chan ocsf.Event
+	ch       chan queued
 	maxBatch int
 	timeout  time.Duration
 	log      *slog.Logger
@@ -107,28 +110,49 @@ func NewQueue(w EventWriter, opts QueueOptions) *Queue {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	q := &Queue{w: w, ch: make(chan ocsf.Event, opts.Size), maxBatch: opts.MaxBatch,
+	q := &Queue{w: w, ch: make(chan queued, opts.Size), maxBatch: opts.MaxBatch,
 		timeout: opts.Timeout, log: opts.Logger, done: make(chan struct{})}
 	go q.run()
 	return q
 }
 
+// queued is an event, or n events yet to be built.
+type queued struct {
+	ev    ocsf.Event
+	build func() []ocsf.Event
+	n     int
+}
+
 // Emit implements EventSink: it queues e, or drops it when the queue is
 // full or closed.
-func (q *Queue) Emit(e ocsf.Event) {
+func (q *Queue) Emit(e ocsf.Event) { q.put(queued{ev: e, n: 1}) }
+
+// EmitDeferred implements DeferredSink: it queues build, which the writer
+// goroutine calls, or drops its n events when the queue is full or closed.
+func (q *Queue) EmitDeferred(n int, build func() []ocsf.Event) { q.put(queued{build: build, n: n}) }
+
+func (q *Queue) put(item queued) {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
-		q.dropped.Add(1)
+		q.dropped.Add(uint64(item.n))
 		return
 	}
 	select {
-	case q.ch <- e:
+	case q.ch <- item:
 	default:
-		if q.dropped.Add(1)%1000 == 1 {
-			q.log.Warn("telemetry: OCSF queue full; events dropped", "dropped", q.dropped.Load())
+		if d := q.dropped.Add(uint64(item.n)); d/1000 != (d-uint64(item.n))/1000 || d == uint64(item.n) {
+			q.log.Warn("telemetry: OCSF queue full; events dropped", "dropped", d)
 		}
 	}
+}
+
+// appendItem appends the events of item to batch.
+func appendItem(batch []ocsf.Event, item queued) []ocsf.Event {
+	if item.build == nil {
+		return append(batch, item.ev)
+	}
+	return append(batch, item.build()...)
 }
 
 // Stats returns the counters.
@@ -140,16 +164,16 @@ func (q *Queue) run() {
 	defer close(q.done)
 	defer q.closeWriter()
 	batch := make([]ocsf.Event, 0, q.maxBatch)
-	for e := range q.ch {
-		batch = append(batch[:0], e)
+	for item := range q.ch {
+		batch = appendItem(batch[:0], item)
 	fill:
 		for len(batch) < q.maxBatch {
 			select {
-			case e, ok := <-q.ch:
+			case item, ok := <-q.ch:
 				if !ok {
 					break fill
 				}
-				batch = append(batch, e)
+				batch = appendItem(batch, item)
 			default:
 				break fill
 			}

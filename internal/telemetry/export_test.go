@@ -58,6 +58,41 @@ func TestSlowExporterNeverBlocks(t *testing.T) {
 	}
 }
 
+// The Recorder leaves building an operation's OCSF events to the queue's
+// goroutine: End returns while the events are still being built, and a full
+// queue drops (and counts) all of an operation's events.
+func TestQueueBuildsDeferredEvents(t *testing.T) {
+	w := &stuckWriter{started: make(chan struct{}), release: make(chan struct{})}
+	q := NewQueue(w, QueueOptions{Size: 1, MaxBatch: 1})
+	r := NewRecorder(Options{OCSFSink: q})
+	op := *goldens["aitf.mcp.tool.invoke"].op
+	op.Denial = &Denial{Stage: "policy", Rule: "deny write_*"}
+	r.Record(context.Background(), &op) // taken by the writer, which sticks
+	<-w.started
+	building := make(chan struct{})
+	q.EmitDeferred(1, func() []ocsf.Event { // queued: the writer is stuck
+		close(building)
+		return []ocsf.Event{ocsf.Builder{}.APIActivity(&ocsf.Call{Method: "ping"})}
+	})
+	r.Record(context.Background(), &op) // the queue is full: an activity and its finding dropped
+	select {
+	case <-building:
+		t.Fatal("events were built on the caller's goroutine")
+	default:
+	}
+	if s := q.Stats(); s.Dropped != 2 {
+		t.Errorf("dropped %d, want the denied operation's 2 events", s.Dropped)
+	}
+	close(w.release)
+	if err := q.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-building
+	if s := q.Stats(); s.Written != 3 || w.n != 3 {
+		t.Errorf("written %d (writer saw %d), want 3: the first operation's 2 events and the deferred one", s.Written, w.n)
+	}
+}
+
 type failingWriter struct{}
 
 func (failingWriter) WriteEvents(context.Context, []ocsf.Event) error { return errors.New("SIEM down") }

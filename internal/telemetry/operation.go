@@ -5,6 +5,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/ocsf"
 )
 
@@ -24,6 +25,12 @@ type Operation struct {
 	// FromUpstream is true for requests the MCP server sent to the client
 	// (sampling/createMessage, elicitation/create, roots/list).
 	FromUpstream bool
+	// AsClient is true when warden is itself the client of the operation
+	// (conformance replay) rather than a gateway between a client and a
+	// server. It decides the kind of a span with OpenTelemetry
+	// names only: CLIENT for the requests warden sends, SERVER for those it
+	// receives (FromUpstream), the reverse of the gateway's.
+	AsClient     bool
 	Notification bool   // no id, no response
 	RequestID    string // the raw JSON-RPC id (`7`, `"abc"`), "" for notifications
 
@@ -72,6 +79,28 @@ type Operation struct {
 	Findings []ocsf.Finding
 
 	Start, End time.Time
+}
+
+// RequestOperation returns the operation of a request or notification with
+// method and raw params (valid JSON, or nil), as a party that is not the
+// gateway sees it (the attack runner, conformance replay): for tools/call,
+// Tool and Arguments are read from params. The caller fills in the rest.
+func RequestOperation(method string, params []byte) *Operation {
+	op := &Operation{Method: method, Params: params}
+	if method == "tools/call" {
+		op.Tool = lookupString(params, "name")
+		op.Arguments, _ = lookup(params, "arguments")
+	}
+	return op
+}
+
+// SetResponse sets op's Result, or its Error, from the response m.
+func (op *Operation) SetResponse(m *jsonrpc.Message) {
+	if m.Error != nil {
+		op.Error = &RPCError{Code: m.Error.Code, Message: m.Error.Message}
+		return
+	}
+	op.Result = m.Result
 }
 
 // RPCError is the JSON-RPC error the call ended with (sent by the upstream,

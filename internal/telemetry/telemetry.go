@@ -47,6 +47,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/ocsf"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -67,6 +68,15 @@ const ScopeName = "github.com/agentwarden/warden/internal/telemetry"
 // the event or drops it (see Queue).
 type EventSink interface {
 	Emit(ocsf.Event)
+}
+
+// A DeferredSink is an EventSink that also takes an operation's events
+// unbuilt: Recorder.End hands it build, which returns the n events, and the
+// sink calls it on its own goroutine, off the call's path (Queue does).
+// EmitDeferred must not block either.
+type DeferredSink interface {
+	EventSink
+	EmitDeferred(n int, build func() []ocsf.Event)
 }
 
 // Options configures a Recorder. The zero value records both conventions
@@ -153,12 +163,13 @@ func (r *Recorder) Start(ctx context.Context, op *Operation) (context.Context, *
 }
 
 // End sets the span's attributes and events from op, ends it at op.End (now
-// if zero), and emits op's OCSF events.
+// if zero), and hands op's OCSF events to the sink (to be built on the
+// sink's own goroutine when it is a DeferredSink, as a Queue is).
 func (r *Recorder) End(s *Span, op *Operation) {
 	if op.End.IsZero() {
 		op.End = time.Now()
 	}
-	var b spanBuilder
+	b := spanBuilder{capture: r.capture, attrs: make([]attribute.KeyValue, 0, 24)}
 	if r.aitf {
 		r.aitfAttributes(&b, s.typ, op)
 	}
@@ -181,18 +192,44 @@ func (r *Recorder) End(s *Span, op *Operation) {
 		}
 	}
 	if op.failed() {
-		s.span.SetStatus(codes.Error, r.statusDescription(op))
+		s.span.SetStatus(codes.Error, statusDescription(&b, op))
 	}
 	s.span.End(trace.WithTimestamp(op.End))
 	if r.sink != nil {
-		call := r.ocsfCall(s, op, b.seed)
-		for _, ev := range r.builder.Events(call) {
-			r.sink.Emit(ev)
-		}
-		for _, f := range op.Findings {
-			r.sink.Emit(r.builder.Finding(call, f))
-		}
+		r.emitEvents(ocsfCall(&b, s, op), op.Findings)
 	}
+}
+
+// emitEvents sends the OCSF events of call and its findings to the sink:
+// built there when it is a DeferredSink (call holds captured copies of the
+// operation's content, nothing the caller keeps using), else here.
+func (r *Recorder) emitEvents(call *ocsf.Call, findings []ocsf.Finding) {
+	builder := r.builder
+	build := func() []ocsf.Event {
+		evs := builder.Events(call)
+		for _, f := range findings {
+			evs = append(evs, builder.Finding(call, f))
+		}
+		return evs
+	}
+	if ds, ok := r.sink.(DeferredSink); ok {
+		n := 1 + len(findings)
+		if call.Denial != nil {
+			n++ // its Detection Finding
+		}
+		ds.EmitDeferred(n, build)
+		return
+	}
+	for _, ev := range build() {
+		r.sink.Emit(ev)
+	}
+}
+
+// StartGroup starts an INTERNAL span named name that groups operations
+// (one conformance probe, say): the operations started with the returned
+// context are its children. The caller ends it.
+func (r *Recorder) StartGroup(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return r.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 }
 
 // Record starts and ends op's span at once, for an operation that is over
@@ -203,7 +240,7 @@ func (r *Recorder) Record(ctx context.Context, op *Operation) trace.SpanContext 
 	return s.Context()
 }
 
-func (r *Recorder) statusDescription(op *Operation) string {
+func statusDescription(b *spanBuilder, op *Operation) string {
 	var msg string
 	switch {
 	case op.Denial != nil:
@@ -213,7 +250,7 @@ func (r *Recorder) statusDescription(op *Operation) string {
 	default:
 		msg = "tool_error"
 	}
-	if s, ok := r.capture.capture(msg); ok {
+	if s, ok := b.captured(msg); ok {
 		return s
 	}
 	return "error"
@@ -221,10 +258,10 @@ func (r *Recorder) statusDescription(op *Operation) string {
 
 // ocsfCall maps op to the OCSF builders' input, with content captured as
 // for spans.
-func (r *Recorder) ocsfCall(s *Span, op *Operation, seed []string) *ocsf.Call {
+func ocsfCall(b *spanBuilder, s *Span, op *Operation) *ocsf.Call {
 	sc := s.Context()
 	c := &ocsf.Call{
-		SeedSpan: s.typ.Seed(), SeedFields: seed,
+		SeedSpan: s.typ.Seed(), SeedFields: b.seed,
 		Method: op.Method, RequestID: op.RequestID, Session: op.Session, Actor: op.Actor, Client: op.Client,
 		ClientIP: op.ClientIP, Upstream: op.Upstream, UpstreamVersion: op.UpstreamVersion,
 		UpstreamURL: op.UpstreamURL, Transport: op.Transport, ProtocolVersion: op.ProtocolVersion,
@@ -240,20 +277,20 @@ func (r *Recorder) ocsfCall(s *Span, op *Operation, seed []string) *ocsf.Call {
 	if args == nil && op.Method != "tools/call" {
 		args, _ = lookup(op.Params, "arguments")
 	}
-	if v, ok := r.capture.capture(string(args)); ok {
+	if v, ok := b.captured(string(args)); ok {
 		c.Arguments = rawOrString(v)
 	}
-	if out, _ := toolOutput(op.Result); out != "" && s.typ == SpanToolInvoke {
-		if v, ok := r.capture.capture(out); ok {
+	if out, _ := b.toolOutput(op); out != "" && s.typ == SpanToolInvoke {
+		if v, ok := b.captured(out); ok {
 			c.Result = rawOrString(v)
 		}
 	}
 	if op.Error != nil {
 		c.ErrorCode = op.Error.Code
-		c.ErrorMessage, _ = r.capture.capture(op.Error.Message)
+		c.ErrorMessage, _ = b.captured(op.Error.Message)
 	}
 	if d := op.Denial; d != nil {
-		reason, _ := r.capture.capture(d.Reason)
+		reason, _ := b.captured(d.Reason)
 		c.Denial = &ocsf.Denial{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Reason: reason}
 	}
 	return c

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/telemetry"
 )
 
 // A2A versions the adapter speaks.
@@ -158,15 +160,44 @@ func fillA2A(v any, n int) any {
 // call sends one JSON-RPC request built from a 1.0 template.
 func (c *a2aClient) call(ctx context.Context, method string, params map[string]any, header http.Header) (json.RawMessage, *a2aAnswer, error) {
 	method, params = c.translate(method, params)
-	body, err := marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	p, err := marshal(params)
 	if err != nil {
 		return nil, nil, err
 	}
-	ans, err := c.post(ctx, body, header)
+	body, err := marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": json.RawMessage(p)})
+	if err != nil {
+		return nil, nil, err
+	}
+	ans, err := c.post(ctx, c.operation(method, p), body, header)
 	return body, ans, err
 }
 
-func (c *a2aClient) post(ctx context.Context, body []byte, header http.Header) (*a2aAnswer, error) {
+// operation is the telemetry of a request with method and raw params (nil
+// for a body that need not be valid JSON); nil without spans.
+func (c *a2aClient) operation(method string, params []byte) *telemetry.Operation {
+	op := c.o.operation(c.t, method, params)
+	if op != nil {
+		op.RequestID = strconv.Itoa(c.next)
+	}
+	return op
+}
+
+// post sends body, a JSON-RPC request whose telemetry is op, and reads the
+// answer. A nil answer with a nil error means none came.
+func (c *a2aClient) post(ctx context.Context, op *telemetry.Operation, body []byte, header http.Header) (ans *a2aAnswer, err error) {
+	sp := c.o.start(ctx, op)
+	defer func() {
+		switch {
+		case err != nil:
+			sp.unanswered("unsent")
+		case ans == nil:
+			sp.unanswered("none")
+		case ans.err != nil && ans.err.Code != 0: // 0: an HTTP refusal without JSON-RPC, told by the status
+			sp.httpAnswered(ans.status, nil, &telemetry.RPCError{Code: ans.err.Code, Message: ans.err.Message})
+		default:
+			sp.httpAnswered(ans.status, ans.result, nil)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, c.o.step())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.t.URL, bytes.NewReader(body))
@@ -187,7 +218,7 @@ func (c *a2aClient) post(ctx context.Context, body []byte, header http.Header) (
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	ans := &a2aAnswer{status: resp.StatusCode}
+	ans = &a2aAnswer{status: resp.StatusCode}
 	var rpc struct {
 		Result json.RawMessage `json:"result"`
 		Error  *a2aError       `json:"error"`
@@ -301,7 +332,7 @@ func a2aDuplicateMembers(ctx context.Context, t *Target, tr *Trace, o Options) R
 		return unrealisable(err.Error())
 	}
 	body := []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"GetTask","method":%q,"params":%s}`, c.next, method, p))
-	ans, _ := c.post(ctx, body, c.auth())
+	ans, _ := c.post(ctx, c.operation(method, nil), body, c.auth())
 	steps := []Step{c.authStep(), {Action: "A_malformed", Kind: "Adversary", Sent: body, Answer: ans.summary()},
 		{Action: "S_reject_malformed", Kind: "Protocol", Note: "oracle: a parse error, or no answer"}}
 	switch {

@@ -40,28 +40,37 @@ func runAgentInput(message string) map[string]any {
 // it).
 const AGUIMessage = "look up the weather"
 
+// AGUIRunMethod names the run request in telemetry, as the attack runner
+// names it.
+const AGUIRunMethod = "run_agent_input"
+
 func aguiRun(ctx context.Context, t *Target, _ *Trace, o Options) Result {
 	body, _ := marshal(runAgentInput(AGUIMessage))
+	sp := o.start(ctx, o.operation(t, AGUIRunMethod, body))
 	ctx, cancel := context.WithTimeout(ctx, o.step())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
 	if err != nil {
+		sp.unanswered("unsent")
 		return unrealisable(err.Error())
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := httpClient(t).Do(req)
 	if err != nil {
+		sp.unanswered("none")
 		return unrealisable("the agent did not answer: " + err.Error())
 	}
 	defer resp.Body.Close()
 	step := Step{Action: "C_run_agent", Kind: "Protocol", Sent: body}
 	if resp.StatusCode/100 != 2 {
+		sp.httpAnswered(resp.StatusCode, nil, nil)
 		step.Answer = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		return unrealisable("the run was refused: "+step.Answer, step)
 	}
 	var types []string
 	problems := checkEvents(transport.NewEventReader(io.LimitReader(resp.Body, 4<<20), 1<<20), &types)
+	sp.httpAnswered(resp.StatusCode, nil, nil)
 	step.Answer = fmt.Sprintf("%d events: %s", len(types), clip(strings.Join(types, " "), 200))
 	if len(problems) > 0 {
 		return Result{Outcome: Reproduced, Steps: []Step{step}, Evidence: "malformed event stream: " + strings.Join(problems, "; ")}

@@ -17,10 +17,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -37,12 +40,17 @@ const DefaultMCPProfile = mcp.Rev20251125
 var MCPProfiles = []string{mcp.Rev20250618, mcp.Rev20251125, mcp.Rev20260728}
 
 type mcpSession struct {
+	t         *Target
 	conn      transport.Conn
+	connID    string // for telemetry: the operations of one connection
 	rev       string
 	stateless bool
 	next      int64
 	o         Options
 }
+
+// connections numbers replay's MCP connections, for telemetry.
+var connections atomic.Int64
 
 func openMCP(ctx context.Context, t *Target, o Options) (*mcpSession, error) {
 	rev := t.Profile
@@ -56,7 +64,8 @@ func openMCP(ctx context.Context, t *Target, o Options) (*mcpSession, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcpSession{conn: conn, rev: rev, stateless: mcp.Stateless(rev), o: o}, nil
+	return &mcpSession{t: t, conn: conn, connID: "conform-" + strconv.FormatInt(connections.Add(1), 10),
+		rev: rev, stateless: mcp.Stateless(rev), o: o}, nil
 }
 
 func (s *mcpSession) close() { s.conn.Close() }
@@ -115,18 +124,22 @@ func (s *mcpSession) raw(ctx context.Context, line []byte, id int64, method stri
 }
 
 func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64, notify bool) (*jsonrpc.Message, error) {
+	sp := s.o.start(ctx, s.operation(m, notify))
 	wctx, cancel := context.WithTimeout(ctx, s.o.step())
 	defer cancel()
 	if err := s.conn.Write(wctx, m); err != nil {
+		sp.unanswered("unsent")
 		return nil, fmt.Errorf("send %s: %w", m.Method, err)
 	}
 	if notify {
+		sp.unanswered("")
 		return nil, nil
 	}
 	want := jsonrpc.IntID(id)
 	for {
 		in, err := s.conn.Read(wctx)
 		if err != nil {
+			sp.unanswered("none")
 			if ctx.Err() == nil {
 				return nil, nil // no answer in time, or the peer went away
 			}
@@ -135,13 +148,32 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 		switch in.Kind {
 		case jsonrpc.KindResponse:
 			if in.ID == want {
+				sp.answered(in)
 				return in, nil
 			}
 		case jsonrpc.KindRequest: // roots/list, sampling, elicitation: the probe client has none
 			e := jsonrpc.NewErrorResponse(in.ID, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the conform client offers no " + in.Method})
+			s.o.received(ctx, s.t, in, e)
 			_ = s.conn.Write(wctx, e)
+		case jsonrpc.KindNotification:
+			s.o.received(ctx, s.t, in, nil)
 		}
 	}
+}
+
+// operation is the telemetry of m, which the session is about to send (a
+// raw frame has no params: it need not be valid JSON); nil without spans.
+func (s *mcpSession) operation(m *jsonrpc.Message, notify bool) *telemetry.Operation {
+	op := s.o.operation(s.t, m.Method, m.Params)
+	if op == nil {
+		return nil
+	}
+	op.Notification = notify
+	if !notify {
+		op.RequestID = m.ID.Raw()
+	}
+	op.ProtocolVersion, op.ConnectionID = s.rev, s.connID
+	return op
 }
 
 // initialize runs the stateful handshake, or server/discover on the

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/conform/check"
+	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -224,6 +225,9 @@ type Options struct {
 	// StepTimeout bounds each wait for an answer; 0 means 10s. A request
 	// not answered in time counts as not served.
 	StepTimeout time.Duration
+	// Spans, if set, records every message replay sends and receives as
+	// telemetry, a span per probe and per operation (spans.go).
+	Spans *telemetry.Recorder
 }
 
 func (o Options) step() time.Duration {
@@ -299,7 +303,9 @@ func Run(ctx context.Context, t *Target, traces map[string]*Trace, o Options) (*
 			return nil, err
 		}
 		tr := traces[p.model+"/"+p.property]
-		r := p.run(ctx, t, tr, o)
+		pctx, end := o.startProbe(ctx, t, p)
+		r := p.run(pctx, t, tr, o)
+		end(r)
 		r.Protocol, r.Model, r.Property, r.Principle = t.Protocol, p.model, p.property, p.principle
 		r.Clauses = slices.Clone(p.clauses)
 		r.Trace = "probe"
