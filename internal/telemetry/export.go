@@ -34,7 +34,7 @@ import (
 
 // NewSpanWriter returns a span exporter that writes one JSON object per
 // span and line to w (a file, or os.Stdout), in the format of the
-// OpenTelemetry stdout exporter (stdouttrace, without timestamps): see
+// OpenTelemetry stdout exporter (stdouttrace): see
 // spanwriter.go. Wrap it with sdktrace.WithBatcher so that a slow w never
 // blocks a call.
 func NewSpanWriter(w io.Writer) (sdktrace.SpanExporter, error) {

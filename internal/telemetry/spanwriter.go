@@ -1,9 +1,8 @@
 package telemetry
 
 // The JSONL span exporter (NewSpanWriter). Its format is the stdout
-// exporter's (go.opentelemetry.io/otel/exporters/stdout/stdouttrace, made
-// WithoutTimestamps): one tracetest.SpanStub per line as encoding/json
-// writes it, times zeroed. That exporter builds each line by reflection
+// exporter's (go.opentelemetry.io/otel/exporters/stdout/stdouttrace): one
+// tracetest.SpanStub per line as encoding/json writes it. That exporter builds each line by reflection
 // and re-encodes the provider's resource and scope for every span, which
 // costs as much as recording the span; spanWriter writes the same bytes by
 // hand, with the resource and scope encoded once. TestSpanWriterMatchesStdout
@@ -18,6 +17,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -27,10 +27,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// zeroTimeJSON is a zero time.Time as encoding/json writes it: the
-// exporter writes no timestamps.
-const zeroTimeJSON = `"0001-01-01T00:00:00Z"`
 
 // spanWriter is a sdktrace.SpanExporter writing JSON lines to w. It is safe
 // for concurrent use.
@@ -92,6 +88,14 @@ func (e *spanWriter) Shutdown(context.Context) error {
 	return nil
 }
 
+// appendTime appends t as encoding/json writes a time.Time: RFC 3339 with
+// nanoseconds, trailing zeros dropped, in t's own zone.
+func appendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
 // appendSpan appends s as one line, in tracetest.SpanStub's field order.
 func (e *spanWriter) appendSpan(b []byte, s sdktrace.ReadOnlySpan) ([]byte, error) {
 	var err error
@@ -103,7 +107,11 @@ func (e *spanWriter) appendSpan(b []byte, s sdktrace.ReadOnlySpan) ([]byte, erro
 	b = appendSpanContext(b, s.Parent())
 	b = append(b, `,"SpanKind":`...)
 	b = strconv.AppendInt(b, int64(s.SpanKind()), 10)
-	b = append(b, `,"StartTime":`+zeroTimeJSON+`,"EndTime":`+zeroTimeJSON+`,"Attributes":`...)
+	b = append(b, `,"StartTime":`...)
+	b = appendTime(b, s.StartTime())
+	b = append(b, `,"EndTime":`...)
+	b = appendTime(b, s.EndTime())
+	b = append(b, `,"Attributes":`...)
 	if b, err = appendAttributes(b, s.Attributes()); err != nil {
 		return nil, err
 	}
@@ -242,7 +250,8 @@ func appendEvents(b []byte, evs []sdktrace.Event) ([]byte, error) {
 		}
 		b = append(b, `,"DroppedAttributeCount":`...)
 		b = strconv.AppendInt(b, int64(ev.DroppedAttributeCount), 10)
-		b = append(b, `,"Time":`+zeroTimeJSON+`}`...)
+		b = append(b, `,"Time":`...)
+		b = append(appendTime(b, ev.Time), '}')
 	}
 	return append(b, ']'), nil
 }
