@@ -10,6 +10,14 @@ package gateway
 // client's ids are unique on it. Every message is relayed as the exact bytes
 // the transport validated (Message.Raw).
 //
+// Each direction is relayed by one goroutine: Run's loops, which Read, or,
+// for a conn that pushes (transport.Pusher: stdio streams and child
+// processes), the conn's own reading goroutine, which saves a hand-off per
+// message; the loop then only waits for the conn's end. Either way the
+// messages of one direction are relayed one at a time, in order, except a
+// request a stage may hold, which is checked on a goroutine of its own
+// (relayHeld).
+//
 // The relay keeps two tables, guarded by mu:
 //   - pending: client requests the upstream has not answered yet. A response
 //     must match one (an upstream cannot answer a question nobody asked), and
@@ -148,6 +156,15 @@ func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
+	// A conn that can push its messages (a stdio stream, a child process)
+	// has them relayed on the goroutine that read them, one hand-off less
+	// per message; the loops below then only wait for its end.
+	if p, ok := r.client.(transport.Pusher); ok {
+		p.Push(func(m *jsonrpc.Message) { r.clientMessage(ctx, m) })
+	}
+	if p, ok := r.upstream.(transport.Pusher); ok {
+		p.Push(func(m *jsonrpc.Message) { r.upstreamMessage(ctx, m) })
+	}
 	upErr := make(chan error, 1)
 	go func() { upErr <- r.fromUpstream(ctx) }()
 	clientErr := r.fromClient(ctx)
@@ -178,14 +195,19 @@ func (r *Relay) fromClient(ctx context.Context) error {
 			}
 			return err
 		}
-		switch {
-		case msg.Kind == jsonrpc.KindResponse:
-			r.relayClientResponse(ctx, msg)
-		case msg.Kind == jsonrpc.KindRequest && r.pipeline.MayBlock():
-			r.relayHeld(ctx, msg)
-		default:
-			r.relayClientCall(ctx, msg)
-		}
+		r.clientMessage(ctx, msg)
+	}
+}
+
+// clientMessage relays one message from the client.
+func (r *Relay) clientMessage(ctx context.Context, msg *jsonrpc.Message) {
+	switch {
+	case msg.Kind == jsonrpc.KindResponse:
+		r.relayClientResponse(ctx, msg)
+	case msg.Kind == jsonrpc.KindRequest && r.pipeline.MayBlock():
+		r.relayHeld(ctx, msg)
+	default:
+		r.relayClientCall(ctx, msg)
 	}
 }
 
@@ -328,53 +350,58 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 			}
 			return err
 		}
-		d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
-			ID: msg.ID, Direction: "upstream", Msg: msg, Actor: r.principal}
-		var answered pendingCall
-		switch msg.Kind {
-		case jsonrpc.KindResponse:
-			p, ok := r.untrackCall(msg.ID)
-			answered = p
-			if !ok {
-				d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
-					Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
-				r.keep(ctx, &d)
-				r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
-				continue
-			}
-			method := p.method
-			d.Method, d.Open = method, p.open
-			if method == mcp.MethodInitialize && msg.Result != nil {
-				r.mu.Lock()
-				r.ready = true
-				r.mu.Unlock()
-			}
-			if r.results != nil {
-				msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
-				d.Msg = msg
-			}
-			if r.onResult != nil && msg.Result != nil {
-				r.onResult(method, msg.Result)
-			}
-		case jsonrpc.KindRequest:
+		r.upstreamMessage(ctx, msg)
+	}
+}
+
+// upstreamMessage relays one message from the upstream.
+func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
+		ID: msg.ID, Direction: "upstream", Msg: msg, Actor: r.principal}
+	var answered pendingCall
+	switch msg.Kind {
+	case jsonrpc.KindResponse:
+		p, ok := r.untrackCall(msg.ID)
+		answered = p
+		if !ok {
+			d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
+				Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
+			r.keep(ctx, &d)
+			r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
+			return
+		}
+		method := p.method
+		d.Method, d.Open = method, p.open
+		if method == mcp.MethodInitialize && msg.Result != nil {
 			r.mu.Lock()
-			r.asked[msg.ID.Raw()] = struct{}{}
+			r.ready = true
 			r.mu.Unlock()
 		}
-		if !r.keep(ctx, &d) {
-			if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
-				r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: "write"}.
-					Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
-			}
-			continue
+		if r.results != nil {
+			msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
+			d.Msg = msg
 		}
-		if r.answers != nil && msg.Kind == jsonrpc.KindResponse && msg.Result != nil && d.Denial == nil {
-			r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
-				Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
-				Result: msg.Result, AuditID: d.AuditID})
+		if r.onResult != nil && msg.Result != nil {
+			r.onResult(method, msg.Result)
 		}
-		r.writeClient(ctx, msg)
+	case jsonrpc.KindRequest:
+		r.mu.Lock()
+		r.asked[msg.ID.Raw()] = struct{}{}
+		r.mu.Unlock()
 	}
+	if !r.keep(ctx, &d) {
+		if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
+			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: "write"}.
+				Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
+		}
+		return
+	}
+	if r.answers != nil && msg.Kind == jsonrpc.KindResponse && msg.Result != nil && d.Denial == nil {
+		r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
+			Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
+			Result: msg.Result, AuditID: d.AuditID})
+	}
+	r.writeClient(ctx, msg)
 }
 
 // track records a pending client request; false if the id is already pending.

@@ -117,7 +117,7 @@ type CommandConn struct {
 	closeErr  error // the result of shutdown; read after closeOnce
 }
 
-var _ Conn = (*CommandConn)(nil)
+var _ Pusher = (*CommandConn)(nil)
 
 // Command starts spec's program in a process group of its own, with an
 // environment made only of the PassEnv variables and Env, and returns a Conn
@@ -264,6 +264,12 @@ func (c *CommandConn) ExitCode() int {
 // ends first. One goroutine at a time may call Read.
 func (c *CommandConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 	return c.stream.Read(ctx)
+}
+
+// Push implements Pusher: the messages the child writes are handed to
+// deliver on the goroutine that reads its stdout.
+func (c *CommandConn) Push(deliver func(*jsonrpc.Message)) bool {
+	return c.stream.(Pusher).Push(deliver)
 }
 
 // Write writes msg.Raw and a newline to the child's stdin. Writes from

@@ -161,11 +161,13 @@ func readReady(t *testing.T, c Conn) map[string]int {
 }
 
 func TestContractCommand(t *testing.T) {
-	testConnContract(t, func(t *testing.T) (Conn, Conn) {
+	newPair := func(t *testing.T) (Conn, Conn) {
 		rec := &logRecorder{} // keeps the shutdown warnings out of the test output
 		c := startChild(t, "echo", CommandSpec{ShutdownTimeout: 200 * time.Millisecond, Logger: rec.logger()})
 		return c, c
-	})
+	}
+	testConnContract(t, newPair)
+	testPushContract(t, newPair)
 }
 
 func TestCommandEnvAllowlist(t *testing.T) {

@@ -36,5 +36,20 @@ type Conn interface {
 	Close() error
 }
 
+// A Pusher is a Conn that can hand each inbound message to a function instead
+// of returning it from Read: the function runs on the goroutine that read
+// the message, which saves a goroutine hand-off per message.
+type Pusher interface {
+	Conn
+	// Push makes the conn call deliver with each inbound message, one at a
+	// time and in order, from its reading goroutine. Read then returns only
+	// how the stream ended: io.EOF or a read error once deliver has returned
+	// for every message before it, ErrClosed after Close. deliver may block
+	// (reading waits for it: back-pressure) and may call Write, but not Read.
+	// Push must be called before the first Read; it reports false, and
+	// changes nothing, if Read was called first or Push already was.
+	Push(deliver func(*jsonrpc.Message)) bool
+}
+
 // ErrClosed is returned by Read and Write after Close.
 var ErrClosed = errors.New("transport: connection closed")

@@ -294,6 +294,66 @@ func testConnContract(t *testing.T, newPair func(t *testing.T) (a, b Conn)) {
 	})
 }
 
+// testPushContract checks the Pusher contract on pairs made by newPair, as
+// testConnContract does, when b is a Pusher.
+func testPushContract(t *testing.T, newPair func(t *testing.T) (a, b Conn)) {
+	t.Run("PushInOrderThenEnd", func(t *testing.T) {
+		a, b := newPair(t)
+		if a == b {
+			t.Skip("one Conn: the peer's end is outside the test")
+		}
+		p := b.(Pusher)
+		got := make(chan string, 16)
+		if !p.Push(func(m *jsonrpc.Message) {
+			time.Sleep(time.Millisecond) // a slow deliver holds the next message back
+			got <- string(m.Raw)
+		}) {
+			t.Fatal("Push on a fresh Conn reported false")
+		}
+		if p.Push(func(*jsonrpc.Message) {}) {
+			t.Fatal("a second Push reported true")
+		}
+		raws := []string{`{"jsonrpc":"2.0","id":1,"method":"a"}`, `{"jsonrpc":"2.0","method":"b"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`}
+		ends := readAsync(context.Background(), b)
+		go func() {
+			for _, raw := range raws {
+				a.Write(context.Background(), contractMsg(t, raw))
+			}
+			a.Close()
+		}()
+		for i, raw := range raws {
+			select {
+			case g := <-got:
+				if g != raw {
+					t.Fatalf("delivery %d: got %s, want %s", i, g, raw)
+				}
+			case <-time.After(waitTimeout):
+				t.Fatalf("delivery %d did not come", i)
+			}
+		}
+		// Read reports only the end, after the last delivery.
+		if r := awaitRead(t, ends, "after the peer closed"); r.msg != nil || !errors.Is(r.err, io.EOF) {
+			t.Fatalf("Read in push mode: msg=%v err=%v, want io.EOF", r.msg, r.err)
+		}
+	})
+
+	t.Run("PushAfterRead", func(t *testing.T) {
+		a, b := newPair(t)
+		raw := `{"jsonrpc":"2.0","method":"pulled"}`
+		go a.Write(context.Background(), contractMsg(t, raw))
+		if m := mustRead(t, b); string(m.Raw) != raw {
+			t.Fatalf("got %s", m.Raw)
+		}
+		if b.(Pusher).Push(func(*jsonrpc.Message) { t.Error("delivered after Read was used") }) {
+			t.Fatal("Push after Read reported true")
+		}
+		go a.Write(context.Background(), contractMsg(t, raw))
+		if m := mustRead(t, b); string(m.Raw) != raw {
+			t.Fatalf("got %s", m.Raw)
+		}
+	})
+}
+
 func TestContractPipe(t *testing.T) {
 	testConnContract(t, func(t *testing.T) (Conn, Conn) {
 		a, b := Pipe()
@@ -303,7 +363,7 @@ func TestContractPipe(t *testing.T) {
 }
 
 func TestContractStream(t *testing.T) {
-	testConnContract(t, func(t *testing.T) (Conn, Conn) {
+	newPair := func(t *testing.T) (Conn, Conn) {
 		r1, w1, err := os.Pipe()
 		if err != nil {
 			t.Fatal(err)
@@ -316,5 +376,7 @@ func TestContractStream(t *testing.T) {
 		b := NewStream(r1, w2, closers{r1, w2}, StreamOptions{Name: "b"})
 		t.Cleanup(func() { a.Close(); b.Close() })
 		return a, b
-	})
+	}
+	testConnContract(t, newPair)
+	testPushContract(t, newPair)
 }

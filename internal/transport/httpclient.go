@@ -3,7 +3,8 @@ package transport
 // The streamable-HTTP client: how warden talks to an HTTP upstream MCP server.
 //
 //	Write(msg) ──POST msg.Raw──────────────► upstream
-//	   │  returns when the response headers arrive
+//	   │  a request: in its own goroutine, once the POST before it is written;
+//	   │  anything else: at once, returning when the response headers arrive
 //	   ▼
 //	202 ───────────── nothing to deliver
 //	200 json ───────► readJSON ─────┐
@@ -24,6 +25,11 @@ package transport
 //
 // The goroutines that feed the queue block when it is full: a slow reader
 // slows the upstream streams down rather than growing memory.
+//
+// Keep-alive matters on this path: a POST costs one write (the body goes
+// out with the headers), and a POST stream is read to its end after its
+// response (drainStream), since net/http drops a connection whose body was
+// closed early; otherwise the next call would dial a new connection.
 
 import (
 	"bytes"
@@ -50,14 +56,16 @@ import (
 type HTTPClientOptions struct {
 	// URL is the upstream's MCP endpoint.
 	URL string
-	// Client sends the requests. Nil means a client of warden's own: it
-	// bounds connecting, the TLS handshake and the wait for response headers
-	// (5 minutes; an upstream that answers in application/json sends its
-	// headers only with the result), sets no overall timeout (streams last as
-	// long as they need), honours the proxy environment variables as
-	// net/http does, and does not follow redirects, so that the static Header
-	// is never sent to another URL. A caller-supplied Client is used as it
-	// is, redirects included.
+	// Client sends the requests. Nil means a client of warden's own
+	// (UpstreamHTTPClient): it bounds connecting, the TLS handshake and the
+	// wait for response headers (5 minutes; an upstream that answers in
+	// application/json sends its headers only with the result), sets no
+	// overall timeout (streams last as long as they need), honours the proxy
+	// environment variables as net/http does, and does not follow
+	// redirects, so that the static Header is never sent to another URL. A
+	// client made by UpstreamHTTPClient can be shared by the conns of one
+	// upstream; any other caller-supplied Client is used as it is, redirects
+	// included.
 	Client *http.Client
 	// Header holds static headers configured for this upstream, such as an
 	// API key. They go on every request. Entries named Mcp-*, Last-Event-Id,
@@ -84,8 +92,11 @@ const (
 	httpMaxResumes        = 3                // POST stream: reconnects without progress
 	httpMaxStandaloneFail = 5                // standalone stream: failed attempts in a row
 	httpRetryInitial      = 250 * time.Millisecond
-	httpRetryMax          = 10 * time.Second // cap on backoff and on the server's retry:
-	httpStandaloneHealthy = 10 * time.Second // a standalone stream open this long was fine
+	httpRetryMax          = 10 * time.Second       // cap on backoff and on the server's retry:
+	httpStandaloneHealthy = 10 * time.Second       // a standalone stream open this long was fine
+	httpMaxIdleConns      = 100                    // UpstreamHTTPClient: idle keep-alive connections
+	httpDrainWait         = 100 * time.Millisecond // a POST stream's end after its response (drainStream)
+	httpDrainBytes        = 64 << 10
 )
 
 var _ Conn = (*HTTPClientConn)(nil)
@@ -99,8 +110,10 @@ var _ Conn = (*HTTPClientConn)(nil)
 type HTTPClientConn struct {
 	// Immutable after NewHTTPClient.
 	url       string
+	target    *url.URL // url, parsed; nil if it does not parse. Shared by every request, never modified
 	client    *http.Client
-	ownClient bool // client was made here; Close closes its idle connections
+	ownClient bool            // client was made here; Close closes its idle connections
+	rt        *http.Transport // the Transport of an UpstreamHTTPClient, which requests go to directly (see do)
 	header    http.Header
 	lim       jsonrpc.Limits
 	maxBytes  int
@@ -114,12 +127,15 @@ type HTTPClientConn struct {
 	wg        sync.WaitGroup // goroutines that feed in; Add only under mu while !closed
 
 	mu         sync.Mutex
-	closed     bool   // Close has begun; no new goroutines
-	sessionID  string // from the initialize response's Mcp-Session-Id
-	version    string // protocolVersion of the initialize result
-	stateful   bool   // an initialize request was answered with 2xx
-	expired    bool   // the upstream answered 404 to our session id
-	standalone bool   // the standalone GET stream has been started
+	closed     bool          // Close has begun; no new goroutines
+	sessionID  string        // from the initialize response's Mcp-Session-Id
+	version    string        // protocolVersion of the initialize result
+	sessionHdr []string      // {sessionID}, shared by the requests that carry it
+	versionHdr []string      // {version}, likewise
+	stateful   bool          // an initialize request was answered with 2xx
+	expired    bool          // the upstream answered 404 to our session id
+	standalone bool          // the standalone GET stream has been started
+	lastCall   chan struct{} // closed once the last request sent in the background (writeCall) is written
 }
 
 // NewHTTPClient returns a Conn that sends each message written to it as an
@@ -142,6 +158,13 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 	if c.client == nil {
 		c.client, c.ownClient = UpstreamHTTPClient(), true
 	}
+	if t, ok := c.client.Transport.(upstreamTransport); ok && c.client.Jar == nil && c.client.Timeout == 0 {
+		c.rt = t.Transport
+	}
+	if u, err := url.Parse(opts.URL); err == nil {
+		u.Host = strings.TrimSuffix(u.Host, ":") // as http.NewRequest does
+		c.target = u
+	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = jsonrpc.DefaultMaxBytes
 	}
@@ -163,18 +186,31 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 // headers, such as an API key, to another server; Go strips only
 // Authorization and cookies), bounds dialing and the wait for response
 // headers, and sets no overall timeout, since SSE streams are long. Share
-// one per upstream so that its sessions share a keep-alive pool.
+// one per upstream so that its sessions share a keep-alive pool: it keeps up
+// to 100 idle connections to its host (net/http's default of 2 would make
+// concurrent sessions dial and close a connection for many of their calls).
+//
+// Use it as it is: an HTTPClientConn sends its requests to the client's
+// Transport directly, relying on the policy above (no redirects, no cookie
+// jar, no overall timeout), without the copy of every request's headers that
+// http.Client makes.
 func UpstreamHTTPClient() *http.Client {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.DialContext = (&net.Dialer{Timeout: httpDialTimeout, KeepAlive: 30 * time.Second}).DialContext
 	t.ResponseHeaderTimeout = httpHeaderTimeout
+	t.MaxIdleConns = httpMaxIdleConns
+	t.MaxIdleConnsPerHost = httpMaxIdleConns
 	return &http.Client{
-		Transport: t,
+		Transport: upstreamTransport{t},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}
 }
+
+// upstreamTransport marks the Transport of a client made by
+// UpstreamHTTPClient.
+type upstreamTransport struct{ *http.Transport }
 
 // staticHeader copies h without the headers the transport owns.
 func staticHeader(h http.Header) http.Header {
@@ -224,23 +260,26 @@ func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 	}
 }
 
-// Write POSTs msg.Raw to the upstream and returns once the response headers
-// have arrived, so that messages written one after another reach the
-// upstream in that order; the response body is read in the background. ctx
-// bounds only the wait for the headers. Some servers send the headers of an
-// SSE response only with its first event, which may be the result: a
-// caller that must not wait for a slow call should not Write from a loop
-// that other messages wait on. Write may be called from several goroutines
-// at once.
+// Write POSTs msg.Raw to the upstream. Messages reach the upstream in the
+// order they were written: each POST is sent once the one before it has been
+// written to its connection. Write may be called from several goroutines at
+// once.
+//
+// A request other than initialize is sent in the background: Write returns
+// at once, and the response (its body read in the background too) comes
+// from Read. That keeps the caller free to send other messages while a long
+// call runs (a ping, or the cancellation of that very call); a server may
+// hold its response headers until the call ends. Any other message (initialize,
+// a notification, a response) is sent before Write returns, which waits for
+// the response headers (bounded by ctx) and reports their failure.
 //
 // For a request, Write returning nil means exactly one response for its id
 // will be read from Read (unless the conn is closed first): the upstream's,
-// or, when the POST fails after it was attempted (connection error, HTTP
-// error status, a stream that ended without the response), a synthesized
-// error response. For a notification or a response, Write returns the
-// failure. Write returns ErrClosed after Close and ctx.Err() if ctx ended
-// before the headers came; when Write returns an error, nothing is delivered
-// for msg.
+// or, when the POST fails (connection error, HTTP error status, a stream
+// that ended without the response), a synthesized error response. For a
+// notification or a response, Write returns the failure. Write returns
+// ErrClosed after Close and ctx.Err() if ctx ended before the headers came;
+// when Write returns an error, nothing is delivered for msg.
 func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error {
 	if c.isClosed() {
 		return ErrClosed
@@ -249,18 +288,22 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 	if msg.IsCall() {
 		st.related = msg.ID
 	}
-	req, err := c.newPOST(msg, st)
-	if err != nil {
-		return fmt.Errorf("upstream %s: %w", c.name, err)
-	}
 	if msg.IsCall() && !st.init {
-		return c.writeCall(ctx, msg, req, st)
+		return c.writeCall(msg, st)
+	}
+	if err := c.afterLastCall(ctx); err != nil {
+		return err
 	}
 	// The request lives as long as its stream, not as long as ctx; ctx may
 	// only abandon the wait for headers.
 	reqCtx, cancel := context.WithCancel(c.ctx)
+	req, err := c.newPOST(reqCtx, msg, st)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("upstream %s: %w", c.name, err)
+	}
 	stop := context.AfterFunc(ctx, cancel)
-	resp, err := c.client.Do(req.WithContext(reqCtx))
+	resp, err := c.do(req)
 	callerGone := !stop()
 	if err == nil && callerGone {
 		resp.Body.Close()
@@ -282,6 +325,7 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 	if st.init && resp.StatusCode/100 == 2 {
 		c.mu.Lock()
 		c.sessionID = resp.Header.Get(mcp.HeaderSessionID)
+		c.sessionHdr = []string{c.sessionID}
 		c.stateful, c.expired = true, false
 		c.mu.Unlock()
 	}
@@ -297,64 +341,111 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 	return nil
 }
 
-// writeCall sends a request other than initialize. It returns once the
-// request has been written to the connection, not when the upstream starts
-// answering: a server may hold its response headers until a long tool call
-// ends, and the caller must stay free to send other messages meanwhile (a
-// ping, or the cancellation of that very call). The POST and its stream then
-// run in their own goroutine, which delivers the response or an error.
-func (c *HTTPClientConn) writeCall(ctx context.Context, msg *jsonrpc.Message, req *http.Request, st *streamState) error {
-	wrote := make(chan struct{})
-	var once sync.Once
-	markWritten := func() { once.Do(func() { close(wrote) }) }
-	var abandoned atomic.Bool // the caller gave up before the request was written
-	reqCtx, cancel := context.WithCancel(c.ctx)
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { markWritten() }}
-	req = req.WithContext(httptrace.WithClientTrace(reqCtx, trace))
-	ok := c.spawn(func() {
-		defer cancel()
-		defer markWritten()
-		resp, err := c.client.Do(req)
+// writeCall sends a request other than initialize in the background, after
+// the request sent before it has been written (see Write). The POST and its
+// stream run in their own goroutine, which delivers the response or an error.
+func (c *HTTPClientConn) writeCall(msg *jsonrpc.Message, st *streamState) error {
+	p := &postCall{wrote: make(chan struct{})}
+	p.trace.WroteRequest = p.wroteRequest
+	// The request lives as long as its stream, until Close.
+	req, err := c.newPOST(httptrace.WithClientTrace(c.ctx, &p.trace), msg, st)
+	if err != nil {
+		return fmt.Errorf("upstream %s: %w", c.name, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	prev := c.lastCall
+	c.lastCall = p.wrote
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		defer p.markWritten()
+		if prev != nil {
+			select {
+			case <-prev:
+			case <-c.done:
+				return
+			}
+		}
+		resp, err := c.do(req)
 		if err != nil {
-			if c.isClosed() || abandoned.Load() {
+			if c.isClosed() {
 				return
 			}
 			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
 			c.deliverError(st, "connection", "request failed: "+errText(err))
 			return
 		}
-		if abandoned.Load() {
-			resp.Body.Close()
-			return
-		}
 		c.consume(resp, st)
-	})
-	if !ok {
-		cancel()
-		return ErrClosed
+	}()
+	return nil
+}
+
+// afterLastCall waits until the last request sent in the background has
+// been written, so that a message sent now reaches the upstream after it.
+func (c *HTTPClientConn) afterLastCall(ctx context.Context) error {
+	c.mu.Lock()
+	prev := c.lastCall
+	c.mu.Unlock()
+	if prev == nil {
+		return nil
 	}
 	select {
-	case <-wrote:
+	case <-prev:
 		return nil
+	case <-c.done:
+		return ErrClosed
 	case <-ctx.Done():
-		abandoned.Store(true)
-		cancel()
 		return ctx.Err()
 	}
 }
 
-// newPOST builds the POST for msg and records in st what it was sent with.
-func (c *HTTPClientConn) newPOST(msg *jsonrpc.Message, st *streamState) (*http.Request, error) {
-	req, err := http.NewRequest(http.MethodPost, c.url, bytes.NewReader(msg.Raw))
-	if err != nil {
-		return nil, err
+// postCall is a request writeCall sends in the background.
+type postCall struct {
+	wrote  chan struct{} // closed once the request is written, or its POST is over
+	closed atomic.Bool   // wrote is closed
+	trace  httptrace.ClientTrace
+}
+
+func (p *postCall) wroteRequest(httptrace.WroteRequestInfo) { p.markWritten() }
+
+func (p *postCall) markWritten() {
+	if p.closed.CompareAndSwap(false, true) {
+		close(p.wrote)
 	}
-	h := c.header.Clone()
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+}
+
+// Header values set on every POST; see newPOST.
+var (
+	postContentType = []string{"application/json"}
+	postAccept      = []string{"application/json, text/event-stream"}
+)
+
+// newPOST builds the POST for msg, with ctx, and records in st what it was
+// sent with.
+//
+// It allocates little, since it runs for every message: the request's URL is
+// the one parsed by NewHTTPClient, and the header values are shared with the
+// static Header, msg.Header and the conn's own, never copied. That is safe
+// because nothing changes a request's URL or a header value in place
+// (net/http does not; Set and Add replace or grow the slice).
+func (c *HTTPClientConn) newPOST(ctx context.Context, msg *jsonrpc.Message, st *streamState) (*http.Request, error) {
+	if c.target == nil {
+		return nil, errors.New("invalid upstream URL") // never the URL itself: it may carry a key
+	}
+	h := make(http.Header, len(c.header)+len(msg.Header)+4)
+	for k, v := range c.header {
+		h[k] = v
+	}
+	h["Content-Type"] = postContentType
+	h["Accept"] = postAccept
 	for k, v := range msg.Header {
 		if k = http.CanonicalHeaderKey(k); forwardedHeader(k) {
-			h[k] = append([]string(nil), v...)
+			h[k] = v
 		}
 	}
 	// initialize starts a new session: it carries no id or version of an
@@ -362,20 +453,49 @@ func (c *HTTPClientConn) newPOST(msg *jsonrpc.Message, st *streamState) (*http.R
 	if !st.init {
 		c.mu.Lock()
 		st.sessionID = c.sessionID
+		if st.sessionID != "" {
+			h[mcp.HeaderSessionID] = c.sessionHdr
+		}
 		if h.Get(mcp.HeaderProtocolVersion) == "" && c.version != "" {
-			h.Set(mcp.HeaderProtocolVersion, c.version)
+			h[mcp.HeaderProtocolVersion] = c.versionHdr
 		}
 		c.mu.Unlock()
-	}
-	if st.sessionID != "" {
-		h.Set(mcp.HeaderSessionID, st.sessionID)
 	}
 	if msg.Method != "" {
 		deriveHeaders(h, msg)
 	}
 	st.version = h.Get(mcp.HeaderProtocolVersion)
-	req.Header = h
-	return req, nil
+	raw := msg.Raw
+	req := &http.Request{
+		Method:        http.MethodPost,
+		URL:           c.target,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          newBody(raw),
+		GetBody:       func() (io.ReadCloser, error) { return newBody(raw), nil },
+		ContentLength: int64(len(raw)),
+		Host:          c.target.Host,
+	}
+	return req.WithContext(ctx), nil
+}
+
+// newBody is a request body over a message's bytes. It must be an
+// io.NopCloser of a *bytes.Reader: net/http knows that body is in memory and
+// writes it with the headers, in one write, where for a body of another type
+// it flushes the headers first (two writes).
+func newBody(raw []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(raw)) }
+
+// do sends req. With a client made by UpstreamHTTPClient the request goes to
+// its Transport directly: that client follows no redirects and has no cookie
+// jar or overall timeout, so http.Client would only add a copy of the
+// headers. Any other Client is used as it is.
+func (c *HTTPClientConn) do(req *http.Request) (*http.Response, error) {
+	if c.rt != nil {
+		return c.rt.RoundTrip(req)
+	}
+	return c.client.Do(req)
 }
 
 // deriveHeaders fills in, from the validated body, the request-description
@@ -449,7 +569,7 @@ func (c *HTTPClientConn) consume(resp *http.Response, st *streamState) {
 		resp.Body.Close()
 		c.deliverError(st, "http-status", "answered a request with HTTP "+resp.Status+" and no response")
 	case ct == "application/json":
-		c.readJSON(resp.Body, st)
+		c.readJSON(resp, st)
 	case ct == "text/event-stream":
 		c.followPOST(resp, st)
 	default:
@@ -470,7 +590,7 @@ func (c *HTTPClientConn) consumeFailure(resp *http.Response, st *streamState) {
 		return
 	}
 	if mediaType(resp.Header.Get("Content-Type")) == "application/json" {
-		if data, ok := c.readBody(resp.Body, st); ok {
+		if data, ok := c.readBody(resp, st); ok {
 			if m := c.decode(data, st); m != nil && m.Kind == jsonrpc.KindResponse && m.ID == st.related && m.Error != nil {
 				c.deliver(m, st.related)
 				return
@@ -542,7 +662,7 @@ func (c *HTTPClientConn) deleteSession(sid, version string) {
 	if version != "" {
 		req.Header.Set(mcp.HeaderProtocolVersion, version)
 	}
-	resp, err := c.client.Do(req)
+	resp, err := c.do(req)
 	if err != nil {
 		c.log.Warn("upstream session DELETE failed", "error", errText(err))
 		return

@@ -43,9 +43,9 @@ const (
 
 // readJSON queues the messages of an application/json response body: one
 // message, or a batch.
-func (c *HTTPClientConn) readJSON(body io.ReadCloser, st *streamState) {
-	defer body.Close()
-	data, ok := c.readBody(body, st)
+func (c *HTTPClientConn) readJSON(resp *http.Response, st *streamState) {
+	defer resp.Body.Close()
+	data, ok := c.readBody(resp, st)
 	if !ok {
 		if c.ctx.Err() == nil {
 			c.deliverError(st, "stream-ended", "response body could not be read")
@@ -71,9 +71,18 @@ func (c *HTTPClientConn) readJSON(body io.ReadCloser, st *streamState) {
 	}
 }
 
-// readBody reads a whole body of at most maxBytes.
-func (c *HTTPClientConn) readBody(body io.Reader, st *streamState) ([]byte, bool) {
-	data, err := io.ReadAll(io.LimitReader(body, int64(c.maxBytes)+1))
+// readBody reads a whole response body of at most maxBytes.
+func (c *HTTPClientConn) readBody(resp *http.Response, st *streamState) ([]byte, bool) {
+	var data []byte
+	var err error
+	if n := resp.ContentLength; n >= 0 && n <= int64(c.maxBytes) {
+		// The declared length (net/http ends the body there), in one
+		// allocation.
+		data = make([]byte, n)
+		_, err = io.ReadFull(resp.Body, data)
+	} else {
+		data, err = io.ReadAll(io.LimitReader(resp.Body, int64(c.maxBytes)+1))
+	}
 	if err != nil {
 		if c.ctx.Err() == nil {
 			c.log.Warn("reading upstream response failed", "related", st.related, "error", err)
@@ -214,6 +223,7 @@ func (c *HTTPClientConn) runStandalone() {
 func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 	defer body.Close()
 	er := NewEventReader(body, c.maxBytes)
+	defer er.release()
 	for {
 		ev, err := er.Next()
 		if ms := er.Retry(); ms > 0 {
@@ -248,9 +258,23 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 		}
 		st.delivered++
 		if st.answers(m) {
+			drainStream(er.r, body)
 			return sseAnswered
 		}
 	}
+}
+
+// drainStream reads what is left of a POST stream whose response has
+// arrived, r reading body, so that its connection can be reused: a server
+// ends the stream right after the response, but the end often arrives a
+// moment later, and net/http drops a connection whose response body is
+// closed before its end. It gives up (closing body) after httpDrainWait or
+// httpDrainBytes; what it reads is discarded, as the stream has served its
+// purpose.
+func drainStream(r io.Reader, body io.Closer) {
+	t := time.AfterFunc(httpDrainWait, func() { body.Close() })
+	_, _ = io.CopyN(io.Discard, r, httpDrainBytes)
+	t.Stop()
 }
 
 // get opens (or resumes) an SSE stream with GET.
@@ -270,7 +294,7 @@ func (c *HTTPClientConn) get(st *streamState) (*http.Response, error) {
 	if st.lastEventID != "" {
 		req.Header.Set(mcp.HeaderLastEventID, st.lastEventID)
 	}
-	return c.client.Do(req)
+	return c.do(req)
 }
 
 // noteInit remembers the revision the upstream chose, from the result of
@@ -286,7 +310,7 @@ func (c *HTTPClientConn) noteInit(m *jsonrpc.Message, st *streamState) {
 	}
 	if v, ok := jsonrpc.String(raw); ok && v != "" {
 		c.mu.Lock()
-		c.version = v
+		c.version, c.versionHdr = v, []string{v}
 		c.mu.Unlock()
 	}
 }

@@ -8,11 +8,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -792,4 +795,122 @@ func TestHTTPClientCloseUnblocksRead(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close did not unblock Read")
 	}
+}
+
+// hcCountingConn counts the writes made on a connection.
+type hcCountingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c hcCountingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// Each request goes out in one write, and a POST stream whose end comes a
+// moment after its response leaves its connection for the next request
+// rather than making the next request dial.
+func TestHTTPClientKeepAlive(t *testing.T) {
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m, err := jsonrpc.Decode(body, jsonrpc.Limits{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		WriteEvent(w, Event{Data: jsonrpc.NewResult(m.ID, []byte(`{}`)).Raw})
+		http.NewResponseController(w).Flush()
+		time.Sleep(5 * time.Millisecond) // the end of the stream comes later
+	}))
+	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+
+	var writes atomic.Int64
+	client := UpstreamHTTPClient()
+	dial := client.Transport.(upstreamTransport).DialContext
+	client.Transport.(upstreamTransport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return hcCountingConn{c, &writes}, nil
+	}
+	c := newHC(t, ts.URL, HTTPClientOptions{Client: client})
+	const calls = 5
+	for i := range int64(calls) {
+		hcWrite(t, c, hcCallEcho(i+1, "x", ""))
+		hcResponse(t, c, jsonrpc.IntID(i+1))
+		time.Sleep(20 * time.Millisecond) // past the end of the stream
+	}
+	if n := writes.Load(); n != calls {
+		t.Errorf("%d writes for %d requests, want one each", n, calls)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for %d sequential requests, want 1", n, calls)
+	}
+}
+
+// hcOrderTransport records the order in which requests reach the network
+// and holds the first one until release is closed.
+type hcOrderTransport struct {
+	mu      sync.Mutex
+	order   []string
+	release chan struct{}
+}
+
+func (o *hcOrderTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	body, _ := io.ReadAll(req.Body)
+	m, _ := jsonrpc.Decode(body, jsonrpc.Limits{})
+	o.mu.Lock()
+	o.order = append(o.order, m.Method)
+	first := len(o.order) == 1
+	o.mu.Unlock()
+	if first {
+		<-o.release
+	}
+	resp := &http.Response{StatusCode: http.StatusAccepted, Header: http.Header{}, Body: http.NoBody, Request: req}
+	if m.IsCall() {
+		resp.StatusCode = http.StatusOK
+		resp.Header.Set("Content-Type", "application/json")
+		resp.Body = io.NopCloser(bytes.NewReader(jsonrpc.NewResult(m.ID, []byte(`{}`)).Raw))
+	}
+	return resp, nil
+}
+
+func (o *hcOrderTransport) seen() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.order)
+}
+
+// A call is sent in the background, and Write returns at once; a message
+// written after it still reaches the upstream after it.
+func TestHTTPClientWritesInOrder(t *testing.T) {
+	rt := &hcOrderTransport{release: make(chan struct{})}
+	c := newHC(t, "http://upstream.invalid/mcp", HTTPClientOptions{Client: &http.Client{Transport: rt}})
+	hcWrite(t, c, hcCallEcho(1, "slow", "")) // held by the transport
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Write(context.Background(), jsonrpc.NewNotification("notifications/cancelled", []byte(`{"requestId":1}`)))
+	}()
+	time.Sleep(50 * time.Millisecond)
+	if got := rt.seen(); !slices.Equal(got, []string{"tools/call"}) {
+		t.Fatalf("requests sent while the call was held: %v", got)
+	}
+	close(rt.release)
+	if err := <-done; err != nil {
+		t.Fatalf("Write of the notification: %v", err)
+	}
+	if got := rt.seen(); !slices.Equal(got, []string{"tools/call", "notifications/cancelled"}) {
+		t.Fatalf("order %v", got)
+	}
+	hcResponse(t, c, jsonrpc.IntID(1))
 }

@@ -20,6 +20,9 @@ package transport
 // appended to the event log of the stream it is routed to (see
 // httpSession.routeLocked) and written out by the HTTP handler goroutine that
 // holds the stream (pump), so Conn.Write never waits on a client's network.
+// The stream of a POST with one request opens when its first message comes,
+// or after OpenWait: a quick response then leaves with the headers, the
+// priming event and the end of the stream in one write.
 // A stream outlives its HTTP request until its requests are answered; its
 // events outlive it until the session's event buffer needs the room, so a GET
 // with Last-Event-ID can pick up where a dropped connection left off. The
@@ -82,6 +85,18 @@ type HTTPServerOptions struct {
 	// 0 means 1024. The buffer also holds at most 16×Limits.MaxBytes bytes.
 	EventBuffer int
 
+	// OpenWait is how long the answer to a POST that carries one request
+	// may hold its SSE stream back, waiting for the response. A response
+	// that comes within it goes out with the headers and the priming event
+	// in one write (instead of three: the opening, the event, the end of the
+	// stream); a slower one finds the stream open, priming event included,
+	// once OpenWait has passed, so that the client can resume it from then
+	// on. The bytes are the same either way. 0 means DefaultOpenWait; a
+	// negative value opens every stream at once. At the stateless revision
+	// 2026-07-28 the answer always waits for its first message, since an
+	// error response may set the HTTP status.
+	OpenWait time.Duration
+
 	// Logger receives rejections and session lifecycle events. Nil discards.
 	Logger *slog.Logger
 
@@ -127,6 +142,7 @@ type SessionInfo struct {
 const (
 	DefaultSessionIdleTimeout = 30 * time.Minute
 	DefaultEventBuffer        = 1024
+	DefaultOpenWait           = 10 * time.Millisecond
 )
 
 const (
@@ -159,6 +175,7 @@ type HTTPServer struct {
 	paramBindings  func(string) ([]mcp.ParamBinding, bool)
 	limits         jsonrpc.Limits
 	idle           time.Duration
+	openWait       time.Duration // < 0: open SSE streams at once
 	eventBuffer    int
 	eventBytes     int
 	log            *slog.Logger
@@ -185,6 +202,7 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 		paramBindings:  opts.ParamBindings,
 		limits:         opts.Limits,
 		idle:           opts.SessionIdleTimeout,
+		openWait:       opts.OpenWait,
 		eventBuffer:    opts.EventBuffer,
 		log:            opts.Logger,
 		checkHost:      !opts.InsecureDisableHostCheck,
@@ -202,6 +220,9 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 	}
 	if h.eventBuffer <= 0 {
 		h.eventBuffer = DefaultEventBuffer
+	}
+	if h.openWait == 0 {
+		h.openWait = DefaultOpenWait
 	}
 	h.eventBytes = 16 * h.limits.MaxBytes
 	if h.log == nil {
@@ -285,9 +306,11 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // servePOST checks and decodes a POST, then hands its messages to the
 // session they belong to, creating it if there is none.
 func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
-		return
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // the usual value, without parsing
+		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
+			http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+			return
+		}
 	}
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
@@ -327,8 +350,12 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	hdr := messageHeader(r.Header)
-	for _, m := range msgs {
-		m.Header = cloneHeader(hdr)
+	for i, m := range msgs {
+		if i == 0 {
+			m.Header = hdr // made for this POST: the first message can own it
+		} else {
+			m.Header = cloneHeader(hdr)
+		}
 	}
 
 	created := false
@@ -436,6 +463,16 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 	}
 	if r.ContentLength > limit {
 		return tooLarge()
+	}
+	if n := r.ContentLength; n >= 0 {
+		// The usual case: read exactly the declared length (net/http ends
+		// the body there), in one allocation.
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return nil, false
+		}
+		return body, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -568,9 +605,12 @@ func rpcStatus(e *jsonrpc.Error) int {
 	return 0
 }
 
-// randomHex returns n random bytes from crypto/rand, hex-encoded.
+// randomHex returns n (at most 32) random bytes from crypto/rand,
+// hex-encoded.
 func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
-	return hex.EncodeToString(b)
+	var b [32]byte
+	var x [64]byte
+	_, _ = rand.Read(b[:n]) // never fails (crypto/rand, Go 1.24+)
+	hex.Encode(x[:], b[:n])
+	return string(x[:2*n])
 }

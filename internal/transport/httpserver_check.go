@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -179,7 +180,11 @@ func messageHeader(h http.Header) map[string][]string {
 			if out == nil {
 				out = make(map[string][]string)
 			}
-			out[ck] = append(out[ck], v...)
+			if prev, ok := out[ck]; ok { // the same header under two spellings
+				out[ck] = append(slices.Clip(prev), v...)
+			} else {
+				out[ck] = v // shared with the request, which is not changed after
+			}
 		}
 	}
 	return out

@@ -73,11 +73,12 @@ type loggedEvent struct {
 	status int // rpcStatus of an error response, else 0
 }
 
-// attachment is an HTTP request holding a stream.
+// attachment is an HTTP request holding a stream. Its fields other than
+// wake are guarded by the session's mu.
 type attachment struct {
 	cursor uint64        // seq of the next event to write
-	wake   chan struct{} // cap 1: new events
-	stop   chan struct{} // closed when another request takes the stream over
+	wake   chan struct{} // cap 1: new events, or taken
+	taken  bool          // another request took the stream over
 }
 
 var errSessionEnded = errors.New("session ended")
@@ -331,20 +332,26 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 	s.mu.Lock()
 	att := s.attachLocked(st, 1)
 	s.mu.Unlock()
-	version := r.Header.Get(mcp.HeaderProtocolVersion)
-	open := func() {
-		if created && !s.stateless {
-			w.Header().Set(mcp.HeaderSessionID, s.id)
-		}
-		s.openSSE(w, st, att, version)
+	held := &heldAnswer{wait: s.srv.openWait, version: r.Header.Get(mcp.HeaderProtocolVersion)}
+	if created && !s.stateless {
+		held.sessionID = s.id
 	}
-	// At a stateless revision the answer to one request waits for its first
-	// message: an error response may have to go out with its own status.
-	if !mcp.Stateless(version) || len(calls) > 1 {
-		open()
-		open = nil
+	switch {
+	case len(calls) > 1:
+		held.wait = 0
+	case mcp.Stateless(held.version):
+		// At a stateless revision the answer to one request waits for its
+		// first message: an error response may have to go out with its
+		// own status.
+		held.wait, held.errStatus = -1, true
+	case held.wait < 0: // OpenWait < 0: no holding back
+		held.wait = 0
 	}
-	finished := s.pump(ctx, w, st, att, open)
+	if held.wait == 0 {
+		held.open(s, w, st, att, true)
+		held = nil
+	}
+	finished := s.pump(ctx, w, st, att, held)
 
 	switch {
 	case s.stateless:
@@ -362,7 +369,7 @@ func (s *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, msg, status)
 		return
 	}
-	s.openSSE(w, st, att, r.Header.Get(mcp.HeaderProtocolVersion))
+	s.openSSE(w, st, att, "", r.Header.Get(mcp.HeaderProtocolVersion), true)
 	s.pump(r.Context(), w, st, att, nil)
 }
 
@@ -438,14 +445,19 @@ func (s *httpSession) openStream(calls []*jsonrpc.Message) (*sseStream, int, *id
 			jsonrpc.Detail{Stage: stageListener, Rule: "pending-requests"}.Errorf(jsonrpc.CodeInvalidRequest,
 				"too many unanswered requests in this session")}
 	}
-	seen := make(map[string]bool, len(calls))
+	var seen map[string]bool // ids of this POST; only a batch needs it
+	if len(calls) > 1 {
+		seen = make(map[string]bool, len(calls))
+	}
 	for _, c := range calls {
 		if seen[c.ID.Raw()] || s.requests[c.ID.Raw()] != nil {
 			return nil, http.StatusBadRequest, &idError{c.ID,
 				jsonrpc.Detail{Stage: stageListener, Rule: "duplicate-id"}.Errorf(jsonrpc.CodeInvalidRequest,
 					"request id "+c.ID.Raw()+" is already in flight")}
 		}
-		seen[c.ID.Raw()] = true
+		if seen != nil {
+			seen[c.ID.Raw()] = true
+		}
 	}
 	st := &sseStream{id: randomHex(8), post: true, pending: len(calls), nextSeq: 1, sent: 1}
 	s.streams[st.id] = st
@@ -588,21 +600,27 @@ func wakeWriter(st *sseStream) {
 // stopping the request that held it, if any.
 func (s *httpSession) attachLocked(st *sseStream, cursor uint64) *attachment {
 	if old := st.attached; old != nil {
-		close(old.stop)
+		old.taken = true
+		wakeWriter(st)
 	}
-	att := &attachment{cursor: cursor, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	att := &attachment{cursor: cursor, wake: make(chan struct{}, 1)}
 	st.attached = att
 	return att
 }
 
-// openSSE starts an SSE response. From 2025-11-25 on a stateful stream opens
-// with an event that has an id and no data, so that the client can resume
-// even if the connection drops before the first message; otherwise a comment
-// gets the headers through buffering proxies.
-func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachment, headerVersion string) {
+// openSSE starts an SSE response, with the session id header when sessionID
+// is set. From 2025-11-25 on a stateful stream opens with an event that has
+// an id and no data, so that the client can resume even if the connection
+// drops before the first message; otherwise a comment gets the headers
+// through buffering proxies. With flush, all that goes out at once; without,
+// it goes out with what follows.
+func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachment, sessionID, headerVersion string, flush bool) {
 	hdr := w.Header()
-	hdr.Set("Content-Type", "text/event-stream")
-	hdr.Set("Cache-Control", "no-cache, no-transform")
+	if sessionID != "" {
+		hdr.Set(mcp.HeaderSessionID, sessionID)
+	}
+	hdr["Content-Type"] = sseContentType
+	hdr["Cache-Control"] = noCache
 	w.WriteHeader(http.StatusOK)
 	s.mu.Lock()
 	version := s.version
@@ -615,58 +633,108 @@ func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachm
 	} else {
 		_, _ = io.WriteString(w, ": stream open\n\n")
 	}
-	_ = http.NewResponseController(w).Flush()
+	if flush {
+		_ = http.NewResponseController(w).Flush()
+	}
+}
+
+// Header values the listener sets on every answer. net/http copies a
+// handler's header map before writing it and never changes a value in place,
+// so the slices can be shared.
+var (
+	sseContentType  = []string{"text/event-stream"}
+	jsonContentType = []string{"application/json"}
+	noCache         = []string{"no-cache, no-transform"}
+)
+
+// holdTimers recycles the timers of held answers (pump): one would
+// otherwise be made for most POSTs.
+var holdTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
+// heldAnswer is the answer to a POST whose stream waits for its first
+// message before it opens (see HTTPServerOptions.OpenWait).
+type heldAnswer struct {
+	wait      time.Duration // how long the stream may wait; < 0: until the first message
+	errStatus bool          // an error response sets the HTTP status (rpcStatus)
+	sessionID string        // Mcp-Session-Id to send: the POST made the session
+	version   string        // the POST's MCP-Protocol-Version header
+}
+
+// open opens the held stream; see openSSE.
+func (h *heldAnswer) open(s *httpSession, w http.ResponseWriter, st *sseStream, att *attachment, flush bool) {
+	s.openSSE(w, st, att, h.sessionID, h.version, flush)
 }
 
 // pump writes the events of st to w from att.cursor on, until the stream is
 // finished (a POST stream whose requests are answered and written: it
 // returns true), the request ends, the session ends, or another request
-// takes the stream over. A non-nil open starts the response before the first
-// event, unless that event is the stream's only one and an error response
-// with an HTTP status of its own (rpcStatus): that one goes out as a plain
-// JSON body with that status.
-func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseStream, att *attachment, open func()) (finished bool) {
+// takes the stream over. A non-nil held answer opens the stream when the
+// first event comes or held.wait has passed; except that a stream whose only
+// event is an error response with an HTTP status of its own (held.errStatus,
+// rpcStatus) is answered with that status and that response alone, as
+// application/json. What finishes the stream is not flushed: it goes out
+// with the end of the response, in the same write.
+func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseStream, att *attachment, held *heldAnswer) (finished bool) {
 	rc := http.NewResponseController(w)
 	defer s.detach(st, att)
-	defer func() {
-		if open != nil { // nothing written: still answer with a (empty) stream
-			open()
+	var timeout <-chan time.Time
+	if held != nil {
+		defer func() {
+			if held != nil { // nothing written: still answer with an (empty) stream
+				held.open(s, w, st, att, false)
+			}
+		}()
+		if held.wait > 0 {
+			t := holdTimers.Get().(*time.Timer)
+			t.Reset(held.wait)
+			defer func() {
+				t.Stop() // no stale tick is received after Stop (Go 1.23+)
+				holdTimers.Put(t)
+			}()
+			timeout = t.C
 		}
-	}()
+	}
+	var buf [4]loggedEvent
 	for {
 		s.mu.Lock()
+		if att.taken {
+			s.mu.Unlock()
+			return false
+		}
 		i, _ := slices.BinarySearchFunc(st.events, att.cursor, func(e loggedEvent, seq uint64) int {
 			return cmp.Compare(e.seq, seq)
 		})
-		batch := slices.Clone(st.events[i:])
+		// A copy: dropping old events (appendLocked) clears them in place.
+		batch := append(buf[:0], st.events[i:]...)
 		next := st.nextSeq
 		done := st.post && st.pending == 0
 		s.mu.Unlock()
 
-		if open != nil && len(batch) > 0 {
-			if e := batch[0]; e.status != 0 && done && len(batch) == 1 {
-				open = nil
-				w.Header().Set("Content-Type", "application/json")
+		if held != nil && len(batch) > 0 {
+			if e := batch[0]; held.errStatus && e.status != 0 && done && len(batch) == 1 {
+				held = nil
+				hdr := w.Header()
+				hdr["Content-Type"] = jsonContentType
 				w.WriteHeader(e.status)
 				_, _ = w.Write(e.data)
 				s.markSent(st, att, next)
 				return true
 			}
-			open()
-			open = nil
-		}
-		for _, e := range batch {
-			ev := Event{Data: e.data}
-			if !s.stateless {
-				ev.ID = formatEventID(st.id, e.seq)
-			}
-			if err := WriteEvent(w, ev); err != nil {
-				return false
-			}
+			held.open(s, w, st, att, !done)
+			held = nil
 		}
 		if len(batch) > 0 {
-			if err := rc.Flush(); err != nil {
+			if err := s.writeEvents(w, st, batch); err != nil {
 				return false
+			}
+			if !done {
+				if err := rc.Flush(); err != nil {
+					return false
+				}
 			}
 			s.markSent(st, att, next)
 		}
@@ -675,8 +743,12 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 		}
 		select {
 		case <-att.wake:
-		case <-att.stop:
-			return false
+		case <-timeout:
+			timeout = nil
+			if held != nil {
+				held.open(s, w, st, att, true)
+				held = nil
+			}
 		case <-ctx.Done():
 			return false
 		case <-s.ended:
@@ -685,6 +757,27 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 			return false
 		}
 	}
+}
+
+// writeEvents writes events of st to w, with their ids on stateful
+// sessions, in one write.
+func (s *httpSession) writeEvents(w io.Writer, st *sseStream, events []loggedEvent) error {
+	bp := eventBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, e := range events {
+		if !s.stateless {
+			b = append(b, "id: "...)
+			b = appendEventID(b, st.id, e.seq)
+			b = append(b, '\n')
+		}
+		b = appendEventData(b, e.data)
+	}
+	_, err := w.Write(b)
+	if cap(b) <= maxPooledEvent {
+		*bp = b
+		eventBufs.Put(bp)
+	}
+	return err
 }
 
 // markSent records that the events of st before next went out on att.
@@ -713,9 +806,16 @@ func (s *httpSession) initFailedAfter() bool {
 	return s.initFailed
 }
 
-// eventID formats the SSE id of event seq of stream sid: "<sid>_<seq>".
+// formatEventID formats the SSE id of event seq of stream sid: "<sid>_<seq>".
 func formatEventID(sid string, seq uint64) string {
-	return sid + "_" + strconv.FormatUint(seq, 10)
+	return string(appendEventID(nil, sid, seq))
+}
+
+// appendEventID appends the SSE id of event seq of stream sid to b.
+func appendEventID(b []byte, sid string, seq uint64) []byte {
+	b = append(b, sid...)
+	b = append(b, '_')
+	return strconv.AppendUint(b, seq, 10)
 }
 
 // parseEventID parses an id made by eventID.

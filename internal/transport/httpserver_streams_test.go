@@ -4,13 +4,17 @@ package transport
 // writes, the pending buffer, resumption, and how sessions end.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -168,6 +172,132 @@ func TestHTTPServerResumption(t *testing.T) {
 	unknown := l.request(t, context.Background(), http.MethodGet, sid, "", map[string]string{"Last-Event-ID": "feedfeedfeedfeed_1"})
 	hsStatus(t, unknown, http.StatusBadRequest)
 	unknown.Body.Close()
+}
+
+// hsWriteCounter counts the writes made on the connections it accepts.
+type hsWriteCounter struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l hsWriteCounter) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return hsCountingConn{c, l.writes}, nil
+}
+
+type hsCountingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c hsCountingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// The answer to a POST carrying one request holds its stream back for
+// OpenWait: a response that comes within it goes out in one write, with the
+// headers and the priming event, and the bytes are those of a stream opened
+// at once (which takes two writes: the opening, then the response with the
+// end of the stream).
+func TestHTTPServerHeldAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		wait   time.Duration
+		writes int64
+	}{
+		{"held", waitTimeout, 1},
+		{"opened at once", -1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var writes atomic.Int64
+			sessions := make(chan hsSession, 4)
+			done := make(chan struct{})
+			srv := NewHTTPServer(HTTPServerOptions{OpenWait: tc.wait, OnSession: func(ctx context.Context, conn Conn, info SessionInfo) {
+				sessions <- hsSession{ctx, conn, info}
+				<-done
+				conn.Close()
+			}})
+			ts := httptest.NewUnstartedServer(srv)
+			ts.Listener = hsWriteCounter{ts.Listener, &writes}
+			ts.Start()
+			t.Cleanup(func() { close(done); srv.Close(); ts.Close() })
+			l := &hsListener{srv: srv, ts: ts, sessions: sessions}
+
+			// post sends body and plays the relay, answering with reply;
+			// it returns the whole answer and the writes it took.
+			var s *hsSession
+			post := func(sid, body string, reply func(*jsonrpc.Message) []*jsonrpc.Message) (*http.Response, string, int64) {
+				t.Helper()
+				before := writes.Load()
+				wait := l.postAsync(t, body, map[string]string{"Mcp-Session-Id": sid})
+				if s == nil {
+					ns := l.session(t)
+					s = &ns
+				}
+				for _, m := range reply(mustRead(t, s.conn)) {
+					hsWrite(t, s.conn, m)
+				}
+				resp := wait()
+				data, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+					t.Fatalf("Content-Type %q", ct)
+				}
+				return resp, string(data), writes.Load() - before
+			}
+
+			initResult := `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`
+			resp, body, _ := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+				func(*jsonrpc.Message) []*jsonrpc.Message { return []*jsonrpc.Message{hsMsg(t, initResult)} })
+			sid := resp.Header.Get("Mcp-Session-Id")
+			if len(sid) != 32 {
+				t.Fatalf("session id %q", sid)
+			}
+			stream, _, _ := strings.Cut(strings.TrimPrefix(body, "id: "), "_")
+			if want := "id: " + stream + "_0\ndata: \n\nid: " + stream + "_1\ndata: " + initResult + "\n\n"; body != want {
+				t.Fatalf("initialize answer\n%q\nwant\n%q", body, want)
+			}
+
+			result := `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`
+			_, body, n := post(sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`,
+				func(*jsonrpc.Message) []*jsonrpc.Message { return []*jsonrpc.Message{hsMsg(t, result)} })
+			stream, _, _ = strings.Cut(strings.TrimPrefix(body, "id: "), "_")
+			if want := "id: " + stream + "_0\ndata: \n\nid: " + stream + "_1\ndata: " + result + "\n\n"; body != want {
+				t.Fatalf("answer\n%q\nwant\n%q", body, want)
+			}
+			if n != tc.writes {
+				t.Errorf("the answer took %d writes, want %d", n, tc.writes)
+			}
+		})
+	}
+}
+
+// Once OpenWait has passed without an answer, the stream opens, priming
+// event first, so that the client can resume it.
+func TestHTTPServerOpenWaitExpires(t *testing.T) {
+	l := newHSListener(t, HTTPServerOptions{OpenWait: time.Millisecond})
+	sid, s := l.initialize(t, "2025-11-25") // answered after the headers came: SSE
+	resp := l.post(t, sid, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"long"}}`, nil)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	body := bufio.NewReader(resp.Body)
+	if first, err := body.ReadString('\n'); err != nil || !strings.HasPrefix(first, "id: ") {
+		t.Fatalf("stream starts with %q (%v), want the priming event's id", first, err)
+	}
+	req := mustRead(t, s.conn)
+	hsWrite(t, s.conn, jsonrpc.NewResult(req.ID, []byte(`{"done":true}`)))
+	if ev := hsEvents(t, body, 1)[0]; !strings.Contains(string(ev.Data), `"done":true`) {
+		t.Fatalf("event %s", ev.Data)
+	}
 }
 
 func TestHTTPServerDelete(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 )
 
 // Event is one server-sent event (text/event-stream). Only the fields MCP
@@ -17,29 +18,47 @@ type Event struct {
 	Data []byte // "data:" lines joined with '\n'
 }
 
-// WriteEvent writes e to w in text/event-stream framing. Data containing
-// newlines is split over several data lines, as the format requires.
+// WriteEvent writes e to w in text/event-stream framing, in one w.Write.
+// Data containing newlines is split over several data lines, as the format
+// requires.
 func WriteEvent(w io.Writer, e Event) error {
-	var b bytes.Buffer
+	bp := eventBufs.Get().(*[]byte)
+	b := (*bp)[:0]
 	if e.Name != "" {
-		b.WriteString("event: ")
-		b.WriteString(e.Name)
-		b.WriteByte('\n')
+		b = append(append(append(b, "event: "...), e.Name...), '\n')
 	}
 	if e.ID != "" {
-		b.WriteString("id: ")
-		b.WriteString(e.ID)
-		b.WriteByte('\n')
+		b = append(append(append(b, "id: "...), e.ID...), '\n')
 	}
-	for _, line := range bytes.Split(e.Data, []byte{'\n'}) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte{'\r'}))
-		b.WriteByte('\n')
+	b = appendEventData(b, e.Data)
+	_, err := w.Write(b)
+	if cap(b) <= maxPooledEvent {
+		*bp = b
+		eventBufs.Put(bp)
 	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
 	return err
 }
+
+// appendEventData appends data as the data lines of an event, and the blank
+// line that ends it.
+func appendEventData(b, data []byte) []byte {
+	for {
+		line, rest, more := bytes.Cut(data, []byte{'\n'})
+		b = append(b, "data: "...)
+		b = append(b, bytes.TrimSuffix(line, []byte{'\r'})...)
+		b = append(b, '\n')
+		if !more {
+			return append(b, '\n')
+		}
+		data = rest
+	}
+}
+
+// eventBufs recycles the buffers WriteEvent frames events in; one larger
+// than maxPooledEvent is left to the garbage collector.
+var eventBufs = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledEvent = 64 << 10
 
 // ErrEventTooLarge is returned by EventReader.Next when an event's data would
 // exceed the reader's limit.
@@ -50,14 +69,27 @@ type EventReader struct {
 	r     *bufio.Reader
 	max   int
 	retry int // last "retry:" value in milliseconds, 0 if none
+	long  []byte
 }
 
 // NewEventReader returns a reader whose events carry at most maxData bytes of
 // data. Lines longer than that are rejected without being buffered whole.
 func NewEventReader(r io.Reader, maxData int) *EventReader {
-	// A small buffer: one is made per stream, that is per relayed request on
-	// HTTP; longer lines are assembled from several reads.
-	return &EventReader{r: bufio.NewReaderSize(r, 4<<10), max: maxData}
+	// A small buffer, recycled by release: one is needed per stream, that is
+	// per relayed request on HTTP; longer lines are assembled from several
+	// reads.
+	br := eventReaders.Get().(*bufio.Reader)
+	br.Reset(r)
+	return &EventReader{r: br, max: maxData}
+}
+
+var eventReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
+
+// release returns the reader's buffer for reuse; er must not be used after.
+func (er *EventReader) release() {
+	er.r.Reset(nil)
+	eventReaders.Put(er.r)
+	er.r = nil
 }
 
 // Retry returns the last reconnection delay the server asked for, in
@@ -66,11 +98,12 @@ func (er *EventReader) Retry() int { return er.retry }
 
 // Next returns the next event that carries data. Comment lines and events
 // without data (keep-alives) are skipped. It returns io.EOF at the end of the
-// stream, and io.ErrUnexpectedEOF if the stream ends inside an event.
+// stream, and io.ErrUnexpectedEOF if the stream ends inside an event. The
+// event's Data is its own: it is not overwritten by later calls.
 func (er *EventReader) Next() (Event, error) {
 	var ev Event
-	var data bytes.Buffer
-	hasData, inEvent := false, false
+	var data []byte // nil until the first data line
+	inEvent := false
 	for {
 		line, err := er.readLine()
 		if err != nil {
@@ -80,12 +113,11 @@ func (er *EventReader) Next() (Event, error) {
 			return Event{}, err
 		}
 		if len(line) == 0 { // blank line: dispatch
-			if hasData {
-				ev.Data = data.Bytes()
+			if data != nil {
+				ev.Data = data
 				return ev, nil
 			}
-			ev, hasData, inEvent = Event{}, false, false
-			data.Reset()
+			ev, inEvent = Event{}, false
 			continue
 		}
 		inEvent = true
@@ -96,20 +128,25 @@ func (er *EventReader) Next() (Event, error) {
 		value = bytes.TrimPrefix(value, []byte{' '})
 		switch string(field) {
 		case "event":
-			ev.Name = string(value)
+			if string(value) == "message" {
+				ev.Name = "message" // the usual name, without a copy
+			} else {
+				ev.Name = string(value)
+			}
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
 				ev.ID = string(value)
 			}
 		case "data":
-			if data.Len()+len(value)+1 > er.max {
+			if len(data)+len(value)+1 > er.max {
 				return Event{}, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, er.max)
 			}
-			if hasData {
-				data.WriteByte('\n')
+			if data != nil {
+				data = append(data, '\n')
+			} else {
+				data = make([]byte, 0, len(value))
 			}
-			data.Write(value)
-			hasData = true
+			data = append(data, value...)
 		case "retry":
 			if n, err := strconv.Atoi(string(value)); err == nil && n >= 0 {
 				er.retry = n
@@ -118,26 +155,39 @@ func (er *EventReader) Next() (Event, error) {
 	}
 }
 
-// readLine returns one line without its LF or CRLF terminator. Lines longer
-// than the data limit are an error.
+// readLine returns one line without its LF or CRLF terminator. The line is
+// only valid until the next call. Lines longer than the data limit are an
+// error.
 func (er *EventReader) readLine() ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := er.r.ReadSlice('\n')
-		line = append(line, chunk...)
+	chunk, err := er.r.ReadSlice('\n')
+	if err == nil && len(chunk) <= er.max+64 { // the usual case: the whole line is in the buffer
+		return trimEOL(chunk), nil
+	}
+	line := append(er.long[:0], chunk...)
+	for err == bufio.ErrBufferFull {
 		if len(line) > er.max+64 {
 			return nil, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, er.max)
 		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			if err == io.EOF && len(line) > 0 {
-				return bytes.TrimRight(line, "\r"), nil
-			}
-			return nil, err
-		}
-		line = line[:len(line)-1]
-		return bytes.TrimSuffix(line, []byte{'\r'}), nil
+		chunk, err = er.r.ReadSlice('\n')
+		line = append(line, chunk...)
 	}
+	if cap(line) <= 64<<10 {
+		er.long = line // reused for the next long line
+	}
+	if len(line) > er.max+64 {
+		return nil, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, er.max)
+	}
+	if err != nil {
+		if err == io.EOF && len(line) > 0 {
+			return bytes.TrimRight(line, "\r"), nil
+		}
+		return nil, err
+	}
+	return trimEOL(line), nil
+}
+
+// trimEOL removes a line's LF or CRLF terminator.
+func trimEOL(line []byte) []byte {
+	line = line[:len(line)-1]
+	return bytes.TrimSuffix(line, []byte{'\r'})
 }

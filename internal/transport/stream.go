@@ -4,6 +4,7 @@ package transport
 // framing: one message per line, no newline inside a message.
 //
 //	r ─► reader goroutine: bounded line ─► jsonrpc.Decode ─┬─► msgs ─► Read
+//	                                                        ├─► or Push's deliver, on the reader goroutine
 //	                                                        └─ invalid: log, and if
 //	                                                           ReplyInvalid, error line ─► w
 //	Write ─► wmu ─► Raw + '\n' ─► w
@@ -56,7 +57,7 @@ type StreamOptions struct {
 //
 // Every line passes jsonrpc.Decode with opts.Limits; an invalid line is never
 // returned by Read (see StreamOptions.ReplyInvalid). NewStream starts a
-// goroutine that reads ahead at most one message.
+// goroutine that reads ahead at most one message. The Conn is a Pusher.
 func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) Conn {
 	s := &stream{
 		r:            bufio.NewReaderSize(r, 64<<10),
@@ -68,6 +69,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) C
 		name:         opts.Name,
 		replyInvalid: opts.ReplyInvalid,
 		msgs:         make(chan *jsonrpc.Message),
+		mode:         make(chan struct{}),
 		wmu:          make(chan struct{}, 1),
 		done:         make(chan struct{}),
 	}
@@ -93,6 +95,8 @@ func Stdio(opts StreamOptions) Conn {
 	return NewStream(os.Stdin, os.Stdout, closers{os.Stdin, os.Stdout}, opts)
 }
 
+var _ Pusher = (*stream)(nil)
+
 // stream is the Conn returned by NewStream.
 type stream struct {
 	// Immutable after NewStream.
@@ -105,11 +109,18 @@ type stream struct {
 	name         string
 	replyInvalid bool
 
-	// msgs carries valid messages from readLoop to Read. readLoop closes it
-	// when the input ends, after setting readErr; a receive that sees the
-	// channel closed may read readErr.
+	// msgs carries valid messages from readLoop to Read, unless Push gave
+	// readLoop a function to deliver them to. readLoop closes msgs when the
+	// input ends, after setting readErr; a receive that sees the channel
+	// closed may read readErr.
 	msgs    chan *jsonrpc.Message
 	readErr error
+
+	// mode is closed by the first Read or Push; push is set before, and
+	// read by readLoop only after.
+	mode     chan struct{}
+	modeOnce sync.Once
+	push     func(*jsonrpc.Message)
 
 	// wmu is a one-slot semaphore guarding w, so that each message is
 	// written whole and a Write waiting for its turn still sees ctx and Close.
@@ -125,6 +136,7 @@ type stream struct {
 // arrives meanwhile is kept for the next Read. One goroutine at a time may
 // call Read.
 func (s *stream) Read(ctx context.Context) (*jsonrpc.Message, error) {
+	s.modeOnce.Do(func() { close(s.mode) })
 	if s.isClosed() {
 		return nil, ErrClosed
 	}
@@ -142,6 +154,16 @@ func (s *stream) Read(ctx context.Context) (*jsonrpc.Message, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// Push implements Pusher: readLoop calls deliver with each valid message.
+func (s *stream) Push(deliver func(*jsonrpc.Message)) bool {
+	pushed := false
+	s.modeOnce.Do(func() {
+		s.push, pushed = deliver, true
+		close(s.mode)
+	})
+	return pushed
 }
 
 // Write writes msg.Raw and a newline to w, in one w.Write when they fit the
@@ -235,6 +257,18 @@ func (s *stream) readLoop() {
 		}
 		if err != nil {
 			s.invalid(line, tooLong, err)
+			continue
+		}
+		select {
+		case <-s.mode: // Read or Push was called: how to deliver is known
+		case <-s.done:
+			return
+		}
+		if s.push != nil {
+			if s.isClosed() {
+				return
+			}
+			s.push(m)
 			continue
 		}
 		select {
