@@ -44,8 +44,8 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, want map[string]string) {
 	t.Helper()
 	got := attrs(s)
 	for k, v := range want {
-		if g, ok := got[k]; !ok || g.Emit() != v {
-			t.Errorf("span %q: %s = %q (present %v), want %q", s.Name, k, g.Emit(), ok, v)
+		if g, ok := got[k]; !ok || g.String() != v {
+			t.Errorf("span %q: %s = %q (present %v), want %q", s.Name, k, g.String(), ok, v)
 		}
 	}
 }
