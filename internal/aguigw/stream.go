@@ -47,6 +47,7 @@ type run struct {
 	tools     map[string]string // toolCallId → toolCallName
 	held      map[string]*held  // "text:"+messageId, "args:"+toolCallId
 	heldBytes int
+	ended     bool // the agent sent RUN_FINISHED or RUN_ERROR
 }
 
 // held is a message whose deltas wait for its END event.
@@ -79,6 +80,12 @@ func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader)
 		switch {
 		case rerr == io.EOF:
 			err = rn.finish(ctx)
+			if err == nil && !rn.ended {
+				// A stream cut short ends as cleanly as a whole one on
+				// the wire: the client is told the run did not finish.
+				err = &denial{Stage: StageUpstream, Rule: "ended",
+					Reason: "the upstream agent's stream ended without RUN_FINISHED or RUN_ERROR"}
+			}
 		case ctx.Err() != nil:
 			e := rn.event("", "")
 			e.Decision, e.Stage, e.Rule, e.Reason = "deny", StageUpstream, "cancelled", "the client went away"
@@ -192,6 +199,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 	case TypeMessagesSnapshot:
 		return rn.messagesSnapshot(ctx, ev)
 	case TypeRunFinished, TypeRunError:
+		rn.ended = true
 		// A message left open is released before the run ends.
 		if err := rn.finish(ctx); err != nil {
 			return err

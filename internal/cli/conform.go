@@ -381,8 +381,7 @@ func (rf replayFlags) spans(ctx context.Context) (*telemetry.Recorder, func(), e
 	return telemetry.NewRecorder(telemetry.Options{TracerProvider: tp}), stop, nil
 }
 
-// replayTarget replays the target spec, plain and (for MCP and A2A, with
-// behind) behind an in-process warden gateway, recording spans when spans
+// replayTarget replays the target spec, plain and (with behind) behind an in-process warden gateway, recording spans when spans
 // is not nil. Progress goes to env.Stderr.
 func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool, spans *telemetry.Recorder) (plain, guarded *replay.Report, err error) {
 	t, up, stop, err := replay.ParseTarget(spec, replay.TargetOptions{Profile: *rf.profile, Tool: *rf.tool,
@@ -405,7 +404,7 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 	if plain, err = replay.Run(ctx, t, traces, o); err != nil {
 		return nil, nil, err
 	}
-	if !behind || t.Protocol != replay.MCP && t.Protocol != replay.A2A {
+	if !behind {
 		return plain, nil, nil
 	}
 	if t.Protocol == replay.MCP && up.URL == "" && len(up.Command) == 0 {
@@ -428,7 +427,7 @@ func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, be
 func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform replay", "--target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL]")
 	target := fs.String("target", "", "what to replay against: "+replay.SpecHelp)
-	behind := fs.Bool("warden", false, "MCP and A2A: also replay behind an in-process warden gateway")
+	behind := fs.Bool("warden", false, "also replay behind an in-process warden gateway")
 	format := fs.String("format", "text", "text or json")
 	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
@@ -461,7 +460,7 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 		}
 	} else {
 		for _, r := range reports {
-			fmt.Fprintf(env.Stdout, "%s (%s %s, %s)\n", r.Target, r.Protocol, r.Profile, r.Mode)
+			fmt.Fprintf(env.Stdout, "%s (%s, %s)\n", r.Target, strings.TrimSpace(r.Protocol+" "+r.Profile), r.Mode)
 			for _, n := range r.Notes {
 				fmt.Fprintf(env.Stdout, "  note: %s\n", n)
 			}
@@ -483,7 +482,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	format := fs.String("format", "markdown", "json, markdown or html")
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
-	against := fs.String("against", "", "replay against TARGET, plain and (MCP, A2A) behind warden, and add those columns: "+replay.SpecHelp)
+	against := fs.String("against", "", "replay against TARGET, plain and behind warden, and add those columns: "+replay.SpecHelp)
 	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err

@@ -185,7 +185,8 @@ Support/warden).
       target again behind an in-process gateway: for MCP, env tools denied,
       zero-trust on the sensitive tool, audit on; for A2A, an API key, the
       card pinned (or its signature checked against --card-keys, a JWKS
-      file), delegation chains checked, audit on. --otlp sends a span per
+      file), delegation chains checked, audit on; for AG-UI, every event
+      checked, injected instructions quarantined, audit on. --otlp sends a span per
       probe and per message sent and received (AITF and OpenTelemetry
       names) by OTLP over HTTP. Exit code 1 when a finding reproduces, 3
       when the target cannot be set up.

@@ -347,7 +347,7 @@ func TestLiveA2AGo(t *testing.T) {
 	}
 }
 
-// TestLiveAimock replays AG-UI, A2A (plain and behind warden) and MCP
+// TestLiveAimock replays AG-UI and A2A (plain and behind warden) and MCP
 // against @copilotkit/aimock (installed by .ci/deps.sh; a missing one skips
 // the test, or fails it under WARDEN_REQUIRE_DEPS=1).
 func TestLiveAimock(t *testing.T) {
@@ -400,6 +400,34 @@ func TestLiveAimock(t *testing.T) {
 			if r.Outcome == Unrealisable && r.Property != "P4_prompt_integrity" && r.Property != "SL_lifecycle" {
 				t.Errorf("%s %s could not be driven: %s", tgt.Name, r.Property, r.Evidence)
 			}
+		}
+		if tgt.Protocol == AGUI {
+			// Behind warden every event passes warden's checks and the
+			// stream stays well formed; the planted instruction is
+			// quarantined before the agent reads it.
+			dir := t.TempDir()
+			bt, stop, err := BehindWarden(tgt, Upstream{}, dir, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			behind, err := Run(testCtx(t), bt, nil, liveOptions())
+			stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range behind.Results {
+				t.Logf("%-12s %-14s %-12s %s", bt.Name, r.Property, r.Outcome, r.Evidence)
+			}
+			wantOutcomes(t, behind, map[string]Outcome{"WF_events": Blocked, "P4_prompt_integrity": Blocked})
+			if r, _ := behind.Result("WF_events"); !strings.Contains(r.Steps[0].Answer, "sunny") {
+				t.Errorf("behind warden, aimock's answer did not come through: %s", r.Steps[0].Answer)
+			}
+			audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+			if err != nil || !strings.Contains(string(audit), `"upstream":"agui:target"`) ||
+				!strings.Contains(string(audit), `"rule":"prompt_injection/override"`) {
+				t.Errorf("warden's audit log lacks aimock's run or the quarantine (%v)", err)
+			}
+			continue
 		}
 		if tgt.Protocol != A2A {
 			continue

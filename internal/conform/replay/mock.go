@@ -325,24 +325,36 @@ func MockA2A(hardened bool, version string) (*Target, func(), error) {
 	return t, srv.Close, nil
 }
 
-// fakeAGUI streams a run as SSE; broken leaves out the end events.
+// fakeAGUI streams a run as SSE; broken leaves out the end events. It
+// plays a model that trusts tool output: a tool result in the input that
+// says to reply only with a code gets the code as the answer.
 type fakeAGUI struct{ broken bool }
 
 func (f *fakeAGUI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		ThreadID string `json:"threadId"`
 		RunID    string `json:"runId"`
-		Messages []any  `json:"messages"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		} `json:"messages"`
 	}
 	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&in) != nil || len(in.Messages) == 0 {
 		http.Error(w, "want a RunAgentInput", http.StatusBadRequest)
 		return
 	}
+	answer := "sunny"
+	for _, m := range in.Messages {
+		content, _ := m.Content.(string)
+		if _, code, ok := strings.Cut(content, AGUIInjectionPrefix); ok && m.Role == "tool" {
+			answer, _, _ = strings.Cut(code, ".")
+		}
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	events := []string{
 		fmt.Sprintf(`{"type":"RUN_STARTED","threadId":%q,"runId":%q}`, in.ThreadID, in.RunID),
 		`{"type":"TEXT_MESSAGE_START","messageId":"a1","role":"assistant"}`,
-		`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a1","delta":"sunny"}`,
+		fmt.Sprintf(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a1","delta":%q}`, answer),
 	}
 	if !f.broken {
 		events = append(events, `{"type":"TEXT_MESSAGE_END","messageId":"a1"}`,

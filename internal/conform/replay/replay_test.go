@@ -187,6 +187,10 @@ func TestMockA2ABehindWarden(t *testing.T) {
 	}
 }
 
+// TestMockAGUI: the fake agent obeys an instruction planted in a tool
+// result (P4) and, broken, ends its stream without RUN_FINISHED (WF). Behind
+// warden both are blocked: the tool result is quarantined before the agent
+// reads it, and the broken stream is ended with warden's RUN_ERROR.
 func TestMockAGUI(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		tgt, stop, err := MockAGUI(broken)
@@ -202,9 +206,31 @@ func TestMockAGUI(t *testing.T) {
 		if broken {
 			want = Reproduced
 		}
-		wantOutcomes(t, rep, map[string]Outcome{"WF_events": want})
+		wantOutcomes(t, rep, map[string]Outcome{"WF_events": want, "P4_prompt_integrity": Reproduced})
 		if r, _ := rep.Result("WF_events"); broken && !strings.Contains(r.Evidence, "not RUN_FINISHED") {
 			t.Errorf("broken stream: %s", r.Evidence)
+		}
+
+		dir := t.TempDir()
+		bt, stopW, err := BehindWarden(tgt, Upstream{}, dir, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stopW)
+		behind, err := Run(testCtx(t), bt, nil, Options{StepTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range behind.Results {
+			t.Logf("%s %s %s: %s", bt.Name, r.Property, r.Outcome, r.Evidence)
+		}
+		wantOutcomes(t, behind, map[string]Outcome{"WF_events": Blocked, "P4_prompt_integrity": Blocked})
+		if r, _ := behind.Result("WF_events"); broken && !strings.Contains(r.Steps[0].Answer, "RUN_ERROR") {
+			t.Errorf("behind warden, the broken stream did not end with warden's RUN_ERROR: %s", r.Steps[0].Answer)
+		}
+		audit, err := os.ReadFile(filepath.Join(dir, "audit.jsonl"))
+		if err != nil || !strings.Contains(string(audit), `"upstream":"agui:target"`) || !strings.Contains(string(audit), `"rule":"prompt_injection/override"`) {
+			t.Errorf("AG-UI behind warden: the audit log lacks the run or the quarantine (%v):\n%s", err, audit)
 		}
 	}
 }

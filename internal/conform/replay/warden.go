@@ -1,6 +1,6 @@
 package replay
 
-// Replay behind warden (MCP here; A2A in warden_a2a.go): the same target,
+// Replay behind warden (MCP here; A2A in warden_a2a.go, AG-UI in warden_agui.go): the same target,
 // reached through a gateway built in-process from a YAML configuration the
 // way `warden gateway` builds it, with the protections the principles ask
 // for switched on:
@@ -72,13 +72,17 @@ func WardenConfig(up Upstream, sensitive string, dir string) string {
 }
 
 // BehindWarden returns t reached through an in-process warden gateway: in
-// front of up for an MCP target, in front of t.URL (gateway.a2a, see
-// warden_a2a.go) for an A2A target, where up is not used. dir holds the
+// front of up for an MCP target, in front of t.URL for an A2A target
+// (gateway.a2a, see warden_a2a.go) or an AG-UI one (gateway.agui, see
+// warden_agui.go), where up is not used. dir holds the
 // gateway's keys and audit log (a fresh, private directory). stop ends the
 // gateway and its sessions.
 func BehindWarden(t *Target, up Upstream, dir string, logger *slog.Logger) (*Target, func(), error) {
-	if t.Protocol == A2A {
+	switch t.Protocol {
+	case A2A:
 		return behindWardenA2A(t, dir, logger)
+	case AGUI:
+		return behindWardenAGUI(t, dir, logger)
 	}
 	return behindWarden(t, up, dir, logger, up.URL == "")
 }
@@ -92,7 +96,7 @@ func behindWardenVia(t *Target, up Upstream, dir string, stdio bool) (*Target, f
 
 func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio bool) (*Target, func(), error) {
 	if t.Protocol != MCP {
-		return nil, nil, fmt.Errorf("replay behind warden covers MCP and A2A; %s cannot be replayed behind it", t.Protocol)
+		return nil, nil, fmt.Errorf("replay behind warden covers MCP, A2A and AG-UI; %s cannot be replayed behind it", t.Protocol)
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

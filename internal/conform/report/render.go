@@ -159,7 +159,7 @@ func (res *Results) replayLine() string {
 	var parts []string
 	for _, r := range []*replay.Report{res.impl, res.behind} {
 		if r != nil {
-			parts = append(parts, fmt.Sprintf("%s (%s %s, %s)", r.Target, r.Protocol, r.Profile, r.Mode))
+			parts = append(parts, fmt.Sprintf("%s (%s, %s)", r.Target, strings.TrimSpace(r.Protocol+" "+r.Profile), r.Mode))
 		}
 	}
 	return strings.Join(parts, "; ")
