@@ -461,8 +461,15 @@ func (r *Relay) expire(id jsonrpc.ID) {
 	}
 	ctx := context.Background()
 	r.log.Warn("request timed out", "upstream", r.upstreamName, "id", id.Raw(), "timeout", r.timeout)
+	msg := "upstream " + quote(r.upstreamName) + " did not answer within " + r.timeout.String()
+	if d, ok := r.upstream.(transport.Discarder); ok {
+		// Its answer may have been among what it sent invalid.
+		if n, last := d.Discarded(); n > 0 {
+			msg += fmt.Sprintf("; meanwhile it sent %d message(s) warden could not validate, dropped unrelayed (last: %s)", n, last)
+		}
+	}
 	r.writeClient(ctx, jsonrpc.NewErrorResponse(id, jsonrpc.Detail{Stage: "upstream", Rule: "timeout"}.
-		Errorf(jsonrpc.CodeTimeout, "upstream "+quote(r.upstreamName)+" did not answer within "+r.timeout.String())))
+		Errorf(jsonrpc.CodeTimeout, msg)))
 	cancel := jsonrpc.NewNotification(mcp.NotificationCancelled,
 		[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: request timed out"}`))
 	if err := r.upstream.Write(ctx, cancel); err != nil {

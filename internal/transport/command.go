@@ -272,6 +272,12 @@ func (c *CommandConn) Push(deliver func(*jsonrpc.Message)) bool {
 	return c.stream.(Pusher).Push(deliver)
 }
 
+// Discarded implements Discarder: the invalid lines the child wrote on
+// stdout, which were dropped.
+func (c *CommandConn) Discarded() (int64, string) {
+	return c.stream.(Discarder).Discarded()
+}
+
 // Write writes msg.Raw and a newline to the child's stdin. Writes from
 // several goroutines are serialized, each message whole; Close unblocks a
 // Write stuck on a child that does not read. It returns ErrClosed after Close.

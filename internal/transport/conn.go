@@ -51,5 +51,13 @@ type Pusher interface {
 	Push(deliver func(*jsonrpc.Message)) bool
 }
 
+// A Discarder is a Conn that drops, unrelayed, what it could not validate
+// (a stdio peer's invalid output lines). Discarded reports how many
+// messages it dropped so far and why it dropped the last one, so that a
+// request left unanswered can say what came instead of its answer.
+type Discarder interface {
+	Discarded() (n int64, last string)
+}
+
 // ErrClosed is returned by Read and Write after Close.
 var ErrClosed = errors.New("transport: connection closed")

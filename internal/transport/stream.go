@@ -25,6 +25,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 )
@@ -129,6 +130,21 @@ type stream struct {
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
+
+	// The invalid lines dropped, and the reason for the last one.
+	dropped  atomic.Int64
+	lastDrop atomic.Pointer[string]
+}
+
+var _ Discarder = (*stream)(nil)
+
+// Discarded implements Discarder.
+func (s *stream) Discarded() (int64, string) {
+	n := s.dropped.Load()
+	if p := s.lastDrop.Load(); p != nil {
+		return n, *p
+	}
+	return n, ""
 }
 
 // Read returns the next valid message. It returns io.EOF when r ends,
@@ -326,6 +342,9 @@ func (s *stream) invalid(line []byte, tooLong bool, err error) {
 	if !errors.As(err, &jerr) {
 		jerr = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()}
 	}
+	reason := ruleOf(err) + ": " + jerr.Message
+	s.lastDrop.Store(&reason)
+	s.dropped.Add(1)
 	s.log.Warn("transport: invalid message dropped",
 		"conn", s.name,
 		"rule", ruleOf(err),

@@ -123,6 +123,9 @@ func TestStreamInvalidLine(t *testing.T) {
 				if len(raws) != 1 || raws[0] != validLine {
 					t.Fatalf("Read returned %q, want only %q", raws, validLine)
 				}
+				if n, last := c.(Discarder).Discarded(); n != 1 || !strings.HasPrefix(last, tt.rule+": ") {
+					t.Errorf("Discarded() = %d, %q; want 1 and the reason, rule %s", n, last, tt.rule)
+				}
 				w := rec.warnings()
 				if len(w) != 1 {
 					t.Fatalf("got %d warnings, want 1: %v", len(w), w)
