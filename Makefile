@@ -8,6 +8,8 @@
 #   V=1                print all test output, not only failures
 #   FUZZTIME=30s       time per fuzz target (make fuzz)
 #   FUZZ=regexp        only fuzz targets whose name matches (make fuzz)
+#   KEEP=N             make fuzz keeps up to N found inputs per target in
+#                      its package's testdata/fuzz (the committed corpora)
 #   VULNDB=URL         vulnerability database of make vuln (default
 #                      https://vuln.go.dev; file:///DIR for a local mirror)
 #   WARDEN_DEPS_DIR    cache folder for the deps (default .cache/deps)
@@ -72,7 +74,7 @@ test: deps lint ## lint, then go test and go test -race with WARDEN_REQUIRE_DEPS
 	exit $$rc
 
 fuzz: ## run every Fuzz target for FUZZTIME (default 30s) each
-	@FUZZTIME='$(or $(FUZZTIME),30s)' FUZZ='$(FUZZ)' TAGS='$(TAGS)' bash scripts/fuzz.sh
+	@FUZZTIME='$(or $(FUZZTIME),30s)' FUZZ='$(FUZZ)' KEEP='$(KEEP)' TAGS='$(TAGS)' bash scripts/fuzz.sh
 
 bench: ## run the benchmark harness (go run ./bench)
 	@if [[ -f bench/main.go ]]; then go run ./bench; \

@@ -9,6 +9,12 @@
 # target does not stop the others; the exit status is 1 if any failed (go
 # test then has written the crashing input under the package's
 # testdata/fuzz/FuzzName/, to be committed as a regression case).
+#
+# KEEP=N (default 0) also keeps up to N of the inputs each target found
+# interesting (go test holds them in its cache) in the package's
+# testdata/fuzz/FuzzName/, next to the regression cases: that is how the
+# committed corpora grow. Every file there runs as a test case in `go test`,
+# so only inputs up to 4 KiB are kept.
 
 set -euo pipefail
 
@@ -16,6 +22,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 FUZZTIME=${FUZZTIME:-30s}
 FUZZ=${FUZZ:-}
+KEEP=${KEEP:-0}
+CACHE=$(go env GOCACHE)/fuzz
 TAGS=${TAGS-integration}
 
 targets=()
@@ -40,6 +48,20 @@ for t in "${targets[@]}"; do
 	echo "== $dir $name"
 	if ! go test -tags="$TAGS" -run='^$' -fuzz="^$name\$" -fuzztime="$FUZZTIME" "$dir" </dev/null; then
 		failed+=("$dir $name")
+	fi
+	if ((KEEP > 0)); then
+		found="$CACHE/$(go list "$dir")/$name"
+		keep="$dir/testdata/fuzz/$name"
+		have=$( (find "$keep" -type f 2>/dev/null || true) | wc -l)
+		n=0
+		while IFS= read -r f; do
+			((have + n < KEEP)) || break
+			[[ -e $keep/$(basename "$f") ]] && continue
+			mkdir -p "$keep"
+			cp "$f" "$keep/"
+			n=$((n + 1))
+		done < <(find "$found" -type f -size -4k 2>/dev/null | sort)
+		echo "fuzz: kept $n new input(s) in $keep"
 	fi
 done
 
