@@ -347,7 +347,7 @@ func TestLiveA2AGo(t *testing.T) {
 	}
 }
 
-// TestLiveAimock replays AG-UI and A2A (plain and behind warden) and MCP
+// TestLiveAimock replays AG-UI, A2A and MCP, plain and behind warden,
 // against @copilotkit/aimock (installed by .ci/deps.sh; a missing one skips
 // the test, or fails it under WARDEN_REQUIRE_DEPS=1).
 func TestLiveAimock(t *testing.T) {
@@ -387,7 +387,7 @@ func TestLiveAimock(t *testing.T) {
 		{Name: "aimock-agui", Protocol: AGUI, Mode: "live", URL: base + "/agui"},
 		{Name: "aimock-a2a", Protocol: A2A, Mode: "live", Profile: A2A10, URL: base + "/a2a", CardURL: base + "/a2a" + a2agw.CardPath},
 		{Name: "aimock-mcp", Protocol: MCP, Mode: "live", Profile: "2025-06-18", URL: base + "/mcp",
-			Harmless: Tool{Name: "echo"}, Dial: func(context.Context) (transport.Conn, error) {
+			Harmless: Tool{Name: "echo"}, Sensitive: Tool{Name: "echo"}, Dial: func(context.Context) (transport.Conn, error) {
 				return transport.NewHTTPClient(transport.HTTPClientOptions{URL: base + "/mcp"}), nil
 			}},
 	} {
@@ -429,7 +429,22 @@ func TestLiveAimock(t *testing.T) {
 			}
 			continue
 		}
-		if tgt.Protocol != A2A {
+		if tgt.Protocol == MCP {
+			bt, stop, err := BehindWarden(tgt, Upstream{URL: tgt.URL}, t.TempDir(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			behind, err := Run(testCtx(t), bt, nil, liveOptions())
+			stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range behind.Results {
+				t.Logf("%-12s %-14s %-12s %s", bt.Name, r.Property, r.Outcome, r.Evidence)
+			}
+			// Its one tool, taken as the consequential one, needs a token
+			// behind warden; the duplicate-member frame never reaches it.
+			wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Blocked, "P5_consent": Blocked, "WF_wire": Blocked})
 			continue
 		}
 		// aimock's card is unsigned: behind warden it is pinned, and the
