@@ -605,6 +605,7 @@ gateway:
     classification:
       - {name: big, level: 1, when: 'tool.name == "transfer_funds" && args.amount > 10000'}
       - {level: 4, when: 'server == "pay"'}
+  audit: {}
   upstreams:
     - name: pay
       command: [pay-server]
@@ -647,6 +648,38 @@ gateway:
 	_, err = Parse([]byte("version: 1\ngateway:\n  zero_trust:\n    classification:\n      - {level: 2, when: 'true', colour: red}\n"), "class.yaml")
 	if err == nil || !strings.Contains(err.Error(), `gateway.zero_trust.classification[0]: unknown field "colour"`) {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// TestTierTwoNeedsAudit: the standard's Tier 2 (levels 2 and 3) and Tier 3
+// (level 1) require the audit log, so a classification rule that can put a
+// call there is refused while gateway.audit is off.
+func TestTierTwoNeedsAudit(t *testing.T) {
+	const want = `gateway.audit.enabled: gateway.zero_trust.classification[1] ("pay") classifies calls at level 3 (Tier 2), and Tiers 2 and 3 require the audit log`
+	for _, tc := range []struct {
+		name, rules, audit string
+		refused            bool
+	}{
+		{"tier 1 without audit", "{level: 5, when: 'true'}", "", false},
+		{"tier 2 without audit", "{level: 4, when: 'true'}, {name: pay, level: 3, when: 'server == \"pay\"'}", "", true},
+		{"tier 2 with audit off", "{level: 4, when: 'true'}, {name: pay, level: 3, when: 'server == \"pay\"'}", "  audit: {enabled: false}\n", true},
+		{"tier 2 with audit", "{level: 2, when: 'true'}", "  audit: {}\n", false},
+		{"tier 3 with jsonl audit", "{level: 1, when: 'true'}", "  audit: {backend: jsonl}\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := Parse([]byte("version: 1\ngateway:\n  zero_trust:\n    subject: alice\n    classification: ["+tc.rules+"]\n"+
+				tc.audit+"  upstreams: [{name: pay, command: [pay-server]}]\n"), "tier.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.Validate()
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), want)):
+				t.Fatalf("got %v, want a problem %q", err, want)
+			case !tc.refused && err != nil:
+				t.Fatalf("refused: %v", err)
+			}
+		})
 	}
 }
 

@@ -365,6 +365,7 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			}
 		}
 	}
+	v.tierAudit(p, g)
 	for i, ch := range z.ApprovalChannels {
 		if ch != ApprovalAdmin && ch != ApprovalElicitation {
 			v.errorf(fmt.Sprintf("%s.approval_channels[%d]", p, i), "unknown approval channel %q (admin, elicitation)", ch)
@@ -377,6 +378,29 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	}
 	if g.RequiresTokens() && z.Subject == "" && !g.Auth.Enabled() {
 		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (or configure gateway.auth, and each client's authenticated principal is used)")
+	}
+}
+
+// tierAudit refuses classification rules that can put a call at Tier 2 or
+// 3 while the audit log is off: the standard's Tier 2 requires
+// comprehensive audit logging, and Tier 3 everything Tier 2 does. One
+// problem, naming the first such rule, since one change fixes them all.
+func (v *validator) tierAudit(p string, g GatewayConfig) {
+	if g.Audit.Enabled {
+		return
+	}
+	for i, r := range g.ZeroTrust.Classification {
+		tier := policy.TierOf(r.Level)
+		if tier < 2 || r.Level > policy.LeastSensitive {
+			continue // Tier 1, or a bad level reported above
+		}
+		name := ""
+		if r.Name != "" {
+			name = fmt.Sprintf(" (%q)", r.Name)
+		}
+		v.errorf("gateway.audit.enabled", "%s%s classifies calls at level %d (Tier %d), and Tiers 2 and 3 require the audit log: enable gateway.audit, e.g. \"audit: {}\"",
+			index(join(p, "classification"), i), name, r.Level, tier)
+		return
 	}
 }
 

@@ -69,6 +69,7 @@ gateway:
     subject: alice
     store: memory
     classification: [{level: 2, when: 'tool.name == "echo" && args.amount > 10'}]
+  audit: {}
   upstreams: [{name: demo, url: %s}]
 `, dataDir, up))
 		cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: url}, "2025-11-25")

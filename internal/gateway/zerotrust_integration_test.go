@@ -339,6 +339,7 @@ gateway:
     classification:
       - {name: transfer, level: 4, when: 'tool.name == "transfer_funds"'}
       - {name: big-transfer, level: 2, when: 'tool.name == "transfer_funds" && args.amount > 10000'}
+  audit: {}
   upstreams:
     - name: demo
       url: %s
@@ -405,6 +406,7 @@ gateway:
     public_url: %q
     classification:
       - {name: transfers, level: 3, when: 'tool.name == "transfer_funds"'}
+  audit: {}
   upstreams:
     - name: demo
       url: %s

@@ -4,8 +4,9 @@
 // tier of the Zero-Trust Tool Invocation Standard whose requirements the
 // gateway enforces:
 //
-//	level 1    → Tier 3: token, DPoP, client signature by a pinned key
-//	level 2..3 → Tier 2: token, DPoP (and, with the audit log, an audit record)
+//	level 1    → Tier 3: Tier 2, and a client signature by a pinned key
+//	level 2..3 → Tier 2: token, DPoP, and an audit record (a configuration
+//	             with such a rule and no audit log is refused)
 //	level 4..5 → Tier 1: token bound to the exact parameters, used once
 //	no rule    → unclassified: only the upstream's require_* lists apply
 //
