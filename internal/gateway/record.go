@@ -9,16 +9,25 @@ package gateway
 //	                                    └─► forwarded with _meta.traceparent of warden's span
 //	upstream answer ─► audit.Append ──► span End (result or error)
 //	refusal, notification ─► audit.Append ─► span Record (start and end at once)
+//	session end (SessionEnded) ─────────► span Record: server.disconnect
+//
+// Every tools/call, allowed or refused, is recorded with the parameters
+// hash of its arguments: the zero-trust stage's when it hashed them, else
+// computed here, once.
 
 import (
 	"context"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/telemetry"
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // Records keeps the audit log and telemetry of a gateway. It is immutable
@@ -35,22 +44,38 @@ type Records struct {
 	Transport string
 	// Metrics, if set, counts messages, denials and operation durations.
 	Metrics *Metrics
+	// URLs are the endpoints of the network upstreams, by upstream name,
+	// as spans show them (aitf.mcp.server.url): see serverURLs.
+	URLs map[string]string
 }
 
-// openCall is a forwarded request waiting for its answer: when it left, and
-// its span (op and span are nil without spans).
+// A SessionRecorder is a Recorder that also records the end of a session.
+// SessionEnded is to be called once per session whose initialize the
+// upstream answered, after both of its connections have closed, so that
+// every server.disconnect span follows a server.connect span. (Relay.Run
+// does not call it yet.)
+type SessionRecorder interface {
+	Recorder
+	SessionEnded(ctx context.Context, upstream, session string)
+}
+
+// openCall is a forwarded request waiting for its answer: when it left,
+// what the request's record said that the answer's record repeats, and its
+// span (op and span are nil without spans).
 type openCall struct {
-	start time.Time
-	op    *telemetry.Operation
-	span  *telemetry.Span
+	start                                  time.Time
+	tool, actor, paramsHash, jti, approver string
+	op                                     *telemetry.Operation
+	span                                   *telemetry.Span
 }
 
 // Record implements Recorder.
 func (rs *Records) Record(ctx context.Context, d *Decision) error {
 	var seq uint64
 	var hash string
+	params := rs.paramsHash(d)
 	if rs.Audit != nil {
-		rec, err := rs.Audit.Append(ctx, auditRecord(d))
+		rec, err := rs.Audit.Append(ctx, auditRecord(d, params))
 		if err != nil {
 			return err
 		}
@@ -58,10 +83,10 @@ func (rs *Records) Record(ctx context.Context, d *Decision) error {
 		d.AuditID = strconv.FormatUint(seq, 10)
 	}
 	if d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil {
-		d.Open = &openCall{start: time.Now()}
+		d.Open = &openCall{start: time.Now(), tool: d.Tool, actor: d.Actor, paramsHash: params, jti: d.JTI, approver: d.Approver}
 	}
 	if rs.Spans != nil {
-		rs.span(ctx, d, seq, hash)
+		rs.span(ctx, d, params, seq, hash)
 	}
 	if rs.Metrics != nil {
 		rs.Metrics.observe(d)
@@ -69,11 +94,39 @@ func (rs *Records) Record(ctx context.Context, d *Decision) error {
 	return nil
 }
 
-// auditRecord is the audit log's view of d.
-func auditRecord(d *Decision) audit.Record {
+// SessionEnded implements SessionRecorder: the seed's server.disconnect
+// span. The session's end is no message, so it has no audit record.
+func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
+	if rs.Spans == nil {
+		return
+	}
+	rs.Spans.Record(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
+		Session: session, Transport: rs.Transport, UpstreamURL: rs.URLs[upstream], Start: time.Now()})
+}
+
+// paramsHash returns the parameters hash of d's arguments when d is a
+// client's tools/call: the one the zero-trust stage computed, if it ran,
+// else zerotrust.ParamsHash of the arguments (hex SHA-256 of their JCS
+// form; absent arguments hash as {}). "" for every other message, for
+// arguments that cannot be hashed (not an object, a number beyond 2^53),
+// and when there is nothing to record it in.
+func (rs *Records) paramsHash(d *Decision) string {
+	if d.ParamsHash != "" || d.Method != mcp.MethodToolsCall || d.Kind != jsonrpc.KindRequest ||
+		d.Direction != "client" || d.Tool == "" || (rs.Audit == nil && rs.Spans == nil) {
+		return d.ParamsHash
+	}
+	hash, _, err := zerotrust.ParamsHash(d.Arguments)
+	if err != nil {
+		return ""
+	}
+	return hash
+}
+
+// auditRecord is the audit log's view of d, whose arguments hash to params.
+func auditRecord(d *Decision, params string) audit.Record {
 	r := audit.Record{
 		Time: time.Now(), Actor: d.Actor, Session: d.Session, Upstream: d.Upstream, Method: d.Method,
-		RequestID: d.ID.Raw(), Tool: d.Tool, ParamsHash: d.ParamsHash, Decision: audit.Allow,
+		RequestID: d.ID.Raw(), Tool: d.Tool, ParamsHash: params, Decision: audit.Allow,
 		JTI: d.JTI, Approver: d.Approver, Direction: d.Direction,
 	}
 	switch {
@@ -82,19 +135,19 @@ func auditRecord(d *Decision) audit.Record {
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
 	}
-	if o, ok := d.Open.(*openCall); ok && o.op != nil && d.Direction == "upstream" {
+	if o, ok := d.Open.(*openCall); ok && d.Direction == "upstream" {
 		// The answer's record names the call it answers.
-		r.Tool, r.Actor, r.ParamsHash, r.JTI, r.Approver = o.op.Tool, o.op.Actor, o.op.ParamsHash, o.op.JTI, o.op.Approver
+		r.Tool, r.Actor, r.ParamsHash, r.JTI, r.Approver = o.tool, o.actor, o.paramsHash, o.jti, o.approver
 	}
 	return r
 }
 
 // span turns d into telemetry: a forwarded request opens a span that its
 // answer closes; everything else is recorded at once.
-func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash string) {
+func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uint64, hash string) {
 	switch {
 	case d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
-		op := rs.operation(d)
+		op := rs.operation(d, params)
 		op.AuditSeq, op.AuditHash = seq, hash
 		_, sp := rs.Spans.Start(ctx, op)
 		o := d.Open.(*openCall)
@@ -119,19 +172,19 @@ func (rs *Records) span(ctx context.Context, d *Decision, seq uint64, hash strin
 		// A client's answer to an upstream request: part of that request's
 		// exchange, which has no span of its own.
 	default:
-		op := rs.operation(d)
+		op := rs.operation(d, params)
 		op.AuditSeq, op.AuditHash = seq, hash
 		rs.Spans.Record(ctx, op)
 	}
 }
 
-// operation is the telemetry view of d.
-func (rs *Records) operation(d *Decision) *telemetry.Operation {
+// operation is the telemetry view of d, whose arguments hash to params.
+func (rs *Records) operation(d *Decision, params string) *telemetry.Operation {
 	op := &telemetry.Operation{
 		Method: d.Method, FromUpstream: d.Direction != "client", Notification: d.Kind == jsonrpc.KindNotification,
 		RequestID: d.ID.Raw(), Session: d.Session, Transport: rs.Transport, Upstream: d.Upstream,
-		Actor: d.Actor, Tool: d.Tool, Arguments: d.Arguments, ParamsHash: d.ParamsHash, JTI: d.JTI,
-		Approver: d.Approver, Start: time.Now(),
+		UpstreamURL: rs.URLs[d.Upstream], Actor: d.Actor, Tool: d.Tool, Arguments: d.Arguments,
+		ParamsHash: params, JTI: d.JTI, Approver: d.Approver, Start: time.Now(),
 	}
 	if d.Msg != nil {
 		op.Params = d.Msg.Params
@@ -159,6 +212,25 @@ func addFindings(op *telemetry.Operation, findings []secproc.Finding) {
 	for _, f := range findings {
 		op.Findings = append(op.Findings, f.OCSFFinding(""))
 	}
+}
+
+// serverURLs returns the URL of each HTTP upstream, by name, as spans and
+// OCSF events may show it: scheme, host and path. The query is left out,
+// since it may carry a key (the configuration refuses credentials in the
+// URL itself, but not in its query).
+func serverURLs(upstreams []config.Upstream) map[string]string {
+	urls := make(map[string]string, len(upstreams))
+	for _, u := range upstreams {
+		if u.URL == "" {
+			continue
+		}
+		p, err := url.Parse(u.URL)
+		if err != nil {
+			continue
+		}
+		urls[u.Name] = (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path, RawPath: p.RawPath}).String()
+	}
+	return urls
 }
 
 // withParams returns a copy of m with params replaced.

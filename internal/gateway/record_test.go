@@ -3,8 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
+	"maps"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/telemetry"
 )
@@ -84,6 +88,10 @@ func TestRecordsOfARelayedCall(t *testing.T) {
 	if len(rs) != 2 || rs[1].Direction != "upstream" || rs[1].RequestID != "1" || rs[1].Tool != "echo" || rs[1].Method != "tools/call" {
 		t.Fatalf("records: %+v", rs)
 	}
+	// No token was needed, yet both records carry the parameters hash.
+	if want := sha256Hex(`{"message":"hi"}`); rs[0].ParamsHash != want || rs[1].ParamsHash != want {
+		t.Fatalf("params_hash %q and %q, want %s", rs[0].ParamsHash, rs[1].ParamsHash, want)
+	}
 	if rep, err := f.log.Verify(context.Background()); err != nil || rep.Problem != nil {
 		t.Fatalf("verify: %+v %v", rep, err)
 	}
@@ -93,6 +101,9 @@ func TestRecordsOfARelayedCall(t *testing.T) {
 	}
 	if got := ended[0].SpanContext().SpanID().String(); !strings.Contains(s, got) {
 		t.Errorf("the upstream's parent %s is not warden's span %s", s, got)
+	}
+	if got := spanAttrs(ended[0])["warden.params_hash"]; got != rs[0].ParamsHash {
+		t.Errorf("span warden.params_hash %q, want the audit record's %q", got, rs[0].ParamsHash)
 	}
 }
 
@@ -108,12 +119,137 @@ func TestRefusalCarriesItsAuditID(t *testing.T) {
 	if d.AuditID != "1" {
 		t.Fatalf("audit_id %q, want the refusal's record, 1", d.AuditID)
 	}
-	// A zero-trust refusal records the invariant and the hash.
+	// Absent arguments hash as {}.
+	if want := sha256Hex(`{}`); rs[0].ParamsHash != want {
+		t.Fatalf("a refused call without arguments: params_hash %q, want %s", rs[0].ParamsHash, want)
+	}
+	// A zero-trust refusal records the rule, the actor and the hash of
+	// the arguments' JCS form (keys sorted, no whitespace).
 	f.h.send(f.h.client, call("2", "transfer_funds", transferArgs, ""))
 	detailOf(t, f.h.recv(f.h.client))
-	if r := f.records(t)[1]; r.Stage != "zero-trust" || r.Rule != "token-missing" || r.Actor != "alice" {
+	r := f.records(t)[1]
+	if r.Stage != "zero-trust" || r.Rule != "token-missing" || r.Actor != "alice" {
 		t.Fatalf("zero-trust refusal record: %+v", r)
 	}
+	if want := sha256Hex(`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`); r.ParamsHash != want {
+		t.Fatalf("zero-trust refusal: params_hash %q, want %s", r.ParamsHash, want)
+	}
+}
+
+// sha256Hex is the parameters hash of arguments already in JCS form,
+// computed without warden's code.
+func sha256Hex(jcs string) string {
+	sum := sha256.Sum256([]byte(jcs))
+	return hex.EncodeToString(sum[:])
+}
+
+// spanAttrs returns a span's attributes as strings.
+func spanAttrs(s sdktrace.ReadOnlySpan) map[string]string {
+	m := map[string]string{}
+	for _, kv := range s.Attributes() {
+		m[string(kv.Key)] = kv.Value.String()
+	}
+	return m
+}
+
+// With the audit log alone (no spans), every tools/call still records the
+// hash of its arguments' JCS form, and the answer's record names the call
+// it answers; arguments that cannot be hashed leave it empty.
+func TestAuditOnlyRecordsTheParamsHash(t *testing.T) {
+	l, err := audit.Open(context.Background(), audit.KindSQLite, filepath.Join(t.TempDir(), "audit.db"), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	f := &recordFixture{log: l}
+	h := newHarness(t, RelayOptions{Upstream: "pay", Recorder: &Records{Audit: l}})
+	h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{ "z" : [1, 2.50, 1e2], "a": "\u00e9" }}}`)
+	h.recv(h.upstream)
+	h.send(h.upstream, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	h.recv(h.client)
+	h.send(h.client, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`)
+	h.recv(h.upstream)
+	want := sha256Hex(`{"a":"é","z":[1,2.5,100]}`)
+	rs := f.records(t)
+	if len(rs) != 3 || rs[0].ParamsHash != want || rs[1].Direction != "upstream" || rs[1].Tool != "echo" || rs[1].ParamsHash != want {
+		t.Fatalf("records %+v, want both records of call 1 with params_hash %s", rs, want)
+	}
+	if rs[2].ParamsHash != "" {
+		t.Fatalf("arguments that are not an object: params_hash %q, want none", rs[2].ParamsHash)
+	}
+}
+
+// The hash the zero-trust stage computed is the one recorded: Records does
+// not hash the arguments again.
+func TestRecordsKeepTheStagesParamsHash(t *testing.T) {
+	l, err := audit.Open(context.Background(), audit.KindSQLite, filepath.Join(t.TempDir(), "audit.db"), audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	req, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{}}}`), jsonrpc.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := strings.Repeat("ab", 32) // no hash of {}: recomputing would show
+	d := &Decision{Upstream: "pay", Kind: jsonrpc.KindRequest, Method: "tools/call", Tool: "echo", ID: req.ID,
+		Direction: "client", Msg: req, Arguments: []byte(`{}`), ParamsHash: stage}
+	if err := (&Records{Audit: l}).Record(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if rs := (&recordFixture{log: l}).records(t); len(rs) != 1 || rs[0].ParamsHash != stage {
+		t.Fatalf("records %+v, want the stage's params_hash %s", rs, stage)
+	}
+}
+
+// The connect span names the upstream's URL (aitf.mcp.server.url, without
+// its query); the session's end is a server.disconnect span naming the
+// server and the connection.
+func TestServerURLAndDisconnectSpans(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	rs := &Records{Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))}),
+		Transport: telemetry.TransportStreamableHTTP,
+		URLs:      serverURLs([]config.Upstream{{Name: "pay", URL: "https://mcp.example.com/pay/mcp?api_key=s3cret"}}),
+	}
+	h := newStatefulHarness(t, RelayOptions{Upstream: "pay", Session: "sess-1", Recorder: rs})
+	h.initialize(`{}`)
+	spans := sr.Ended()
+	if len(spans) != 1 || spans[0].Name() != "mcp.server.connect pay" {
+		t.Fatalf("spans after initialize: %v", spans)
+	}
+	if got := spanAttrs(spans[0])["aitf.mcp.server.url"]; got != "https://mcp.example.com/pay/mcp" {
+		t.Fatalf("aitf.mcp.server.url %q, want the upstream's URL without its query", got)
+	}
+
+	rs.SessionEnded(context.Background(), "pay", "sess-1")
+	spans = sr.Ended()
+	last := spans[len(spans)-1]
+	want := map[string]string{"aitf.mcp.server.name": "pay", "aitf.mcp.connection.id": "sess-1"}
+	if got := spanAttrs(last); last.Name() != "mcp.server.disconnect pay" || !maps.Equal(pick(got, want), want) {
+		t.Fatalf("span %q %v, want mcp.server.disconnect pay with %v", last.Name(), got, want)
+	}
+	for _, sp := range spans {
+		for _, kv := range sp.Attributes() {
+			if strings.Contains(kv.Value.String(), "s3cret") {
+				t.Errorf("span %q: %s carries the URL's query", sp.Name(), kv.Key)
+			}
+		}
+	}
+	// A stdio upstream has no URL.
+	if u := serverURLs([]config.Upstream{{Name: "fs", Command: []string{"fs-server"}}}); len(u) != 0 {
+		t.Errorf("stdio upstream URLs: %v", u)
+	}
+}
+
+// pick returns the members of m named in keys.
+func pick(m, keys map[string]string) map[string]string {
+	out := map[string]string{}
+	for k := range keys {
+		if v, ok := m[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // No record, no call: when the audit log cannot be written, the call is

@@ -5,6 +5,8 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -20,7 +22,9 @@ import (
 
 // TestAuditAndTelemetryThroughTheGateway: a real go-sdk client and the demo
 // server, with the audit log, spans and OCSF events on. Every message is on
-// record and the chain verifies; spans and OCSF events come out valid; a
+// record and the chain verifies; every tools/call is recorded with the
+// parameters hash of its arguments, with no token involved; spans (the
+// connect span with the upstream's URL) and OCSF events come out valid; a
 // secret planted in a tool's arguments reaches no exporter.
 func TestAuditAndTelemetryThroughTheGateway(t *testing.T) {
 	ctx := testCtx(t)
@@ -79,8 +83,15 @@ telemetry:
 	if n := strings.Count(log, "\n"); n < 6 {
 		t.Fatalf("%d audit records, want every message:\n%s", n, log)
 	}
-	for _, want := range []string{`"method":"initialize"`, `"tool":"echo","params_hash":"","decision":"allow"`,
-		`"tool":"get_env","params_hash":"","decision":"deny","stage":"tool-policy"`, `"direction":"upstream"`} {
+	// The parameters hash is SHA-256 of the arguments' JCS form (what
+	// `warden token hash` prints); both literals are in JCS form already.
+	hash := func(jcs string) string {
+		sum := sha256.Sum256([]byte(jcs))
+		return hex.EncodeToString(sum[:])
+	}
+	echoHash, getEnvHash := hash(`{"message":"token `+canary+`"}`), hash(`{}`)
+	for _, want := range []string{`"method":"initialize"`, `"tool":"echo","params_hash":"` + echoHash + `","decision":"allow"`,
+		`"tool":"get_env","params_hash":"` + getEnvHash + `","decision":"deny","stage":"tool-policy"`, `"direction":"upstream"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the audit log lacks %s:\n%s", want, log)
 		}
@@ -90,7 +101,9 @@ telemetry:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"Name":"mcp.tool.invoke echo"`, `"Name":"mcp.tool.invoke get_env"`, `"Key":"mcp.method.name"`} {
+	for _, want := range []string{`"Name":"mcp.tool.invoke echo"`, `"Name":"mcp.tool.invoke get_env"`, `"Key":"mcp.method.name"`,
+		`"Name":"mcp.server.connect demo"`, `"Key":"aitf.mcp.server.url","Value":{"Type":"STRING","Value":"` + up + `"}`,
+		`"Key":"warden.params_hash","Value":{"Type":"STRING","Value":"` + echoHash + `"}`} {
 		if !strings.Contains(string(spans), want) {
 			t.Errorf("spans lack %s", want)
 		}

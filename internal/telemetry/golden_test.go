@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/telemetry/seedtable"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -285,5 +286,24 @@ func TestDenialAndErrors(t *testing.T) {
 		a["warden.decision"].AsString() != "error" {
 		t.Errorf("tool error: error.type %q response_error %q decision %q", a["error.type"].AsString(),
 			a["aitf.mcp.tool.response_error"].AsString(), a["warden.decision"].AsString())
+	}
+}
+
+// TestGoldenOCSFIsValid: the standard-profile OCSF events of every span
+// type's operation are valid OCSF, a disconnect (which has no MCP method)
+// included.
+func TestGoldenOCSFIsValid(t *testing.T) {
+	for name, g := range goldens {
+		sink := &memorySink{}
+		op := *g.op
+		NewRecorder(Options{OCSFSink: sink, OCSFProfile: ocsf.ProfileStandard}).Record(context.Background(), &op)
+		if len(sink.out) == 0 {
+			t.Errorf("%s: no OCSF event", name)
+		}
+		for _, e := range sink.out {
+			if errs := ocsf.Validate([]byte(e)); len(errs) > 0 {
+				t.Errorf("%s: invalid OCSF event %v:\n%s", name, errs, e)
+			}
+		}
 	}
 }

@@ -260,9 +260,14 @@ func statusDescription(b *spanBuilder, op *Operation) string {
 // for spans.
 func ocsfCall(b *spanBuilder, s *Span, op *Operation) *ocsf.Call {
 	sc := s.Context()
+	method := op.Method
+	if method == "" && s.typ == SpanServerDisconnect {
+		// No MCP method ends a session; OCSF requires an operation name.
+		method = "mcp.server.disconnect"
+	}
 	c := &ocsf.Call{
 		SeedSpan: s.typ.Seed(), SeedFields: b.seed,
-		Method: op.Method, RequestID: op.RequestID, Session: op.Session, Actor: op.Actor, Client: op.Client,
+		Method: method, RequestID: op.RequestID, Session: op.Session, Actor: op.Actor, Client: op.Client,
 		ClientIP: op.ClientIP, Upstream: op.Upstream, UpstreamVersion: op.UpstreamVersion,
 		UpstreamURL: op.UpstreamURL, Transport: op.Transport, ProtocolVersion: op.ProtocolVersion,
 		Tool: op.Tool, ResourceURI: lookupString(op.Params, "uri"),
