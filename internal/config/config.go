@@ -199,13 +199,29 @@ type PinningConfig struct {
 	// FirstUse is "pin" (trust the first definition seen) or "hold" (a new
 	// tool waits for a person too).
 	FirstUse string
-	// Store is "sqlite" (default: DATA_DIR/pins.db, or StorePath) or
-	// "memory".
+	// Store is "sqlite" (DATA_DIR/pins.db, or StorePath), "memory" or
+	// "redis" (ZeroTrust.RedisURL, shared by every gateway on it; needs
+	// ZeroTrust.Store "redis"). "" means redis when ZeroTrust.Store is
+	// redis and StorePath is empty, else sqlite: see PinStore.
 	Store     string
 	StorePath string
 	// Manifests are signed manifests (warden manifest sign) and the public
 	// keys that may have signed them.
 	Manifests []ManifestConfig
+}
+
+// PinStore returns where the pins of g live: Pinning.Store when set;
+// otherwise "redis" when the zero-trust state is in Redis (gateways that
+// share it share their pins too) and no StorePath names a file; otherwise
+// "sqlite".
+func (g GatewayConfig) PinStore() string {
+	switch {
+	case g.Pinning.Store != "":
+		return g.Pinning.Store
+	case g.ZeroTrust.Store == StoreRedis && g.Pinning.StorePath == "":
+		return StoreRedis
+	}
+	return StoreSQLite
 }
 
 // ManifestConfig is one signed manifest.

@@ -248,9 +248,12 @@ func (v *validator) gateway() {
 			v.oneOf(join(pp, "first_use"), "first_use", g.Pinning.FirstUse, []string{"pin", "hold"})
 		}
 		if g.Pinning.Store != "" {
-			v.oneOf(join(pp, "store"), "the pin store", g.Pinning.Store, []string{StoreSQLite, StoreMemory})
+			v.oneOf(join(pp, "store"), "the pin store", g.Pinning.Store, []string{StoreSQLite, StoreMemory, StoreRedis})
 		}
-		if g.Pinning.StorePath != "" && g.Pinning.Store == StoreMemory {
+		if g.Pinning.Store == StoreRedis && g.ZeroTrust.Store != StoreRedis {
+			v.errorf(join(pp, "store"), "store: redis keeps the pins on zero_trust.redis_url: set zero_trust.store: redis and redis_url")
+		}
+		if g.Pinning.StorePath != "" && (g.Pinning.Store == StoreMemory || g.Pinning.Store == StoreRedis) {
 			v.errorf(join(pp, "store_path"), "store_path is only for store: sqlite")
 		}
 		for i, m := range g.Pinning.Manifests {

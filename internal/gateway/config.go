@@ -458,13 +458,23 @@ func readiness(st store.Store) func(context.Context) error {
 }
 
 // pinner opens the pin store and the signed manifests of gc.Pinning. A
-// manifest that does not verify stops the gateway from starting.
+// manifest that does not verify stops the gateway from starting. With the
+// zero-trust state in Redis the pins are there too (gc.PinStore), so that a
+// tool pinned, held or approved through one gateway is so on all of them.
 func pinner(gc config.GatewayConfig, logger *slog.Logger) (*pin.Pinner, io.Closer, error) {
 	pc := gc.Pinning
 	var st pin.Store
-	switch pc.Store {
+	switch gc.PinStore() {
 	case config.StoreMemory:
 		st = pin.NewMemory()
+	case config.StoreRedis:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := pin.OpenRedis(ctx, gc.ZeroTrust.RedisURL)
+		if err != nil {
+			return nil, nil, err
+		}
+		st = s
 	default:
 		path := pc.StorePath
 		if path == "" {

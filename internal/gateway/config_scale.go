@@ -11,6 +11,10 @@ package gateway
 //
 // (*) a held call needs its gateway alive to release it, and SQLite has no
 // notification to wake it: only Redis shares the queue.
+//
+// Tool pins (gateway.pinning) follow: with store redis they live on
+// redis_url too, unless pinning.store or pinning.store_path says otherwise
+// (config.GatewayConfig.PinStore, opened by pinner in config.go).
 
 import (
 	"context"

@@ -28,8 +28,11 @@
 //	                                                                         │
 //	tools/call ─► Pinner.Allowed ─► refused while Pending ◄─ Approve(exact new hash) / Reject
 //
-// Pins and pending changes live in a [Store] (memory or SQLite); the
-// [Pinner] keeps a copy in memory so that Allowed never touches the store.
+// Pins and pending changes live in a [Store]: memory, SQLite, or Redis,
+// shared by several gateways. The [Pinner] keeps a copy in memory so that
+// Allowed does not touch the store; on a [Shared] store it reloads the copy
+// when another gateway writes, and reads the store for a tool it has no
+// entry for.
 package pin
 
 import (

@@ -56,11 +56,16 @@ type Options struct {
 // Concurrency: every method is safe for concurrent use. Check, CheckList,
 // Approve, Reject and Refresh (the writers) are serialised by checkMu and do
 // their store I/O under it; Allowed, Pending, Pins and Subscribe only take
-// mu for a moment and never wait for the store. Lock order: checkMu, then
-// mu.
+// mu for a moment and never wait for the store, with one exception: on a
+// [Shared] store, Allowed reads the store, outside both locks, for a tool it
+// has no entry for. Lock order: checkMu, then mu.
+//
+// On a Shared store, New starts a goroutine that calls Refresh whenever the
+// store says another writer changed it; it ends when the store is closed.
 type Pinner struct {
 	// Immutable after New.
 	store     Store
+	shared    bool // store is Shared
 	firstUse  FirstUse
 	manifests map[string]*Manifest // by upstream
 	now       func() time.Time
@@ -116,7 +121,30 @@ func New(ctx context.Context, opts Options) (*Pinner, error) {
 	if err := p.Refresh(ctx); err != nil {
 		return nil, err
 	}
+	if sh, ok := p.store.(Shared); ok {
+		p.shared = true
+		go p.follow(sh.Changed())
+	}
 	return p, nil
+}
+
+// sharedTimeout bounds a reload of a Shared store's pins done outside a
+// caller's request: after another writer's change, and for a tool Allowed
+// has no entry for.
+const sharedTimeout = 5 * time.Second
+
+// follow reloads the pins each time another writer changed the store, until
+// changed is closed (the store was closed).
+func (p *Pinner) follow(changed <-chan struct{}) {
+	for range changed {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		err := p.Refresh(ctx)
+		cancel()
+		if err != nil && !errors.Is(err, ErrClosed) {
+			p.log.Warn("tool pins: reloading after another gateway's change failed; this gateway decides on its last copy until the next change or tools/list answer",
+				"error", err)
+		}
+	}
 }
 
 // clock returns now at the stores' precision.
@@ -513,17 +541,71 @@ func short(hash string) string {
 // is not blocked. A tool whose definition the gateway has never pinned is
 // refused too (fail-secure): list the tools first. reason is one sentence
 // for the client when the answer is no.
+//
+// On a [Shared] store, a tool this Pinner has no entry for is looked up in
+// the store first: another gateway may have pinned it a moment ago.
 func (p *Pinner) Allowed(upstream, tool string) (ok bool, reason string) {
+	ok, reason, known := p.cached(upstream, tool)
+	if known || !p.shared {
+		return ok, reason
+	}
+	if err := p.lookup(upstream, tool); err != nil {
+		p.log.Warn("tool pins: store failed; refusing a tool this gateway has no pin for", "upstream", upstream, "tool", tool, "error", err)
+		return false, fmt.Sprintf("tool %q of upstream %q has no pin here, and the pin store could not be read: the call is refused (fail-secure)", tool, upstream)
+	}
+	ok, reason, _ = p.cached(upstream, tool)
+	return ok, reason
+}
+
+// cached is Allowed on the copy in memory; known is false when the copy
+// has no entry (no pin, not blocked) for the tool.
+func (p *Pinner) cached(upstream, tool string) (ok bool, reason string, known bool) {
 	k := key{upstream, tool}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if r, blocked := p.blocked[k]; blocked {
-		return false, r
+		return false, r, true
 	}
 	if _, pinned := p.pins[k]; pinned {
-		return true, ""
+		return true, "", true
 	}
-	return false, fmt.Sprintf("tool %q of upstream %q has no pin: its definition has not been seen in a tools/list answer", tool, upstream)
+	return false, fmt.Sprintf("tool %q of upstream %q has no pin: its definition has not been seen in a tools/list answer", tool, upstream), false
+}
+
+// lookup copies the store's pin and pending definition of one tool into
+// memory, unless the copy got an entry for it meanwhile (from a check or a
+// Refresh, which are at least as recent as this read).
+func (p *Pinner) lookup(upstream, tool string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	recs, err := p.store.Pins(ctx, upstream)
+	if err != nil {
+		return err
+	}
+	pend, err := p.store.Pendings(ctx, upstream)
+	if err != nil {
+		return err
+	}
+	k := key{upstream, tool}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, pinned := p.pins[k]
+	_, blocked := p.blocked[k]
+	if pinned || blocked {
+		return nil
+	}
+	for _, r := range recs {
+		if r.Tool == tool {
+			p.pins[k] = r
+		}
+	}
+	for _, e := range pend {
+		if e.Tool == tool {
+			p.pending[k] = e
+			p.blocked[k] = pendingReason(e)
+		}
+	}
+	return nil
 }
 
 // Approve pins the pending definition of tool, which must wait with

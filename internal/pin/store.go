@@ -53,6 +53,19 @@ type Store interface {
 	Close() error
 }
 
+// Shared is a Store that several gateways write at the same time (Redis).
+// Changed receives a value after another writer may have changed the pins or
+// the pending definitions; values are coalesced (the channel holds at most
+// one), and the channel is closed when the store is closed.
+//
+// A Pinner on a Shared store reloads its copy at each value, and looks a
+// tool it has no entry for up in the store before refusing a call to it: a
+// tool pinned through one gateway may be called through another at once.
+type Shared interface {
+	Store
+	Changed() <-chan struct{}
+}
+
 // key is (upstream, tool).
 type key struct{ upstream, tool string }
 
