@@ -160,6 +160,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		var filters []ResultFilter
 		if pins != nil {
 			filters = append(filters, pins.Result) // first: what security drops is not "removed"
+			up.Recheck = pins.Recheck
 		}
 		if security != nil {
 			filters = append(filters, security.Result)

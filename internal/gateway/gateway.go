@@ -51,6 +51,10 @@ type Upstream struct {
 	// Results, if set, filters the upstream's answers (the security
 	// processor's Security.Result).
 	Results ResultFilter
+	// Recheck, if set, checks the tools/list answers warden asks for itself
+	// when the upstream sends notifications/tools/list_changed
+	// (Pins.Recheck; RelayOptions.Recheck).
+	Recheck func(ctx context.Context, upstream string, result []byte) error
 	// Answers, if set, sees each answer the client gets (Taint.Observe).
 	Answers func(context.Context, Answer)
 
@@ -294,6 +298,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Observe:        g.opts.Observe,
 		Recorder:       g.opts.Recorder,
 		Results:        u.Results,
+		Recheck:        u.Recheck,
 		// Stateless sessions are not exempt from the lifecycle by being
 		// stateless: a sessionless POST of an old revision must not skip
 		// initialize. A 2026-07-28 request carries its revision in _meta,

@@ -18,7 +18,7 @@ package gateway
 // request a stage may hold, which is checked on a goroutine of its own
 // (relayHeld).
 //
-// The relay keeps two tables, guarded by mu:
+// The relay keeps these tables, guarded by mu:
 //   - pending: client requests the upstream has not answered yet. A response
 //     must match one (an upstream cannot answer a question nobody asked), and
 //     when the upstream dies or times out each pending request gets an error.
@@ -26,6 +26,9 @@ package gateway
 //     not answered yet. A client response must match one.
 //   - own: requests warden itself sent the client (elicitation/create, to
 //     ask the user to approve a held call). Their answers stay in warden.
+//   - ownUp: requests warden itself sent the upstream (tools/list, after
+//     notifications/tools/list_changed; relay_relist.go). Their answers
+//     stay in warden, and a client request cannot reuse their ids.
 
 import (
 	"context"
@@ -56,7 +59,10 @@ type Relay struct {
 	onResult         func(method string, result []byte)
 	answers          func(context.Context, Answer)
 	tools            ToolInfo
+	recheck          func(ctx context.Context, upstream string, result []byte) error
 	log              *slog.Logger
+
+	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
 
 	mu      sync.Mutex
 	pending map[string]*pendingCall          // by id text; guarded by mu
@@ -66,6 +72,12 @@ type Relay struct {
 	elicit  bool                             // the client declared form elicitation; guarded by mu
 	ready   bool                             // stateless, or the upstream answered initialize; guarded by mu
 	closed  bool                             // no more pending entries; guarded by mu
+
+	// The re-list after list_changed (relay_relist.go); guarded by mu.
+	ownUp     map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
+	relisting chan struct{}                    // closed when the re-list in flight is done; nil when none is
+	again     bool                             // list_changed came again while a re-list was in flight
+	stale     error                            // why the last re-list failed; nil once tools are checked again
 }
 
 type pendingCall struct {
@@ -114,8 +126,14 @@ type RelayOptions struct {
 	Answers func(context.Context, Answer)
 	// Tools looks up what the upstream declared about its tools (for
 	// classification rules and approvals).
-	Tools  ToolInfo
-	Logger *slog.Logger
+	Tools ToolInfo
+	// Recheck, if set, is the pin check of a tools/list result
+	// (Pins.Recheck). With it, notifications/tools/list_changed from the
+	// upstream makes warden list the upstream's tools itself and check
+	// them, and a tools/call waits for that check (relay_relist.go). An
+	// error means the result could not be checked.
+	Recheck func(ctx context.Context, upstream string, result []byte) error
+	Logger  *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -140,11 +158,13 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		onResult:     opts.OnResult,
 		answers:      opts.Answers,
 		tools:        opts.Tools,
+		recheck:      opts.Recheck,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]struct{}),
 		holding:      make(map[string]context.CancelFunc),
 		own:          make(map[string]chan *jsonrpc.Message),
+		ownUp:        make(map[string]chan *jsonrpc.Message),
 		ready:        opts.Stateless,
 	}
 }
@@ -175,6 +195,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.upstream.Close()
 	err := <-upErr
 	r.failPending(jsonrpc.CodeSessionClosed, "session closed")
+	r.relists.Wait() // closed is set: no re-list starts any more
 	r.client.Close()
 	if clientErr != nil {
 		return clientErr
@@ -218,6 +239,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if denial == nil {
 		call.Principal = r.principal
 		denial = r.lifecycle(msg)
+	}
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && msg.Method == mcp.MethodToolsCall {
+		denial = r.awaitRelist(ctx) // the pin stage must see the upstream's tools as they are now
 	}
 	if denial == nil {
 		call.tools = r.tools
@@ -361,6 +385,9 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 	var answered pendingCall
 	switch msg.Kind {
 	case jsonrpc.KindResponse:
+		if r.answerOwn(msg) {
+			return // the answer to warden's own request: it stays in warden
+		}
 		p, ok := r.untrackCall(msg.ID)
 		answered = p
 		if !ok {
@@ -384,10 +411,17 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		if r.onResult != nil && msg.Result != nil {
 			r.onResult(method, msg.Result)
 		}
+		if method == mcp.MethodToolsList && msg.Result != nil && d.Denial == nil {
+			r.listed(msg.Result)
+		}
 	case jsonrpc.KindRequest:
 		r.mu.Lock()
 		r.asked[msg.ID.Raw()] = struct{}{}
 		r.mu.Unlock()
+	case jsonrpc.KindNotification:
+		if msg.Method == mcp.NotificationToolsListChanged {
+			r.toolsChanged(ctx) // before the client learns of it: its next tools/call waits
+		}
 	}
 	if !r.keep(ctx, &d) {
 		if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
@@ -412,6 +446,9 @@ func (r *Relay) track(id jsonrpc.ID, method string, c *Call) bool {
 		return false
 	}
 	if _, dup := r.pending[id.Raw()]; dup {
+		return false
+	}
+	if _, mine := r.ownUp[id.Raw()]; mine {
 		return false
 	}
 	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments}

@@ -208,7 +208,8 @@ type Decision struct {
 	// Direction is "client" for messages from the client to the upstream,
 	// "upstream" for messages from the upstream to the client, and "warden"
 	// for requests warden itself sends the client (elicitation, to ask the
-	// user to approve a held call).
+	// user to approve a held call) or the upstream (tools/list, after
+	// notifications/tools/list_changed).
 	Direction string
 	// Denial is nil when the message was relayed.
 	Denial *Denial

@@ -6,12 +6,15 @@ package gateway
 //	                                 or unpinned tool is dropped from the answer
 //	client's tools/call ─► Pins.Check ─► Pinner.Allowed: refused (stage "pin")
 //	                       while the tool's definition waits for a person
+//	upstream's notifications/tools/list_changed ─► the relay's own tools/list
+//	                       ─► Pins.Recheck ─► Pinner.CheckList (relay_relist.go)
 //
 // A person decides with warden manifest pins approve|reject, or in the
 // console; the client sees the tool again at its next tools/list.
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -47,13 +50,7 @@ func (s Pins) Result(ctx context.Context, upstream, _, method, _ string, msg *js
 	if method != mcp.MethodToolsList || msg.Result == nil {
 		return msg, nil, nil
 	}
-	filtered, changes, err := s.Pinner.CheckList(ctx, upstream, msg.Result)
-	for _, ch := range changes {
-		if s.Log != nil && !ch.Again {
-			s.Log.Warn("tool definition not pinned", "upstream", upstream, "tool", ch.Tool, "kind", ch.Kind,
-				"blocked", ch.Blocked, "old", ch.OldHash, "new", ch.NewHash)
-		}
-	}
+	filtered, err := s.checkList(ctx, upstream, msg.Result)
 	if filtered == nil {
 		d := &Denial{Stage: "pin", Rule: "unreadable", Reason: "the upstream's tools/list answer cannot be checked against the pins: " + errText(err)}
 		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
@@ -66,6 +63,32 @@ func (s Pins) Result(ctx context.Context, upstream, _, method, _ string, msg *js
 	out := jsonrpc.NewResult(msg.ID, filtered)
 	out.Related = msg.Related
 	return out, nil, nil
+}
+
+// Recheck checks a tools/list result that warden asked the upstream for
+// itself, after the upstream announced that its tools changed
+// (notifications/tools/list_changed): as for a client's tools/list, a
+// changed or unpinned tool is blocked until a person approves it. Nothing
+// is sent anywhere. An error means the result could not be read, so
+// nothing was checked; a store failure is not one, since the tools it could
+// not decide on are blocked (fail-secure).
+func (s Pins) Recheck(ctx context.Context, upstream string, result []byte) error {
+	if filtered, err := s.checkList(ctx, upstream, result); filtered == nil {
+		return fmt.Errorf("the answer cannot be checked against the pins: %s", errText(err))
+	}
+	return nil
+}
+
+// checkList runs Pinner.CheckList and logs what changed.
+func (s Pins) checkList(ctx context.Context, upstream string, result []byte) ([]byte, error) {
+	filtered, changes, err := s.Pinner.CheckList(ctx, upstream, result)
+	for _, ch := range changes {
+		if s.Log != nil && !ch.Again {
+			s.Log.Warn("tool definition not pinned", "upstream", upstream, "tool", ch.Tool, "kind", ch.Kind,
+				"blocked", ch.Blocked, "old", ch.OldHash, "new", ch.NewHash)
+		}
+	}
+	return filtered, err
 }
 
 func errText(err error) string {
