@@ -52,8 +52,8 @@ type Records struct {
 // A SessionRecorder is a Recorder that also records the end of a session.
 // SessionEnded is to be called once per session whose initialize the
 // upstream answered, after both of its connections have closed, so that
-// every server.disconnect span follows a server.connect span. (Relay.Run
-// does not call it yet.)
+// every server.disconnect span follows a server.connect span. Relay.Run
+// calls it.
 type SessionRecorder interface {
 	Recorder
 	SessionEnded(ctx context.Context, upstream, session string)

@@ -71,6 +71,7 @@ type Relay struct {
 	own     map[string]chan *jsonrpc.Message // warden's own requests to the client, by id text; guarded by mu
 	elicit  bool                             // the client declared form elicitation; guarded by mu
 	ready   bool                             // stateless, or the upstream answered initialize; guarded by mu
+	opened  bool                             // the upstream answered initialize; guarded by mu
 	closed  bool                             // no more pending entries; guarded by mu
 
 	// The re-list after list_changed (relay_relist.go); guarded by mu.
@@ -197,6 +198,12 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.failPending(jsonrpc.CodeSessionClosed, "session closed")
 	r.relists.Wait() // closed is set: no re-list starts any more
 	r.client.Close()
+	r.mu.Lock()
+	opened := r.opened
+	r.mu.Unlock()
+	if sr, ok := r.recorder.(SessionRecorder); ok && opened {
+		sr.SessionEnded(context.WithoutCancel(ctx), r.upstreamName, r.session)
+	}
 	if clientErr != nil {
 		return clientErr
 	}
@@ -401,7 +408,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		d.Method, d.Open = method, p.open
 		if method == mcp.MethodInitialize && msg.Result != nil {
 			r.mu.Lock()
-			r.ready = true
+			r.ready, r.opened = true, true
 			r.mu.Unlock()
 		}
 		if r.results != nil {

@@ -102,7 +102,7 @@ telemetry:
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"Name":"mcp.tool.invoke echo"`, `"Name":"mcp.tool.invoke get_env"`, `"Key":"mcp.method.name"`,
-		`"Name":"mcp.server.connect demo"`, `"Key":"aitf.mcp.server.url","Value":{"Type":"STRING","Value":"` + up + `"}`,
+		`"Name":"mcp.server.connect demo"`, `"Name":"mcp.server.disconnect demo"`, `"Key":"aitf.mcp.server.url","Value":{"Type":"STRING","Value":"` + up + `"}`,
 		`"Key":"warden.params_hash","Value":{"Type":"STRING","Value":"` + echoHash + `"}`} {
 		if !strings.Contains(string(spans), want) {
 			t.Errorf("spans lack %s", want)
