@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -426,8 +427,8 @@ func markdown(rep *report, rounds, calls, workers, perWorker int) string {
 		if r.Met != nil {
 			met = map[bool]string{true: "yes", false: "**no**"}[*r.Met]
 		}
-		val := fmt.Sprintf("%.2f %s", r.Value, r.Unit)
-		if r.Unit == "" {
+		val := strings.TrimSpace(fmt.Sprintf("%.2f %s", r.Value, r.Unit))
+		if math.IsNaN(r.Value) {
 			val = "—"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, val, r.Target, met)
