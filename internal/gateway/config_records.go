@@ -54,7 +54,7 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		tp := sdktrace.NewTracerProvider()
 		if spansOn {
 			exp, err := telemetry.NewSpanExporter(context.Background(), telemetry.SpanExport{
-				Kind: t.Spans.Exporter, Path: t.Spans.Path, Endpoint: t.Spans.Endpoint})
+				Kind: t.Spans.Exporter, Path: t.Spans.Path, Endpoint: t.Spans.Endpoint, Logger: logger})
 			if err != nil {
 				return fail(fmt.Errorf("telemetry.spans: %w", err))
 			}

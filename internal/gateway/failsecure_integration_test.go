@@ -20,8 +20,9 @@ import (
 )
 
 // TestFailSecure (AASM P7): every fault on the path of a call denies it,
-// except a failing telemetry exporter, which must not cost a call. The
-// replay store going down is covered by TestRedisRestartThroughTheGateway.
+// except a failing telemetry exporter, which must not cost a call and is
+// reported in warden's log instead. The replay store going down is covered
+// by TestRedisRestartThroughTheGateway.
 func TestFailSecure(t *testing.T) {
 	t.Run("audit write failure denies", func(t *testing.T) {
 		ctx := testCtx(t)
@@ -90,23 +91,56 @@ gateway:
 		}
 	})
 
-	t.Run("exporter failure does not deny", func(t *testing.T) {
+	t.Run("exporter failure does not deny and is reported", func(t *testing.T) {
 		ctx := testCtx(t)
 		up, _ := demoUpstream(t, false)
-		// Spans go to an OTLP endpoint where nothing listens.
-		url := startGateway(t, fmt.Sprintf(`version: 1
+		// Spans and OCSF events go to endpoints where nothing listens.
+		cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
 gateway:
   upstreams: [{name: demo, url: %s}]
 telemetry:
   spans: {exporter: otlp, endpoint: "http://127.0.0.1:1"}
-`, up))
-		cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: url}, "2025-11-25")
+  ocsf: {exporter: http, endpoint: "http://127.0.0.1:1/ocsf"}
+`, up)), "t.yaml")
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &lockedBuffer{}
+		opts, err := gateway.FromConfig(cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := gateway.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(g.Handler())
+		closed := false
+		t.Cleanup(func() {
+			srv.Close()
+			if !closed {
+				g.Close()
+			}
+		})
+		cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
 		for i := range 3 {
 			cctx, cancel := context.WithTimeout(ctx, 10e9)
 			_, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": fmt.Sprint(i)}})
 			cancel()
 			if err != nil {
-				t.Fatalf("call %d with the exporter down: %v", i, err)
+				t.Fatalf("call %d with the exporters down: %v", i, err)
+			}
+		}
+		// Closing flushes both exporters; each failure is in warden's log.
+		cs.Close()
+		g.Close()
+		closed = true
+		for _, want := range []string{`"msg":"telemetry: OCSF export failed"`, `"msg":"telemetry: span export failed"`} {
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("the exporter failure is not reported: no %s in the log:\n%s", want, logs.String())
 			}
 		}
 	})

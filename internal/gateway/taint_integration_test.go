@@ -79,6 +79,9 @@ type taintFixture struct {
 	agent *recordingAgent
 	queue *approval.Queue
 	mcp   *mcp.ClientSession
+	// stop closes the MCP session and the gateway (once; also at cleanup),
+	// so that a test can read what the gateway wrote.
+	stop func()
 }
 
 func newTaintFixture(t *testing.T, extra string) *taintFixture {
@@ -131,10 +134,18 @@ gateway:
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { g.Close() })
+	var once sync.Once
+	f.stop = func() {
+		once.Do(func() {
+			if f.mcp != nil {
+				f.mcp.Close()
+			}
+			g.Close()
+		})
+	}
+	t.Cleanup(f.stop)
 	handler = g.Handler()
 	f.mcp, _ = connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
-	t.Cleanup(func() { f.mcp.Close() })
 	return f
 }
 

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -51,14 +52,41 @@ type SpanExport struct {
 	// address, TLS otherwise) or a URL whose scheme chooses: http for
 	// plaintext, https for TLS.
 	Endpoint string
+	// Logger, if set, is told of every export that fails ("telemetry: span
+	// export failed"). Without it a failure reaches only otel.Handle, whose
+	// default prints it with the standard log package, outside warden's log.
+	Logger *slog.Logger
 }
 
 // NewSpanExporter returns the span exporter e describes. Shutting the
 // exporter down closes its file, if it has one. Register it with
 // NewTracerProvider (or sdktrace.WithBatcher), never with a synchronous
 // processor: the batcher's bounded queue is what keeps a slow receiver off
-// the call path.
+// the call path. A failed export does not fail a call (the batcher drops
+// the spans); with e.Logger it is reported there.
 func NewSpanExporter(ctx context.Context, e SpanExport) (sdktrace.SpanExporter, error) {
+	exp, err := newSpanExporter(ctx, e)
+	if err != nil || e.Logger == nil {
+		return exp, err
+	}
+	return reportingExporter{exp, e.Logger}, nil
+}
+
+// reportingExporter logs the exports that fail, and passes the error on.
+type reportingExporter struct {
+	sdktrace.SpanExporter
+	log *slog.Logger
+}
+
+func (e reportingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.log.Warn("telemetry: span export failed", "spans", len(spans), "err", err)
+	}
+	return err
+}
+
+func newSpanExporter(ctx context.Context, e SpanExport) (sdktrace.SpanExporter, error) {
 	switch e.Kind {
 	case SpanExporterStdout:
 		return NewSpanWriter(os.Stdout)
