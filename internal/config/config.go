@@ -33,8 +33,10 @@ package config
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -85,6 +87,11 @@ type Config struct {
 
 	file string              // file name for problems; "" when built in code
 	pos  map[string]position // path → where its value is in the file
+	// text maps the path of a CEL expression to where each of its lines
+	// starts in the file, when its lines are the file's text verbatim (a
+	// plain or quoted scalar on one line, or a literal block), so that a
+	// CEL error's position is a position in the file.
+	text map[string][]position
 }
 
 // LogConfig configures warden's own log.
@@ -295,7 +302,8 @@ type SecurityConfig struct {
 	AllowedHosts   []string
 	SensitivePaths []string
 	Grants         []SecurityGrant
-	Rules          []SecurityRule
+	// Rules are custom rules: regular expressions and CEL expressions.
+	Rules []SecurityRule
 }
 
 // SecurityGrant is what a subject may do on an upstream.
@@ -304,9 +312,18 @@ type SecurityGrant struct {
 	Tools, Scopes     []string
 }
 
-// SecurityRule is a custom regular expression of the security processor.
+// SecurityRule is a custom rule of the security processor: a regular
+// expression (Pattern) or a CEL expression (When), exactly one of them
+// (see secproc.Rule).
 type SecurityRule struct {
-	Name, Category, Pattern string
+	Name, Category string
+	Pattern        string
+	When           string
+	// Severity is "low", "medium", "high" or "critical"; "" is medium.
+	Severity string
+	// Action is "deny", "require_approval" or "flag"; "" is the
+	// category's action. Quarantine is set for a category, not a rule.
+	Action string
 }
 
 // Quarantined reports whether category's action is "quarantine": what the
@@ -316,11 +333,15 @@ func (s SecurityConfig) Quarantined(category secproc.Category) bool {
 	return s.Actions[string(category)] == "quarantine"
 }
 
-// Processor returns the security processor's configuration, or the first
-// problem found converting it (secproc.Config.Validate reports the rest).
+// Processor returns the security processor's configuration and, joined,
+// the problems found converting it, each as "field: message" (what is
+// wrong is left at its zero value; secproc.Config.Validate reports the
+// rest).
 func (s SecurityConfig) Processor() (secproc.Config, error) {
 	var c secproc.Config
-	for cat, a := range s.Actions {
+	var errs []error
+	for _, cat := range slices.Sorted(maps.Keys(s.Actions)) {
+		a := s.Actions[cat]
 		var p *secproc.Policy
 		switch secproc.Category(cat) {
 		case secproc.FileAccess:
@@ -334,7 +355,8 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 		case secproc.InjectedInstructions:
 			p = &c.InjectedInstructions
 		default:
-			return c, fmt.Errorf("%s: unknown category", cat)
+			errs = append(errs, fmt.Errorf("%s: unknown category", cat))
+			continue
 		}
 		switch a {
 		case "":
@@ -345,7 +367,7 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 		default:
 			act, err := secproc.ParseAction(a)
 			if err != nil {
-				return c, fmt.Errorf("%s: action %q: want deny, require_approval, quarantine, flag or off", cat, a)
+				errs = append(errs, fmt.Errorf("%s: action %q: want deny, require_approval, quarantine, flag or off", cat, a))
 			}
 			p.Action = act
 		}
@@ -354,10 +376,29 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 	for _, g := range s.Grants {
 		c.Grants = append(c.Grants, secproc.Grant{Subject: g.Subject, Upstream: g.Upstream, Tools: g.Tools, Scopes: g.Scopes})
 	}
-	for _, r := range s.Rules {
-		c.Rules = append(c.Rules, secproc.Rule{Name: r.Name, Category: secproc.Category(r.Category), Pattern: r.Pattern})
+	for i, r := range s.Rules {
+		pr := secproc.Rule{Name: r.Name, Category: secproc.Category(r.Category), Pattern: r.Pattern, When: r.When}
+		if r.Severity != "" {
+			sev, err := secproc.ParseSeverity(r.Severity)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rules[%d].severity: severity %q: want low, medium, high or critical", i, r.Severity))
+			}
+			pr.Severity = sev
+		}
+		switch r.Action {
+		case "":
+		case "quarantine":
+			errs = append(errs, fmt.Errorf("rules[%d].action: quarantine is set for a category, not a rule: set %s: quarantine, or give the rule deny, require_approval or flag", i, r.Category))
+		default:
+			act, err := secproc.ParseAction(r.Action)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("rules[%d].action: action %q: want deny, require_approval or flag", i, r.Action))
+			}
+			pr.Action = act
+		}
+		c.Rules = append(c.Rules, pr)
 	}
-	return c, nil
+	return c, errors.Join(errs...)
 }
 
 // AuditConfig configures the gateway's audit log (internal/audit). With it
@@ -747,7 +788,8 @@ func Parse(data []byte, filename string) (*Config, error) {
 	c.Version = 0 // a file must say which version it is
 	c.file = filename
 	c.pos = make(map[string]position)
-	d := &decoder{file: filename, pos: c.pos}
+	c.text = make(map[string][]position)
+	d := &decoder{file: filename, pos: c.pos, text: c.text}
 	d.decodeFile(data, c)
 	if len(d.probs) > 0 {
 		slices.SortStableFunc(d.probs, func(a, b Problem) int {

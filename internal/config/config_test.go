@@ -779,3 +779,80 @@ func TestSecurityQuarantineAction(t *testing.T) {
 		t.Fatalf("an unknown action: %v", err)
 	}
 }
+
+func TestSecurityRules(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  security:
+    rules:
+      - {name: no-prod, category: exfiltration, pattern: 'prod-db-\d+', severity: high}
+      - name: big-transfer
+        category: privilege_escalation
+        action: deny
+        when: kind == "tool_call" && tool == "transfer" && has(arguments.amount) && arguments.amount > 1000
+  upstreams:
+    - name: pay
+      command: [pay-server]
+`), "rules.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := cfg.Gateway.Security.Processor()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []secproc.Rule{
+		{Name: "no-prod", Category: secproc.Exfiltration, Pattern: `prod-db-\d+`, Severity: secproc.High},
+		{Name: "big-transfer", Category: secproc.PrivilegeEscalation, Action: secproc.Deny,
+			When: `kind == "tool_call" && tool == "transfer" && has(arguments.amount) && arguments.amount > 1000`},
+	}
+	if diff := cmp.Diff(want, pc.Rules); diff != "" {
+		t.Errorf("rules (-want +got):\n%s", diff)
+	}
+	if _, err := secproc.New(pc); err != nil {
+		t.Errorf("the processor refuses a configuration that validated: %v", err)
+	}
+}
+
+// TestSecurityRuleErrorPositions: a CEL error is placed at its character
+// in the file when the file holds the expression verbatim, and at the
+// expression otherwise; the message always gives its place in the
+// expression.
+func TestSecurityRuleErrorPositions(t *testing.T) {
+	for _, c := range []struct {
+		name, when string // when is YAML, after "when: " on line 6
+		at         string // file:line:col
+		expr       string // the position in the expression
+	}{
+		{"plain", `tool == "a" && nope`, "r.yaml:6:30", "1:16"},
+		{"single quoted", `'tool == "a" && nope'`, "r.yaml:6:31", "1:16"},
+		{"double quoted", `"tool == 'a' && nope"`, "r.yaml:6:31", "1:16"},
+		{"characters, not bytes", `'tool == "é—é" && nope'`, "r.yaml:6:33", "1:18"},
+		{"escape: at the value", `"tool == \"a\" && nope"`, "r.yaml:6:15", "1:16"},
+		{"doubled quote: at the value", `'tool == ''a'' && nope'`, "r.yaml:6:15", "1:16"},
+		{"literal block", "|\n          kind == \"tool_call\" &&\n            nope", "r.yaml:8:13", "2:3"},
+		{"folded block: at the value", ">\n          kind == \"tool_call\" &&\n            nope", "r.yaml:6:15", "2:3"},
+		{"flow over two lines: at the value", "'tool == \"a\" &&\n          nope'", "r.yaml:6:15", "1:16"},
+		{"CRLF line ends", "|\r\n          kind == \"tool_call\" &&\r\n            nope", "r.yaml:8:13", "2:3"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			src := "version: 1\ngateway:\n  security:\n    rules:\n      - name: r\n        when: " + c.when +
+				"\n        category: exfiltration\n  upstreams: [{name: a, command: [a]}]\n"
+			if strings.Contains(c.when, "\r") {
+				src = strings.ReplaceAll(strings.ReplaceAll(src, "\r\n", "\n"), "\n", "\r\n")
+			}
+			cfg, err := Parse([]byte(src), "r.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cfg.Validate()
+			want := c.at + ": gateway.security.rules[0].when: CEL, at " + c.expr + " of the expression: undeclared reference to 'nope'"
+			if err == nil || err.Error() != want {
+				t.Fatalf("got  %v\nwant %s", err, want)
+			}
+		})
+	}
+}

@@ -20,6 +20,8 @@ import (
 type decoder struct {
 	file  string
 	pos   map[string]position
+	text  map[string][]position // see Config.text
+	lines []string              // the file's lines, for exprText
 	probs Problems
 }
 
@@ -39,6 +41,7 @@ func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
 
 // decodeFile parses data as exactly one YAML document and decodes it into c.
 func (d *decoder) decodeFile(data []byte, c *Config) {
+	d.lines = strings.Split(string(data), "\n")
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := decodeNode(dec, &doc); err != nil {
@@ -292,6 +295,73 @@ func (d *decoder) str(n *yaml.Node, path string, dst *string) {
 		return
 	}
 	*dst = n.Value
+}
+
+// expr decodes a string holding a CEL expression, and records where its
+// lines are in the file when they are its text verbatim.
+func (d *decoder) expr(n *yaml.Node, path string, dst *string) {
+	d.str(n, path, dst)
+	if n.Kind == yaml.ScalarNode && *dst == n.Value {
+		if at := d.exprText(n); at != nil {
+			d.text[path] = at
+		}
+	}
+}
+
+// exprText returns where each line of scalar n's value starts in the file
+// (1-based line and column, in characters as YAML counts them), or nil
+// when a line of the value is not the file's text verbatim: a folded or
+// multi-line flow scalar, an escape, a doubled quote.
+func (d *decoder) exprText(n *yaml.Node) []position {
+	lineAt := func(l int) ([]rune, bool) {
+		if l < 1 || l > len(d.lines) {
+			return nil, false
+		}
+		return []rune(strings.TrimSuffix(d.lines[l-1], "\r")), true
+	}
+	switch {
+	case n.Style&yaml.LiteralStyle != 0:
+		// The value's lines are the lines after the indicator, less
+		// their indentation.
+		vals := strings.Split(strings.TrimRight(n.Value, "\n"), "\n")
+		out := make([]position, len(vals))
+		for i, v := range vals {
+			src, ok := lineAt(n.Line + 1 + i)
+			want := []rune(v)
+			indent := len(src) - len(want)
+			if !ok || indent < 0 || string(src[indent:]) != v || strings.Trim(string(src[:indent]), " ") != "" {
+				return nil
+			}
+			out[i] = position{n.Line + 1 + i, indent + 1}
+		}
+		return out
+	case n.Style&(yaml.FoldedStyle|yaml.TaggedStyle) != 0 || strings.Contains(n.Value, "\n"):
+		return nil
+	}
+	quote := 0
+	switch {
+	case n.Style&yaml.SingleQuotedStyle != 0:
+		if strings.Contains(n.Value, "'") {
+			return nil // written ''
+		}
+		quote = 1
+	case n.Style&yaml.DoubleQuotedStyle != 0:
+		if strings.ContainsAny(n.Value, "\"\\") {
+			return nil // escaped
+		}
+		quote = 1
+	}
+	src, ok := lineAt(n.Line)
+	start := n.Column - 1 + quote
+	if !ok || start < 0 || start > len(src) {
+		return nil
+	}
+	rest, want := src[start:], []rune(n.Value)
+	if len(rest) < len(want)+quote || string(rest[:len(want)]) != n.Value ||
+		quote == 1 && rest[len(want)] != src[start-1] {
+		return nil
+	}
+	return []position{{n.Line, start + 1}}
 }
 
 var decimal = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
@@ -579,12 +649,15 @@ func (d *decoder) security(n *yaml.Node, path string, s *SecurityConfig) {
 			})
 		}},
 		{"rules", func(n *yaml.Node, p string) {
-			d.each(n, p, "rules ({name, category, pattern})", func(item *yaml.Node, ip string) {
+			d.each(n, p, "rules ({name, category, pattern or when, severity, action})", func(item *yaml.Node, ip string) {
 				var r SecurityRule
 				d.mapping(item, ip, []field{
 					{"name", func(n *yaml.Node, p string) { d.str(n, p, &r.Name) }},
 					{"category", func(n *yaml.Node, p string) { d.str(n, p, &r.Category) }},
 					{"pattern", func(n *yaml.Node, p string) { d.str(n, p, &r.Pattern) }},
+					{"when", func(n *yaml.Node, p string) { d.expr(n, p, &r.When) }},
+					{"severity", func(n *yaml.Node, p string) { d.str(n, p, &r.Severity) }},
+					{"action", func(n *yaml.Node, p string) { d.str(n, p, &r.Action) }},
 				})
 				s.Rules = append(s.Rules, r)
 			})

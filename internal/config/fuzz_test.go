@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +56,42 @@ func checkProblems(t *testing.T, err error) {
 			t.Fatalf("malformed problem %+v", p)
 		}
 	}
+}
+
+// FuzzExprText checks the positions recorded for CEL expressions (which
+// place a CEL error at its character in the file): wherever one is
+// recorded, the file holds that line of the expression, verbatim.
+func FuzzExprText(f *testing.F) {
+	if data, err := os.ReadFile("testdata/bad/security_rules.yaml"); err == nil {
+		f.Add(data)
+	}
+	for _, when := range []string{`'a == "é"'`, `"a\\b"`, "|\n  a &&\n\n   b\n", "|-\r\n  a\r\n", "'a ''b'''", "a\n  b", `"\u00e9"`, ">\n  a\n  b\n"} {
+		f.Add([]byte("gateway:\n security:\n  rules:\n   - when: " + when + "\n"))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse(data, "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		lines := strings.Split(string(data), "\n")
+		for i, r := range cfg.Gateway.Security.Rules {
+			at, ok := cfg.text[fmt.Sprintf("gateway.security.rules[%d].when", i)]
+			if !ok {
+				continue
+			}
+			want := strings.Split(strings.TrimRight(r.When, "\n"), "\n")
+			if len(at) != len(want) {
+				t.Fatalf("%d positions for %d lines of %q", len(at), len(want), r.When)
+			}
+			for j, p := range at {
+				if p.line < 1 || p.line > len(lines) || p.column < 1 {
+					t.Fatalf("position %+v is outside the file", p)
+				}
+				src := []rune(strings.TrimSuffix(lines[p.line-1], "\r"))
+				if p.column-1 > len(src) || !strings.HasPrefix(string(src[p.column-1:]), want[j]) {
+					t.Fatalf("line %d of %q is not at %d:%d: %q", j+1, r.When, p.line, p.column, lines[p.line-1])
+				}
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/secproc"
 )
 
 // Validate checks everything the decoder cannot: the version, enums, ranges,
@@ -105,18 +107,54 @@ func isLoopbackHost(host string) bool {
 }
 
 func (v *validator) security(p string, s SecurityConfig) {
+	start := len(v.probs)
+	defer func() { // in file order, whichever check found them
+		slices.SortStableFunc(v.probs[start:], func(a, b Problem) int {
+			return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+		})
+	}()
 	c, err := s.Processor()
-	if err != nil {
-		field, msg, _ := strings.Cut(err.Error(), ": ")
+	for _, e := range unjoin(err) {
+		field, msg, _ := strings.Cut(e.Error(), ": ")
 		v.errorf(join(p, field), "%s", msg)
-		return
 	}
-	if err := c.Validate(); err != nil {
-		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
-			field, msg, _ := strings.Cut(strings.TrimPrefix(e.Error(), "secproc: "), ": ")
-			v.errorf(join(p, field), "%s", msg)
+	for _, e := range unjoin(c.Validate()) {
+		var re *secproc.RuleError
+		if errors.As(e, &re) && re.Line > 0 {
+			v.exprError(join(index(join(p, "rules"), re.Index), re.Field), re.Line, re.Column, re.Msg)
+			continue
+		}
+		field, msg, _ := strings.Cut(strings.TrimPrefix(e.Error(), "secproc: "), ": ")
+		v.errorf(join(p, field), "%s", msg)
+	}
+	for i, r := range s.Rules {
+		if r.Action != "" && s.Quarantined(secproc.Category(r.Category)) {
+			v.errorf(join(index(join(p, "rules"), i), "action"), "%s is set to quarantine, which decides for the rules of the category too: the rule's own action would not apply (remove action, or put the rule in another category)", r.Category)
 		}
 	}
+}
+
+// unjoin returns the errors joined in err (nil for nil).
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+// exprError records a problem in the CEL expression at p, placed at line
+// and column of the expression when the file holds its text verbatim (see
+// Config.text), and at the expression otherwise.
+func (v *validator) exprError(p string, line, column int, msg string) {
+	at := v.c.text[p]
+	if line < 1 || line > len(at) {
+		v.errorf(p, "%s", msg)
+		return
+	}
+	v.probs = append(v.probs, Problem{File: v.c.file, Path: p, Line: at[line-1].line, Column: at[line-1].column + column - 1, Message: msg})
 }
 
 func (v *validator) telemetry() {

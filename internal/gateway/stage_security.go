@@ -105,10 +105,13 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 	findings := s.Processor.Inspect(ctx, ev)
 	if s.Quarantine != nil {
 		if targets := secproc.Targets(findings, "content", s.Quarantine); len(targets) > 0 {
-			// Quarantined findings no longer decide; the others still do.
+			// Quarantined findings no longer decide; the others still do,
+			// and so do those with no string of the answer to replace (a
+			// CEL rule on the whole event, or one that could not be
+			// evaluated and denies).
 			var rest []secproc.Finding
 			for _, f := range findings {
-				if !s.Quarantine(f.Category) {
+				if !s.Quarantine(f.Category) || len(secproc.Targets([]secproc.Finding{f}, "content", s.Quarantine)) == 0 {
 					rest = append(rest, f)
 				}
 			}

@@ -50,7 +50,8 @@ type Config struct {
 	// it; a call no grant matches is not checked for tools and scopes.
 	Grants []Grant
 
-	// Rules are extra regular expressions (RE2 syntax).
+	// Rules are custom rules: regular expressions (RE2 syntax) and CEL
+	// expressions (see Rule.When).
 	Rules []Rule
 
 	// Sessions bounds the per-session state of read-then-send.
@@ -126,21 +127,92 @@ func (g Grant) matches(subject, upstream string) bool {
 		(g.Upstream == "" || g.Upstream == "*" || g.Upstream == upstream)
 }
 
-// Rule is a custom regular expression.
+// Rule is a custom rule: a regular expression (Pattern) or a CEL
+// expression (When), exactly one of them. Its findings are
+// "custom/<Name>", in Category.
 type Rule struct {
 	Name     string
 	Category Category
 	// Pattern is matched against every string of the event's arguments,
 	// content and description (RE2: linear time).
 	Pattern string
+	// When is a CEL expression of type bool over the event (see the
+	// package doc, "CEL rules"). It is compiled by New; an expression that
+	// cannot be evaluated for an event denies it.
+	When string
 	// Kinds limits the rule to some kinds of event; nil means all.
 	Kinds    []Kind
 	Severity Severity // 0 means Medium
+	// Action is what the rule's findings do; 0 means its category's
+	// action.
+	Action Action
+}
+
+// RuleError is a custom rule that is not valid. Line and Column locate a
+// CEL error in the rule's expression (both 1-based; 0 when the error has
+// no position).
+type RuleError struct {
+	Index int    // in Config.Rules
+	Field string // "name", "category", "pattern", "when", "severity", "action"; "" for the rule
+	Msg   string
+
+	Line, Column int
+}
+
+func (e *RuleError) Error() string {
+	field := fmt.Sprintf("rules[%d]", e.Index)
+	if e.Field != "" {
+		field += "." + e.Field
+	}
+	return "secproc: " + field + ": " + e.Msg
 }
 
 type compiledRule struct {
 	Rule
-	re *regexp.Regexp
+	re  *regexp.Regexp // a pattern rule
+	cel *celRule       // a CEL rule
+}
+
+// compileRules compiles rules; the errors are *RuleError.
+func compileRules(rules []Rule) ([]compiledRule, []error) {
+	var out []compiledRule
+	var errs []error
+	for i, r := range rules {
+		bad := func(field, format string, args ...any) {
+			errs = append(errs, &RuleError{Index: i, Field: field, Msg: fmt.Sprintf(format, args...)})
+		}
+		if r.Name == "" {
+			bad("name", "empty")
+		}
+		if !slices.Contains(Categories, r.Category) {
+			bad("category", "unknown category %q", r.Category)
+		}
+		if r.Severity != 0 && (r.Severity < Low || r.Severity > Critical) {
+			bad("severity", "unknown severity %d", r.Severity)
+		}
+		if r.Action < 0 || r.Action > Deny {
+			bad("action", "unknown action %d", r.Action)
+		}
+		c := compiledRule{Rule: r}
+		switch {
+		case r.Pattern != "" && r.When != "":
+			bad("", "give pattern or when, not both")
+		case r.Pattern != "":
+			re, err := regexp.Compile(r.Pattern)
+			if err != nil {
+				bad("pattern", "does not compile: %v", err)
+			}
+			c.re = re
+		case strings.TrimSpace(r.When) != "":
+			prg, cerrs := compileWhen(i, r.When)
+			errs = append(errs, cerrs...)
+			c.cel = prg
+		default:
+			bad("", "give pattern (a regular expression) or when (a CEL expression)")
+		}
+		out = append(out, c)
+	}
+	return out, errs
 }
 
 // SessionLimits bounds per-session state.
@@ -172,7 +244,14 @@ var DefaultSensitivePaths = []string{
 }
 
 // Validate reports every problem of c at once, each named by its field.
+// The problems of rules are *RuleError.
 func (c Config) Validate() error {
+	_, err := c.check()
+	return err
+}
+
+// check validates c and compiles its rules.
+func (c Config) check() ([]compiledRule, error) {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("secproc: %s: %s", field, fmt.Sprintf(format, args...)))
@@ -204,19 +283,12 @@ func (c Config) Validate() error {
 			}
 		}
 	}
-	for i, r := range c.Rules {
-		field := fmt.Sprintf("rules[%d]", i)
-		if r.Name == "" {
-			bad(field+".name", "empty")
-		}
-		if !slices.Contains(Categories, r.Category) {
-			bad(field+".category", "unknown category %q", r.Category)
-		}
-		if _, err := regexp.Compile(r.Pattern); err != nil || r.Pattern == "" {
-			bad(field+".pattern", "does not compile: %v", err)
-		}
+	rules, rerrs := compileRules(c.Rules)
+	errs = append(errs, rerrs...)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
 	}
-	return errors.Join(errs...)
+	return rules, nil
 }
 
 func (c Config) sensitive() []string {

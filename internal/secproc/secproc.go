@@ -15,11 +15,13 @@
 //	  ├─► privilege escalation  grants (tools, scopes), admin tools, role changes
 //	  ├─► injected instructions  override phrases, role spoofing, hidden text,
 //	  │                     control characters, base64-wrapped directives
-//	  └─► custom rules     regular expressions from the configuration
+//	  └─► custom rules     regular expressions, then CEL expressions
+//	                       (which see what came before them)
 //	                       ──► []Finding, each with the category's Action
 //
-// Each finding carries the Action its category is configured with. The
-// gateway acts on the strongest one (see Strongest):
+// Each finding carries the Action its category is configured with (or its
+// custom rule's own). The gateway acts on the strongest one (see
+// Strongest):
 //
 //   - Deny: refuse the message. For a tools/call the client gets the
 //     gateway's denial error with stage "security" and the finding's Rule;
@@ -37,13 +39,42 @@
 // table, which has its own mutex; Inspect may be called from any number of
 // goroutines. The session table is bounded (Config.Sessions) in both size and
 // age.
+//
+// # CEL rules
+//
+// A Rule with When is a CEL expression of type bool over these variables:
+//
+//	kind       string  tool_call, tool_result, tool_description, resource, prompt
+//	server     string  the upstream's name (Event.Upstream)
+//	tool       string  the tool's name; "" if none
+//	subject    string  the authenticated caller; "" if unknown
+//	arguments  map     the arguments when they are a JSON object (numbers are
+//	                   doubles); {} otherwise
+//	findings   list    what the detectors and the pattern rules found in the
+//	                   event: maps of category, rule, severity and path
+//	content    string  the string inspected (string rules)
+//	path       string  its JSON path, "arguments.url", "content.content[0].text"
+//
+// A rule that reads content or path is a string rule: it is evaluated on
+// every string of the event, as a Pattern is, and each match is a finding at
+// that string (so quarantine can replace it). Any other rule is evaluated
+// once per event, and a match is one finding without a path. For example:
+//
+//	{Name: "big-transfer", Category: PrivilegeEscalation,
+//		When: `kind == "tool_call" && tool == "transfer" && has(arguments.amount) && arguments.amount > 1000`}
+//	{Name: "launch-codes", Category: Exfiltration, Action: Deny,
+//		When: `kind == "tool_result" && content.matches("(?i)launch codes?:")`}
+//
+// A rule's evaluations on one event are bounded by RuleCostLimit. A rule
+// that cannot be evaluated (a missing key, a type error, the cost limit)
+// gives a finding with action Deny: the processor fails secure. Guard
+// optional arguments with has(arguments.x), and test kind first.
 package secproc
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"time"
 )
@@ -120,6 +151,16 @@ func (s Severity) String() string {
 		return "critical"
 	}
 	return "unknown"
+}
+
+// ParseSeverity parses low, medium, high or critical.
+func ParseSeverity(s string) (Severity, error) {
+	for _, v := range []Severity{Low, Medium, High, Critical} {
+		if v.String() == s {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("secproc: unknown severity %q (want low, medium, high or critical)", s)
 }
 
 // Kind says what an Event is.
@@ -202,20 +243,17 @@ type Processor struct {
 // New checks cfg and returns a processor. It reports every problem of cfg at
 // once.
 func New(cfg Config) (*Processor, error) {
-	if err := cfg.Validate(); err != nil {
+	rules, err := cfg.check()
+	if err != nil {
 		return nil, err
 	}
-	p := &Processor{cfg: cfg, actions: map[Category]Action{}}
+	p := &Processor{cfg: cfg, actions: map[Category]Action{}, rules: rules}
 	for _, c := range Categories {
 		p.actions[c] = cfg.policy(c).action(c)
 	}
 	p.roots = newRoots(cfg.AllowedRoots, !cfg.SkipSymlinks)
 	p.hosts = newHostList(cfg.AllowedHosts)
 	p.grants = slices.Clone(cfg.Grants)
-	for _, r := range cfg.Rules {
-		re := regexp.MustCompile(r.Pattern) // Validate compiled it
-		p.rules = append(p.rules, compiledRule{Rule: r, re: re})
-	}
 	now := cfg.Now
 	if now == nil {
 		now = time.Now
