@@ -741,7 +741,7 @@ telemetry:
   conventions: [aitf, zipkin]
   capture: everything
   spans: {exporter: otlp, endpoint: "127.0.0.1:4318"}
-  ocsf: {exporter: jsonl}
+  ocsf: {exporter: jsonl, endpoint: "https://siem.example.com/ocsf"}
 `), "t.yaml")
 	if err == nil {
 		err = cfg.Validate()
@@ -751,10 +751,35 @@ telemetry:
 		`telemetry.conventions[1]: a convention must be one of aitf, otel, not "zipkin"`,
 		`telemetry.capture: capture must be one of redacted, capped, full, hash, off, not "everything"`,
 		"telemetry.spans.endpoint: the otlp span exporter needs an http(s) endpoint",
-		"telemetry.ocsf.path: the jsonl OCSF exporter needs a path",
+		"telemetry.ocsf.endpoint: the jsonl OCSF exporter takes a path, not an endpoint",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+}
+
+// TestTelemetryDefaults: without a telemetry section nothing is exported;
+// with one, spans and OCSF events go to JSONL files (in the data directory
+// unless a path is given) until an exporter is named.
+func TestTelemetryDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		section, spans, ocsf string
+	}{
+		{"", "none", "none"},
+		{"telemetry: {metrics: true}\n", "jsonl", "jsonl"},
+		{"telemetry:\n  spans: {path: s.jsonl}\n  ocsf: {exporter: none}\n", "jsonl", "none"},
+		{"telemetry:\n  spans: {exporter: otlp, endpoint: \"http://127.0.0.1:4318\"}\n", "otlp", "jsonl"},
+	} {
+		cfg, err := Parse([]byte("version: 1\ngateway:\n  upstreams: [{name: s, command: [srv]}]\n"+tc.section), "t.yaml")
+		if err == nil {
+			err = cfg.Validate()
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.section, err)
+		}
+		if got := cfg.Telemetry; got.Spans.Exporter != tc.spans || got.OCSF.Exporter != tc.ocsf {
+			t.Errorf("%q: spans %q, ocsf %q; want %q, %q", tc.section, got.Spans.Exporter, got.OCSF.Exporter, tc.spans, tc.ocsf)
 		}
 	}
 }

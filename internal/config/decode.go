@@ -690,6 +690,10 @@ func (d *decoder) telemetry(n *yaml.Node, path string, t *TelemetryConfig) {
 			})
 		}
 	}
+	// With a telemetry section, spans and OCSF events go to JSONL files in
+	// the data directory unless the section says otherwise: the embedded
+	// default.
+	t.Spans.Exporter, t.OCSF.Exporter = "jsonl", "jsonl"
 	d.mapping(n, path, []field{
 		{"conventions", func(n *yaml.Node, p string) { d.strings(n, p, &t.Conventions) }},
 		{"capture", func(n *yaml.Node, p string) { d.str(n, p, &t.Capture) }},

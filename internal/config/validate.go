@@ -166,8 +166,8 @@ func (v *validator) telemetry() {
 	v.oneOf("telemetry.spans.exporter", "the span exporter", t.Spans.Exporter, SpanExporters)
 	switch t.Spans.Exporter {
 	case "jsonl":
-		if t.Spans.Path == "" {
-			v.errorf("telemetry.spans.path", "the jsonl span exporter needs a path")
+		if t.Spans.Endpoint != "" {
+			v.errorf("telemetry.spans.endpoint", "the jsonl span exporter takes a path, not an endpoint")
 		}
 	case "otlp":
 		if u, err := url.Parse(t.Spans.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -185,9 +185,6 @@ func (v *validator) telemetry() {
 	v.oneOf("telemetry.ocsf.profile", "the OCSF profile", t.OCSF.Profile, OCSFProfiles)
 	switch t.OCSF.Exporter {
 	case "jsonl":
-		if t.OCSF.Path == "" {
-			v.errorf("telemetry.ocsf.path", "the jsonl OCSF exporter needs a path")
-		}
 		if t.OCSF.Endpoint != "" {
 			v.errorf("telemetry.ocsf.endpoint", "the jsonl OCSF exporter takes a path, not an endpoint")
 		}

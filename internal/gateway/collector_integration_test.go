@@ -66,6 +66,7 @@ gateway:
       tools: {deny: [get_env]}
 telemetry:
   spans: {exporter: otlp, endpoint: %q}
+  ocsf: {exporter: none}
 `, up, col.HTTPURL))
 	srv := httptest.NewServer(g.Handler())
 	closed := false

@@ -38,6 +38,20 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		rs.Metrics = &Metrics{}
 	}
 	var closers []io.Closer
+	// inDataDir is name in the data directory: the default of every file.
+	inDataDir := func(name string) (string, error) {
+		dir := cfg.Gateway.ZeroTrust.DataDir
+		if dir == "" {
+			dir = zerotrust.DefaultDataDir()
+		}
+		if dir == "" {
+			return "", errors.New("no path and no data directory: set its path, zero_trust.data_dir or WARDEN_DATA_DIR")
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", err
+		}
+		return filepath.Join(dir, name), nil
+	}
 	fail := func(err error) (*Records, []io.Closer, error) {
 		for _, c := range closers {
 			c.Close()
@@ -53,8 +67,15 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		// The span exporter's file, if any, closes when the provider shuts down.
 		tp := sdktrace.NewTracerProvider()
 		if spansOn {
+			path := t.Spans.Path
+			if t.Spans.Exporter == "jsonl" && path == "" {
+				var err error
+				if path, err = inDataDir("spans.jsonl"); err != nil {
+					return fail(fmt.Errorf("telemetry.spans: %w", err))
+				}
+			}
 			exp, err := telemetry.NewSpanExporter(context.Background(), telemetry.SpanExport{
-				Kind: t.Spans.Exporter, Path: t.Spans.Path, Endpoint: t.Spans.Endpoint, Logger: logger})
+				Kind: t.Spans.Exporter, Path: path, Endpoint: t.Spans.Endpoint, Logger: logger})
 			if err != nil {
 				return fail(fmt.Errorf("telemetry.spans: %w", err))
 			}
@@ -69,8 +90,15 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 			return tp.Shutdown(ctx)
 		}))
 		if ocsfOn {
+			path := t.OCSF.Path
+			if t.OCSF.Exporter == "jsonl" && path == "" {
+				var err error
+				if path, err = inDataDir("ocsf.jsonl"); err != nil {
+					return fail(fmt.Errorf("telemetry.ocsf: %w", err))
+				}
+			}
 			q, err := telemetry.NewOCSFQueue(telemetry.OCSFExport{
-				Kind: t.OCSF.Exporter, Path: t.OCSF.Path, Endpoint: t.OCSF.Endpoint}, telemetry.QueueOptions{Logger: logger})
+				Kind: t.OCSF.Exporter, Path: path, Endpoint: t.OCSF.Endpoint}, telemetry.QueueOptions{Logger: logger})
 			if err != nil {
 				return fail(fmt.Errorf("telemetry.ocsf: %w", err))
 			}
@@ -87,21 +115,14 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 	if a.Enabled {
 		path := a.Path
 		if path == "" {
-			dir := cfg.Gateway.ZeroTrust.DataDir
-			if dir == "" {
-				dir = zerotrust.DefaultDataDir()
-			}
-			if dir == "" {
-				return fail(errors.New("gateway.audit: no path and no data directory: set audit.path, zero_trust.data_dir or WARDEN_DATA_DIR"))
-			}
 			name := "audit.db"
 			if a.Backend == "jsonl" {
 				name = "audit.jsonl"
 			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
+			var err error
+			if path, err = inDataDir(name); err != nil {
 				return fail(fmt.Errorf("gateway.audit: %w", err))
 			}
-			path = filepath.Join(dir, name)
 		}
 		l, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger})
 		if err != nil {

@@ -139,13 +139,16 @@ func TestSecurityProcessorThroughTheGateway(t *testing.T) {
 	dir := t.TempDir()
 	up, _ := demoUpstream(t, false)
 	ocsfPath := filepath.Join(dir, "ocsf.jsonl")
+	// Spans are not configured: with a telemetry section they go to
+	// spans.jsonl in the data directory (the embedded default).
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   security: {prompt_injection: deny}
+  zero_trust: {data_dir: %q}
   upstreams: [{name: demo, url: %s}]
 telemetry:
   ocsf: {exporter: jsonl, path: %q}
-`, up, ocsfPath))
+`, dir, up, ocsfPath))
 	srv := httptest.NewServer(g.Handler())
 	closed := false
 	t.Cleanup(func() {
@@ -178,5 +181,9 @@ telemetry:
 		if !strings.Contains(string(events), want) {
 			t.Errorf("no Detection Finding with %s in:\n%s", want, events)
 		}
+	}
+	spans, err := os.ReadFile(filepath.Join(dir, "spans.jsonl"))
+	if err != nil || !strings.Contains(string(spans), `"Name":"mcp.tool.invoke echo"`) {
+		t.Errorf("no spans in the data directory's spans.jsonl, the default (%v)", err)
 	}
 }
