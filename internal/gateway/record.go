@@ -8,8 +8,11 @@ package gateway
 //	client request ──► audit.Append ──► span Start (parent: params._meta.traceparent)
 //	                                    └─► forwarded with _meta.traceparent of warden's span
 //	upstream answer ─► audit.Append ──► span End (result or error)
+//	upstream request ► audit.Append ──► span Start (sampling, elicitation, roots), _meta as above
+//	client answer ───► audit.Append ──► span End (result, gen_ai.usage.* of a sampling result)
 //	refusal, notification ─► audit.Append ─► span Record (start and end at once)
-//	session end (SessionEnded) ─────────► span Record: server.disconnect
+//	session end: unanswered upstream requests (Unanswered) ► span End (error)
+//	             then SessionEnded ─────► span Record: server.disconnect
 //
 // Every tools/call, allowed or refused, is recorded with the parameters
 // hash of its arguments: the zero-trust stage's when it hashed them, else
@@ -59,6 +62,18 @@ type SessionRecorder interface {
 	SessionEnded(ctx context.Context, upstream, session string)
 }
 
+// An UnansweredRecorder is a Recorder that also closes the record of an
+// upstream request that gets no answer through the relay (the session
+// ended first, or the upstream asked again with the same id). Relay calls
+// Unanswered once for each such request whose Record set Decision.Open,
+// with d as the client's answer would have been (Open included) and, as
+// Msg, an error response that stands for the answer; it is sent to no one,
+// so it has no audit record.
+type UnansweredRecorder interface {
+	Recorder
+	Unanswered(ctx context.Context, d *Decision)
+}
+
 // openCall is a forwarded request waiting for its answer: when it left,
 // what the request's record said that the answer's record repeats, and its
 // span (op and span are nil without spans).
@@ -77,6 +92,7 @@ func (rs *Records) Record(ctx context.Context, d *Decision) error {
 	if rs.Audit != nil {
 		rec, err := rs.Audit.Append(ctx, auditRecord(d, params))
 		if err != nil {
+			rs.withheld(d)
 			return err
 		}
 		seq, hash = rec.Seq, rec.Hash
@@ -102,6 +118,27 @@ func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
 	}
 	rs.Spans.Record(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
 		Session: session, Transport: rs.Transport, UpstreamURL: rs.URLs[upstream], Start: time.Now()})
+}
+
+// Unanswered implements UnansweredRecorder: the request's span ends with
+// d.Msg's error.
+func (rs *Records) Unanswered(_ context.Context, d *Decision) {
+	if o, ok := d.Open.(*openCall); ok && o.op != nil {
+		o.op.SetResponse(d.Msg)
+		rs.Spans.End(o.span, o.op)
+	}
+}
+
+// withheld ends the span of the request d answers when the answer's audit
+// record could not be written: the relay withholds the answer, so the
+// request ends denied by the audit stage.
+func (rs *Records) withheld(d *Decision) {
+	o, ok := d.Open.(*openCall)
+	if !ok || o.op == nil || d.Kind != jsonrpc.KindResponse {
+		return
+	}
+	o.op.Denial = &telemetry.Denial{Stage: "audit", Rule: "write", Reason: "the audit record of the answer could not be written, so it is withheld"}
+	rs.Spans.End(o.span, o.op)
 }
 
 // paramsHash returns the parameters hash of d's arguments when d is a
@@ -142,22 +179,17 @@ func auditRecord(d *Decision, params string) audit.Record {
 	return r
 }
 
-// span turns d into telemetry: a forwarded request opens a span that its
-// answer closes; everything else is recorded at once.
+// span turns d into telemetry: a relayed request, the client's or the
+// upstream's, opens a span that its answer closes; everything else is
+// recorded at once.
 func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uint64, hash string) {
 	switch {
 	case d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
-		op := rs.operation(d, params)
-		op.AuditSeq, op.AuditHash = seq, hash
-		_, sp := rs.Spans.Start(ctx, op)
 		o := d.Open.(*openCall)
-		o.op, o.span = op, sp
-		if rs.Propagate && d.Msg != nil {
-			if params, err := telemetry.InjectMeta(d.Msg.Params, sp.Context()); err == nil {
-				d.Msg = withParams(d.Msg, params)
-			}
-		}
-	case d.Direction == "upstream" && d.Kind == jsonrpc.KindResponse:
+		o.op, o.span = rs.start(ctx, d, params, seq, hash)
+	case d.Kind == jsonrpc.KindResponse:
+		// The upstream's answer to a client request, or the client's to an
+		// upstream request (sampling, elicitation, roots).
 		o, ok := d.Open.(*openCall)
 		if !ok || o.op == nil {
 			return // an answer to nothing: recorded in the audit log only
@@ -168,14 +200,30 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 		}
 		addFindings(o.op, d.Findings)
 		rs.Spans.End(o.span, o.op)
-	case d.Kind == jsonrpc.KindResponse:
-		// A client's answer to an upstream request: part of that request's
-		// exchange, which has no span of its own.
+	case d.Direction == "upstream" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
+		o := &openCall{start: time.Now()}
+		o.op, o.span = rs.start(ctx, d, params, seq, hash)
+		d.Open = o
 	default:
 		op := rs.operation(d, params)
 		op.AuditSeq, op.AuditHash = seq, hash
 		rs.Spans.Record(ctx, op)
 	}
+}
+
+// start opens the span of a relayed request and, with Propagate, rewrites
+// the request's params._meta with the span's trace context, so that the
+// receiver's spans join the trace.
+func (rs *Records) start(ctx context.Context, d *Decision, params string, seq uint64, hash string) (*telemetry.Operation, *telemetry.Span) {
+	op := rs.operation(d, params)
+	op.AuditSeq, op.AuditHash = seq, hash
+	_, sp := rs.Spans.Start(ctx, op)
+	if rs.Propagate && d.Msg != nil {
+		if params, err := telemetry.InjectMeta(d.Msg.Params, sp.Context()); err == nil {
+			d.Msg = withParams(d.Msg, params)
+		}
+	}
+	return op, sp
 }
 
 // operation is the telemetry view of d, whose arguments hash to params.

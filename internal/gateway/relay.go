@@ -23,7 +23,9 @@ package gateway
 //     must match one (an upstream cannot answer a question nobody asked), and
 //     when the upstream dies or times out each pending request gets an error.
 //   - asked: upstream requests (sampling, elicitation, roots) the client has
-//     not answered yet. A client response must match one.
+//     not answered yet. A client response must match one. Each holds the
+//     Recorder's open operation (its span), which the answer closes; when
+//     the session ends first, Run closes it as unanswered.
 //   - own: requests warden itself sent the client (elicitation/create, to
 //     ask the user to approve a held call). Their answers stay in warden.
 //   - ownUp: requests warden itself sent the upstream (tools/list, after
@@ -66,13 +68,13 @@ type Relay struct {
 
 	mu      sync.Mutex
 	pending map[string]*pendingCall          // by id text; guarded by mu
-	asked   map[string]struct{}              // by id text; guarded by mu
+	asked   map[string]askedCall             // by id text; guarded by mu
 	holding map[string]context.CancelFunc    // requests still in a blocking pipeline, by id text; guarded by mu
 	own     map[string]chan *jsonrpc.Message // warden's own requests to the client, by id text; guarded by mu
 	elicit  bool                             // the client declared form elicitation; guarded by mu
 	ready   bool                             // stateless, or the upstream answered initialize; guarded by mu
 	opened  bool                             // the upstream answered initialize; guarded by mu
-	closed  bool                             // no more pending entries; guarded by mu
+	closed  bool                             // no more pending or asked entries; guarded by mu
 
 	// The re-list after list_changed (relay_relist.go); guarded by mu.
 	ownUp     map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
@@ -89,6 +91,13 @@ type pendingCall struct {
 	args   []byte      // its arguments, for Answers
 	timer  *time.Timer // nil without a request timeout
 	open   any         // the Recorder's open operation (Decision.Open), if any
+}
+
+// askedCall is an upstream request the client has not answered yet.
+type askedCall struct {
+	id     jsonrpc.ID
+	method string
+	open   any // the Recorder's open operation (Decision.Open), if any
 }
 
 // RelayOptions configures a Relay.
@@ -162,7 +171,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		recheck:      opts.Recheck,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
-		asked:        make(map[string]struct{}),
+		asked:        make(map[string]askedCall),
 		holding:      make(map[string]context.CancelFunc),
 		own:          make(map[string]chan *jsonrpc.Message),
 		ownUp:        make(map[string]chan *jsonrpc.Message),
@@ -198,6 +207,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.failPending(jsonrpc.CodeSessionClosed, "session closed")
 	r.relists.Wait() // closed is set: no re-list starts any more
 	r.client.Close()
+	r.failAsked(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	opened := r.opened
 	r.mu.Unlock()
@@ -347,10 +357,10 @@ func (r *Relay) relayClientResponse(ctx context.Context, msg *jsonrpc.Message) {
 		reply <- msg // buffered: the asker may have given up
 		return
 	}
-	_, ok := r.asked[msg.ID.Raw()]
+	a, ok := r.asked[msg.ID.Raw()]
 	delete(r.asked, msg.ID.Raw())
 	r.mu.Unlock()
-	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client", Msg: msg}
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client", Msg: msg, Open: a.open}
 	if !ok {
 		d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
 			Reason: "response to id " + msg.ID.String() + ", which the upstream did not ask"}
@@ -421,10 +431,6 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		if method == mcp.MethodToolsList && msg.Result != nil && d.Denial == nil {
 			r.listed(msg.Result)
 		}
-	case jsonrpc.KindRequest:
-		r.mu.Lock()
-		r.asked[msg.ID.Raw()] = struct{}{}
-		r.mu.Unlock()
 	case jsonrpc.KindNotification:
 		if msg.Method == mcp.NotificationToolsListChanged {
 			r.toolsChanged(ctx) // before the client learns of it: its next tools/call waits
@@ -437,12 +443,70 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		}
 		return
 	}
+	if msg.Kind == jsonrpc.KindRequest {
+		// Asked once it is on record, before the client can answer; sent
+		// as the Recorder left it (with warden's trace context).
+		r.noteAsked(ctx, &d)
+		msg = d.Msg
+	}
 	if r.answers != nil && msg.Kind == jsonrpc.KindResponse && msg.Result != nil && d.Denial == nil {
 		r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
 			Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
 			Result: msg.Result, AuditID: d.AuditID})
 	}
 	r.writeClient(ctx, msg)
+}
+
+// noteAsked records an upstream request that is about to reach the
+// client, with its open operation. An open operation that will get no
+// answer through the relay is closed as unanswered: the request's own when
+// the session is over already, the earlier question's when the upstream
+// reuses the id of one still unanswered.
+func (r *Relay) noteAsked(ctx context.Context, d *Decision) {
+	a := askedCall{id: d.ID, method: d.Method, open: d.Open}
+	r.mu.Lock()
+	closed := r.closed
+	prev, dup := r.asked[d.ID.Raw()]
+	if !closed {
+		r.asked[d.ID.Raw()] = a
+	}
+	r.mu.Unlock()
+	switch {
+	case closed:
+		r.unanswered(ctx, a, jsonrpc.CodeSessionClosed, "the session ended before the client answered")
+	case dup:
+		r.unanswered(ctx, prev, jsonrpc.CodeInvalidRequest, "the upstream asked again with the same id before the client answered")
+	}
+}
+
+// failAsked closes the open operation of every upstream request the client
+// has not answered: the session ended first. A later answer is dropped.
+func (r *Relay) failAsked(ctx context.Context) {
+	r.mu.Lock()
+	asked := make([]askedCall, 0, len(r.asked))
+	for _, a := range r.asked {
+		asked = append(asked, a)
+	}
+	clear(r.asked)
+	r.closed = true
+	r.mu.Unlock()
+	for _, a := range asked {
+		r.unanswered(ctx, a, jsonrpc.CodeSessionClosed, "the session ended before the client answered")
+	}
+}
+
+// unanswered has the Recorder close the open operation of an upstream
+// request that will get no answer through the relay: the Decision is the
+// client's answer as it would have been, with warden's error in its place
+// (nothing is sent).
+func (r *Relay) unanswered(ctx context.Context, a askedCall, code int64, reason string) {
+	ur, ok := r.recorder.(UnansweredRecorder)
+	if !ok || a.open == nil {
+		return
+	}
+	ur.Unanswered(ctx, &Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindResponse,
+		Method: a.method, ID: a.id, Direction: "client", Open: a.open,
+		Msg: jsonrpc.NewErrorResponse(a.id, &jsonrpc.Error{Code: code, Message: reason})})
 }
 
 // track records a pending client request; false if the id is already pending.

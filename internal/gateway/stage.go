@@ -226,9 +226,10 @@ type Decision struct {
 	AuditID string
 	// Findings are the security processor's findings on the message.
 	Findings []secproc.Finding
-	// Open is the Recorder's state of an allowed client request (its open
-	// span): set by the Recorder on the request, handed back with the
-	// response's Decision.
+	// Open is the Recorder's state of an allowed request (its open span),
+	// from the client or from the upstream (sampling, elicitation, roots):
+	// set by the Recorder on the request, handed back with the response's
+	// Decision.
 	Open any
 }
 
