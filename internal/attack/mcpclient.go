@@ -76,11 +76,14 @@ func (c *mcpClient) run(ctx context.Context) error {
 	init.Set("protocolVersion", oatf.NewString(defaultMCPProtocol))
 	caps := state.Get("capabilities")
 	if caps == nil {
+		// Capabilities are declared once, at initialize: for what any
+		// phase answers, not only the first (a server may offer a tool
+		// only to a client that declared sampling or elicitation).
 		caps, _ = DecodeJSON([]byte(`{"roots":{"listChanged":true}}`))
-		if len(items(state.Get("sampling_responses"))) > 0 {
+		if c.anyPhaseHas("sampling_responses") {
 			caps.Set("sampling", oatf.NewMap())
 		}
-		if len(items(state.Get("elicitation_responses"))) > 0 {
+		if c.anyPhaseHas("elicitation_responses") {
 			caps.Set("elicitation", oatf.NewMap())
 		}
 	}
@@ -124,6 +127,17 @@ func (c *mcpClient) run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// anyPhaseHas reports whether the effective state of any phase has a
+// non-empty list under key.
+func (c *mcpClient) anyPhaseHas(key string) bool {
+	for i := range c.a.phases {
+		if len(items(oatf.ComputeEffectiveState(c.a.phases, i).Get(key))) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // perform sends one action: a notification when the method is one, else a

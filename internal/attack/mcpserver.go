@@ -37,8 +37,11 @@ type mcpServer struct {
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[*mcpSession]struct{}
-	opened   int
-	idle     chan struct{} // signalled when the last session ends
+	// opened and open count the sessions a peer keeps: stdio and stateful
+	// HTTP. A stateless POST (a go-sdk client's server/discover probe) is
+	// served but ends no run.
+	opened, open int
+	idle         chan struct{} // signalled when a kept session ends
 }
 
 func newMCPServer(a *actor, mux *http.ServeMux, single bool) *mcpServer {
@@ -65,8 +68,8 @@ func (s *mcpServer) prepare(context.Context) error {
 		return nil
 	}
 	s.hs = transport.NewHTTPServer(transport.HTTPServerOptions{Logger: s.a.rt.log,
-		OnSession: func(ctx context.Context, conn transport.Conn, _ transport.SessionInfo) {
-			s.serve(ctx, conn)
+		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
+			s.serve(ctx, conn, !info.Stateless)
 		}})
 	s.mux.Handle(s.path(), s.hs)
 	if s.single {
@@ -78,7 +81,7 @@ func (s *mcpServer) prepare(context.Context) error {
 func (s *mcpServer) run(ctx context.Context) error {
 	s.a.start(ctx, s.sendAll)
 	if s.stdio != nil {
-		s.serve(ctx, s.stdio)
+		s.serve(ctx, s.stdio, true)
 		return ctx.Err()
 	}
 	for {
@@ -88,7 +91,7 @@ func (s *mcpServer) run(ctx context.Context) error {
 		case <-s.idle:
 			_, _, terminal, _ := s.a.current()
 			s.mu.Lock()
-			done := terminal && s.opened > 0 && len(s.sessions) == 0
+			done := terminal && s.opened > 0 && s.open == 0
 			s.mu.Unlock()
 			if done {
 				return nil
@@ -122,18 +125,29 @@ func (s *mcpServer) sendAll(ctx context.Context, method string, params *oatf.Val
 	}
 }
 
-// serve answers one session until its peer goes away.
-func (s *mcpServer) serve(ctx context.Context, conn transport.Conn) {
+// serve answers one session until its peer goes away. kept says whether
+// the session is one the peer keeps (stdio, stateful HTTP), whose end may
+// end the run.
+func (s *mcpServer) serve(ctx context.Context, conn transport.Conn, kept bool) {
 	ss := &mcpSession{s: s, conn: conn, pending: map[string]chan *jsonrpc.Message{}}
 	s.mu.Lock()
 	s.sessions[ss] = struct{}{}
-	s.opened++
+	if kept {
+		s.opened++
+		s.open++
+	}
 	s.mu.Unlock()
 	defer func() {
 		conn.Close()
 		s.mu.Lock()
 		delete(s.sessions, ss)
+		if kept {
+			s.open--
+		}
 		s.mu.Unlock()
+		if !kept {
+			return
+		}
 		select {
 		case s.idle <- struct{}{}:
 		default:

@@ -79,6 +79,63 @@ func TestServerEverything(t *testing.T) {
 	}
 }
 
+// TestServerEverythingPeerRequests runs mcp_client documents whose
+// sampling_responses and elicitation_responses answer the reference
+// server's trigger-sampling-request and trigger-elicitation-request tools.
+// The server puts both answers into its tool results: when the `when`
+// entries pick the marked payloads, exploited on both indicators; when they
+// fall back to a harmless completion and a decline, not exploited.
+func TestServerEverythingPeerRequests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an external server")
+	}
+	node, bin := testenv.Node22(t), testenv.EverythingServer(t)
+	opts := attack.Options{MCPCommand: []string{node, bin, "stdio"}}
+	res := runDoc(t, target("everything-peer-requests.yaml"), opts, oatf.Exploited)
+	for _, ir := range res.Indicators {
+		if ir.Result != oatf.Matched {
+			t.Errorf("%s = %s, want matched", ir.IndicatorID, ir.Result)
+		}
+	}
+	// The client declared both capabilities (the server registers these
+	// tools only then), and the client's answers to the server's requests
+	// are in the trace as responses under the request's method.
+	var caps *oatf.Value
+	answered := map[string]string{}
+	for _, e := range res.Trace {
+		switch {
+		case e.Method == "initialize" && e.Direction == attack.Request:
+			caps = e.Content.Get("capabilities")
+		case (e.Method == "sampling/createMessage" || e.Method == "elicitation/create") && e.Direction == attack.Response:
+			answered[e.Method] = oatf.CompactJSON(e.Content)
+		}
+	}
+	if caps == nil || caps.Get("sampling") == nil || caps.Get("elicitation") == nil {
+		t.Errorf("initialize capabilities %s, want sampling and elicitation", oatf.CompactJSON(caps))
+	}
+	if !strings.Contains(answered["sampling/createMessage"], "canary-sampled") ||
+		!strings.Contains(answered["elicitation/create"], `"action":"accept"`) {
+		t.Errorf("answers traced: %v", answered)
+	}
+
+	res = runDoc(t, target("everything-peer-declined.yaml"), opts, oatf.NotExploited)
+	var declined, harmless bool
+	for _, e := range res.Trace {
+		if e.Direction != attack.Response {
+			continue
+		}
+		switch e.Method {
+		case "elicitation/create":
+			declined = e.Content.Get("action").StringOr("") == "decline"
+		case "tools/call":
+			harmless = harmless || strings.Contains(oatf.CompactJSON(e.Content), "nothing to add")
+		}
+	}
+	if !declined || !harmless {
+		t.Errorf("elicitation declined %v, the fallback completion reflected %v; want both", declined, harmless)
+	}
+}
+
 // startAimock runs aimock with the test's fixture on a loopback port and
 // returns its base URL. It stops the process it started.
 func startAimock(t *testing.T) string {

@@ -203,12 +203,13 @@ func (h headerFlags) Set(s string) error {
 // attackRun implements `warden attack run`: it executes OATF documents
 // against real peers and reports their verdicts.
 //
-// Exit codes: 0 not_exploited; 1 exploited or partial; 2 usage (also: no
+// Exit codes: 0 not_exploited; 1 exploited; 6 partial; 2 usage (also: no
 // document of a library could run with the endpoints given); 3 an invalid
 // document, or a verdict of error (every indicator skipped, or one failed to
-// evaluate); 4 a target could not be reached or failed during the run (and
-// nothing was exploited); 5 internal. A library run exits with the most
-// severe code of its documents, in the order 5, 4, 3, 1, 0.
+// evaluate); 4 a target could not be reached or failed during the run, or
+// --max-session ended it (and nothing was exploited or partial); 5
+// internal. A library run exits with the most severe code of its
+// documents, in the order 5, 4, 3, 2, 1, 6, 0.
 func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	flags := newFlags(env, "attack run", attackRunUsage)
 	library := flags.String("library", "", "run every document under `DIR` (recursively, *.yaml and *.yml)")
@@ -381,8 +382,10 @@ func runOne(ctx context.Context, env *Env, file string, opts attack.Options, sin
 	}
 	o.Result = res
 	switch res.Verdict.Result {
-	case oatf.Exploited, oatf.Partial:
+	case oatf.Exploited:
 		return o, ExitFindings
+	case oatf.Partial:
+		return o, ExitPartial
 	case oatf.Error:
 		if res.Failed() {
 			return o, ExitUpstream
@@ -395,18 +398,12 @@ func runOne(ctx context.Context, env *Env, file string, opts attack.Options, sin
 	return o, ExitOK
 }
 
-// worseExit returns the more severe of two exit codes: 5, 4, 3, 2, 1, 0.
+// exitSeverity lists the exit codes of `attack run`, least severe first.
+var exitSeverity = []int{ExitOK, ExitPartial, ExitFindings, ExitUsage, ExitConfig, ExitUpstream, ExitInternal}
+
+// worseExit returns the more severe of two exit codes: 5, 4, 3, 2, 1, 6, 0.
 func worseExit(a, b int) int {
-	rank := func(c int) int {
-		switch c {
-		case ExitFindings:
-			return 1
-		case ExitOK:
-			return 0
-		}
-		return c
-	}
-	if rank(b) > rank(a) {
+	if slices.Index(exitSeverity, b) > slices.Index(exitSeverity, a) {
 		return b
 	}
 	return a

@@ -26,6 +26,11 @@ const (
 	ExitConfig   = 3 // the configuration file is invalid
 	ExitUpstream = 4 // an upstream or the listener could not be started
 	ExitInternal = 5 // an unexpected failure inside warden
+	// ExitPartial is `warden attack run`'s verdict partial: under
+	// correlation "all", some indicators matched but not all. It is kept
+	// apart from ExitFindings (exploited) so that CI can tell a finished
+	// attack from a half-finished one.
+	ExitPartial = 6
 )
 
 var exitCodes = []struct {
@@ -39,6 +44,7 @@ var exitCodes = []struct {
 	{ExitConfig, "config", "the configuration is invalid"},
 	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
+	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all"},
 }
 
 // Env is what a command may touch of the outside world.

@@ -254,10 +254,11 @@ cs5-federated. See docs/conform.md.
       document and per indicator). --otlp sends every message of the run as
       a span (AITF and OpenTelemetry names) by OTLP over HTTP. --library runs
       every *.yaml under DIR with a progress line and a table. Exit codes:
-      0 not exploited, 1 exploited or partial, 2 usage (missing endpoint),
-      3 invalid document or a verdict of error, 4 target unreachable or
-      failed (nothing exploited), 5 internal.
-      A library exits with the worst code, in the order 5, 4, 3, 1, 0.
+      0 not exploited, 1 exploited, 6 partial (correlation all: some
+      indicators matched, not all), 2 usage (missing endpoint), 3 invalid
+      document or a verdict of error, 4 target unreachable or failed, or
+      --max-session reached (nothing exploited or partial), 5 internal.
+      A library exits with the worst code, in the order 5, 4, 3, 2, 1, 6, 0.
 `,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server, an A2A agent and the gateway in this process,

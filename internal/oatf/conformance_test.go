@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,8 +14,11 @@ import (
 
 // TestOATFConformance runs the shared OATF conformance suite
 // (../shared/oatf/conformance next to the module root, or
-// $OATF_CONFORMANCE_DIR). Every case is reported by its id; the last line is
-// "N passed, M failed".
+// $OATF_CONFORMANCE_DIR). Every failing case is reported on stdout by its id
+// ("FAIL VAL-005j: ..."), and the last line is "N passed, M failed", with
+// or without -v. (go test itself drops a passing package's output unless
+// -v is given or the test runs in the package's folder: `cd internal/oatf
+// && go test -run TestOATFConformance`.)
 func TestOATFConformance(t *testing.T) {
 	dir := conformanceDir(t)
 	var files []string
@@ -41,14 +45,13 @@ func TestOATFConformance(t *testing.T) {
 			r.suite(rel, f)
 		}
 	}
-	line := fmt.Sprintf("%d passed, %d failed", r.passed, r.failed)
-	t.Log(line)
-	if testing.Verbose() {
-		fmt.Println(line)
-	}
 	if r.passed == 0 {
-		t.Error("no conformance case ran")
+		fmt.Println("FAIL: no conformance case ran")
+		t.Fail()
 	}
+	// Printed, not logged: t.Log is shown only under -v or on failure, and
+	// after the test's other output.
+	fmt.Printf("%d passed, %d failed\n", r.passed, r.failed)
 }
 
 type conformanceRun struct {
@@ -62,7 +65,8 @@ func (r *conformanceRun) result(id, problem string) {
 		return
 	}
 	r.failed++
-	r.t.Errorf("%s: %s", id, problem)
+	fmt.Printf("FAIL %s: %s\n", id, problem)
+	r.t.Fail()
 }
 
 // conformanceDir finds the fixtures, skipping (or failing under
@@ -403,4 +407,57 @@ func caseTrigger(in, want *Value) string {
 		return fmt.Sprintf("got %s %q count=%d, want %s", result, got.Reason, got.State.EventCount, CompactJSON(want))
 	}
 	return ""
+}
+
+// TestOATFConformanceReport runs TestOATFConformance in a child test process
+// without -v against a suite of one passing and one failing case: the
+// failing case is reported by id, and "1 passed, 1 failed" is the last line
+// the test prints; against the passing case alone, "1 passed, 0 failed".
+func TestOATFConformanceReport(t *testing.T) {
+	if os.Getenv("OATF_CONFORMANCE_CHILD") != "" {
+		t.Skip("running as the child of TestOATFConformanceReport")
+	}
+	const pass = `- id: DUR-001
+  input: "30s"
+  expected: {seconds: 30}
+`
+	const fail = `- id: DUR-BAD
+  input: "1m"
+  expected: {seconds: 61}
+`
+	for _, tc := range []struct {
+		suite string
+		last  string // the line before go test's own verdict line
+		fails bool
+	}{
+		{pass + fail, "1 passed, 1 failed", true},
+		{pass, "1 passed, 0 failed", false},
+	} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "primitives"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "primitives", "parse-duration.yaml"), []byte(tc.suite), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOATFConformance$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "OATF_CONFORMANCE_DIR="+dir, "OATF_CONFORMANCE_CHILD=1")
+		out, err := cmd.Output()
+		if failed := err != nil; failed != tc.fails {
+			t.Fatalf("child failed=%v (%v), want %v:\n%s", failed, err, tc.fails, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		// Without -v, go test's own lines close the output: PASS, or
+		// "--- FAIL: TestOATFConformance (…)" and FAIL.
+		at := len(lines) - 2
+		if tc.fails {
+			at--
+		}
+		if at < 0 || lines[at] != tc.last {
+			t.Errorf("output does not end with %q:\n%s", tc.last, out)
+		}
+		if got := strings.Contains(string(out), "FAIL DUR-BAD: "); got != tc.fails {
+			t.Errorf("failing case reported by id: %v, want %v:\n%s", got, tc.fails, out)
+		}
+	}
 }

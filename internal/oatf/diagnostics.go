@@ -23,11 +23,12 @@ func (s Severity) String() string {
 
 // Rules that are not numbered by the OATF specification.
 const (
-	RuleSyntax        = "syntax"         // the text is not one YAML mapping
-	RuleTypeMismatch  = "type-mismatch"  // a known field has the wrong type
-	RuleUnknownField  = "unknown-field"  // a field OATF does not define (warning)
-	RuleTierExtension = "tier-extension" // the indicator field tier (a documented extension)
-	RuleLimit         = "limit"          // a size or depth limit was exceeded
+	RuleSyntax           = "syntax"            // the text is not one YAML mapping
+	RuleTypeMismatch     = "type-mismatch"     // a known field has the wrong type
+	RuleUnknownField     = "unknown-field"     // a field OATF does not define (warning)
+	RuleTierExtension    = "tier-extension"    // the indicator field tier (a documented extension)
+	RuleScoringExtension = "scoring-extension" // attack.x-scoring (the same extension): kept, not interpreted (warning)
+	RuleLimit            = "limit"             // a size or depth limit was exceeded
 )
 
 // Diagnostic is one problem found in a document. Rule is the OATF rule

@@ -11,7 +11,8 @@ import (
 // (../shared/oatf/scenarios): each must parse, validate without errors and
 // normalize, with ValidateOptions.Library (the library uses a Perl regex
 // lookahead, which strict OATF rejects). The library's indicator field tier
-// is the documented extension: it must warn, never fail.
+// and attack.x-scoring are the documented extension: they must warn, never
+// fail.
 func TestScenarioLibrary(t *testing.T) {
 	dir := filepath.Join(filepath.Dir(conformanceDir(t)), "scenarios")
 	var files []string
@@ -24,7 +25,7 @@ func TestScenarioLibrary(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no scenarios under %s", dir)
 	}
-	tiered := 0
+	tiered, scored := 0, 0
 	for _, f := range files {
 		doc, diags := ValidateOptions{Library: true}.Load(f)
 		if doc == nil {
@@ -35,6 +36,9 @@ func TestScenarioLibrary(t *testing.T) {
 		}
 		if hasRule(diags, RuleTierExtension) {
 			tiered++
+		}
+		if hasRule(Warnings(diags), RuleScoringExtension) {
+			scored++
 		}
 		// Every document is multi-actor after normalization, with ids on
 		// all indicators.
@@ -47,10 +51,59 @@ func TestScenarioLibrary(t *testing.T) {
 			}
 		}
 	}
-	if tiered == 0 {
-		t.Error("no scenario reported the tier extension; the library uses it")
+	if tiered == 0 || scored == 0 {
+		t.Errorf("%d scenarios reported the tier extension, %d x-scoring; the library uses both", tiered, scored)
 	}
-	t.Logf("%d scenarios load and validate; %d use the tier extension", len(files), tiered)
+	t.Logf("%d scenarios load and validate; %d use tier, %d x-scoring", len(files), tiered, scored)
+}
+
+// TestScoringExtension: attack.x-scoring is accepted with one warning at its
+// key, kept through normalize and serialize; another x- key is not warned
+// about.
+func TestScoringExtension(t *testing.T) {
+	const src = `oatf: "0.1"
+attack:
+  id: TEST-001
+  x-scoring:
+    max_tier: 3
+    impact: high
+  x-team: red
+  execution:
+    mode: mcp_server
+    state:
+      tools: []
+  indicators:
+    - target: "tools[*].description"
+      pattern:
+        contains: "id_rsa"
+`
+	raw, diags := Parse("scoring.yaml", []byte(src))
+	if raw == nil {
+		t.Fatalf("parse: %v", diags)
+	}
+	doc, diags := ValidateOptions{}.LoadDocument(raw, diags)
+	if doc == nil {
+		t.Fatalf("rejected: %v", Errors(diags))
+	}
+	var warns []Diagnostic
+	for _, d := range Warnings(diags) {
+		if d.Rule == RuleScoringExtension {
+			warns = append(warns, d)
+		}
+	}
+	if len(warns) != 1 || len(Warnings(diags)) != 1 {
+		t.Fatalf("warnings %v, want exactly one %s", Warnings(diags), RuleScoringExtension)
+	}
+	if w := warns[0]; w.Path != "attack.x-scoring" || w.Pos.Line != 4 || w.Pos.Col != 3 {
+		t.Errorf("warning at %s %d:%d, want attack.x-scoring at 4:3", w.Path, w.Pos.Line, w.Pos.Col)
+	}
+	out, err := Serialize(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "x-scoring:\n    max_tier: 3\n    impact: high\n") {
+		t.Errorf("x-scoring not kept by normalize and serialize:\n%s", out)
+	}
 }
 
 // A matched indicator's tier is carried into the verdict as max_tier.

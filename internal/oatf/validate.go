@@ -12,7 +12,9 @@ const SupportedVersion = "0.1"
 // Validate applies the conformance rules of OATF 0.1 (V-001..V-049) and the
 // SDK warnings (W-001..W-007) to a parsed document and returns every
 // violation, each with its path and position. It never stops at the first
-// problem. V-018 and V-029 are reported as warnings, as the rules say.
+// problem. V-018 and V-029 are reported as warnings, as the rules say. The
+// scenario library's documented extension warns too: an indicator's tier
+// (RuleTierExtension) and attack.x-scoring (RuleScoringExtension).
 func Validate(doc *Document) []Diagnostic { return ValidateOptions{}.Validate(doc) }
 
 // ValidateOptions relax validation for documents written for other tools.
@@ -142,6 +144,13 @@ func (v *validator) attack(a *Value) {
 		for i, m := range c.Get("mappings").itemsOrNil() {
 			v.enum(m.Get("relationship"), fmt.Sprintf("%s.classification.mappings[%d].relationship", p, i), enumRelationship)
 		}
+	}
+	if m := a.member("x-scoring"); m != nil {
+		// Like tier, a documented extension from the scenario library:
+		// kept through normalize and serialize, never interpreted.
+		v.diags = append(v.diags, Diagnostic{Severity: SeverityWarning, Rule: RuleScoringExtension, Path: p + ".x-scoring",
+			Pos: m.KeyPos, Message: "x-scoring is an extension (from the scenario library) that warden keeps but does not interpret; " +
+				"the verdict's max_tier comes from the indicators' tier"})
 	}
 	if g := a.Get("grace_period"); present(g) {
 		if _, err := ParseDuration(g.Str); err != nil {
