@@ -38,6 +38,7 @@ type gatewayFlags struct {
 	denyTools   listFlag
 	allowMethod listFlag
 	denyMethod  listFlag
+	requireTok  listFlag
 }
 
 func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
@@ -56,6 +57,7 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 	fs.Var(&f.denyTools, "deny-tool", "with --stdio: refuse tools matching `PATTERN` (repeatable)")
 	fs.Var(&f.allowMethod, "allow-method", "with --stdio: allow only methods matching `PATTERN` (repeatable)")
 	fs.Var(&f.denyMethod, "deny-method", "with --stdio: refuse methods matching `PATTERN` (repeatable)")
+	fs.Var(&f.requireTok, "require-token", "with --stdio and --config: calls to tools matching `PATTERN` need a zero-trust token in params._meta (repeatable)")
 	if code, err := parseFlags(fs, args); err != nil {
 		return code, err
 	}
@@ -108,6 +110,19 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	}
 	if up.Methods, err = compileList(f.allowMethod, f.denyMethod); err != nil {
 		return ExitUsage, fmt.Errorf("--allow-method/--deny-method: %w", err)
+	}
+	if up.RequireToken, err = compileList(f.requireTok, nil); err != nil {
+		return ExitUsage, fmt.Errorf("--require-token: %w", err)
+	}
+	// --stdio replaces the configuration's upstreams. Refuse rather than
+	// silently drop the zero-trust requirements they declare.
+	for i, u := range cfg.Gateway.Upstreams {
+		if len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 || len(u.Mandates) > 0 {
+			return ExitConfig, fmt.Errorf("gateway.upstreams[%d] (%s) requires tokens, but --stdio replaces the configuration's upstreams with CMD: say which tools need a token with --require-token", i, u.Name)
+		}
+	}
+	if len(f.requireTok) > 0 && f.configPath == "" {
+		return ExitUsage, errors.New("--require-token needs --config FILE with gateway.zero_trust (the keys and the subject tokens are checked against)")
 	}
 	cfg.Gateway.Upstreams = []config.Upstream{up}
 	cfg.Gateway.DefaultUpstream = ""

@@ -10,7 +10,10 @@ var commandHelp = map[string]string{
       environment (PATH, HOME, USER, LANG, LC_ALL, TZ, TMPDIR and --env) and
       relays every message through the pipeline. To protect a server in a
       desktop client, replace its command with "warden gateway --stdio --".
-      Logs go to stderr; stdout carries only the protocol.
+      Logs go to stderr; stdout carries only the protocol. With --config FILE
+      (its gateway.zero_trust) and --require-token T, calls to T need a token
+      in params._meta["io.agentwarden/token"]; --stdio replaces the file's
+      upstreams, so it refuses a file whose upstreams require tokens.
 
   warden gateway --config FILE [--listen ADDR]
       Serves the upstreams of FILE on a streamable HTTP listener: the default

@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -88,6 +90,9 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	if *sub == "" || *tool == "" {
 		return ExitUsage, errors.New("--sub and --tool are required")
 	}
+	if *jkt != "" && !isThumbprint(*jkt) {
+		return ExitUsage, fmt.Errorf("--dpop-jkt %q is not a JWK thumbprint: want the RFC 7638 SHA-256 thumbprint of the client's DPoP public key, 43 base64url characters without padding", *jkt)
+	}
 	in, err := readArg(env, *params)
 	if err != nil {
 		return ExitUsage, err
@@ -117,6 +122,13 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	}
 	fmt.Fprintln(env.Stdout, tok)
 	return ExitOK, nil
+}
+
+// isThumbprint reports whether s has the form of an RFC 7638 SHA-256
+// thumbprint as cnf.jkt carries it: 32 bytes, base64url without padding.
+func isThumbprint(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(s) == 43 && len(b) == sha256.Size
 }
 
 // runTokenVerify checks a token against exactly one call. It exits 0 when

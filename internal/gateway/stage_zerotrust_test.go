@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
+	"github.com/agentwarden/warden/internal/testenv"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
@@ -142,15 +144,50 @@ func TestZeroTrustFailsSecureWhenTheStoreIsDown(t *testing.T) {
 	h.nothing(h.upstream, "a call whose token could not be consumed")
 }
 
-// TestZeroTrustConcurrentPresentation: a thousand goroutines present the
-// same token for the same call; exactly one gets through.
+// TestZeroTrustConcurrentPresentation: on each replay store, a thousand
+// goroutines present the same token for the same call to the stage, and a
+// hundred relays sharing the stage get it at once from their clients:
+// exactly one presentation gets through, and the upstream sees the call once.
 func TestZeroTrustConcurrentPresentation(t *testing.T) {
-	f := newZT(t, nil)
+	stores := []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"memory", func(*testing.T) store.Store { return store.NewMemory() }},
+		{"sqlite", func(t *testing.T) store.Store {
+			st, err := store.OpenSQLite(filepath.Join(t.TempDir(), "replay.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}},
+		{"redis", func(t *testing.T) store.Store {
+			rd := testenv.StartRedis(t, false) // skips when redis-server is missing
+			st, err := store.OpenRedis(context.Background(), rd.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}},
+	}
+	for _, sc := range stores {
+		t.Run(sc.name, func(t *testing.T) {
+			st := sc.open(t)
+			t.Cleanup(func() { st.Close() })
+			f := newZT(t, st)
+			t.Run("stage", func(t *testing.T) { concurrentStageChecks(t, f, 1000) })
+			t.Run("relays", func(t *testing.T) { concurrentRelayCalls(t, f, 100) })
+		})
+	}
+}
+
+// concurrentStageChecks presents one token to f.stage from n goroutines.
+func concurrentStageChecks(t *testing.T, f *ztFixture, n int) {
 	tok := f.token(t, "alice", "transfer_funds", transferArgs)
 	raw := call("1", "transfer_funds", transferArgs, tok)
 	var passed atomic.Int64
 	var wg sync.WaitGroup
-	for range 1000 {
+	for range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -172,6 +209,64 @@ func TestZeroTrustConcurrentPresentation(t *testing.T) {
 	wg.Wait()
 	if n := passed.Load(); n != 1 {
 		t.Fatalf("%d presentations of one token passed, want exactly 1", n)
+	}
+}
+
+// concurrentRelayCalls starts n relays whose pipelines share f.stage (and so
+// its store), each with an upstream that runs the tool, and has every client
+// send the same call with the same token at once.
+func concurrentRelayCalls(t *testing.T, f *ztFixture, n int) {
+	tok := f.token(t, "alice", "transfer_funds", transferArgs)
+	raw := call("7", "transfer_funds", transferArgs, tok)
+	msg, err := jsonrpc.Decode([]byte(raw), jsonrpc.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, _ := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"txn"}]}}`), jsonrpc.Limits{})
+	var ran, succeeded, refused atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range n {
+		h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
+		// The upstream: every tools/call it reads runs the tool.
+		go func() {
+			m, err := h.upstream.Read(context.Background())
+			if err != nil {
+				return // the relay closed: this client's call never came
+			}
+			if m.Method == "tools/call" {
+				ran.Add(1)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h.upstream.Write(ctx, result)
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			<-start
+			if err := h.client.Write(ctx, msg); err != nil {
+				t.Error(err)
+				return
+			}
+			reply, err := h.client.Read(ctx)
+			switch {
+			case err != nil:
+				t.Errorf("no answer: %v", err)
+			case reply.Error != nil:
+				refused.Add(1)
+			default:
+				succeeded.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if s, r, u := succeeded.Load(), refused.Load(), ran.Load(); s != 1 || r != int64(n-1) || u != 1 {
+		t.Fatalf("%d clients presenting one token: %d succeeded, %d refused, the upstream ran the tool %d times; want 1, %d, 1",
+			n, s, r, u, n-1)
 	}
 }
 
