@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -151,6 +152,21 @@ func selectModels(name string, all bool, guarded bool) ([]*ir.Model, error) {
 	return ms, nil
 }
 
+// progressByDefault reports whether conform check shows its progress line
+// without --progress: when stderr is a terminal.
+func progressByDefault(stderr io.Writer) bool {
+	f, ok := stderr.(interface{ Stat() (os.FileInfo, error) }) // *os.File
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && isTerminal(fi)
+}
+
+// isTerminal reports whether fi describes a terminal: a character device
+// (golang.org/x/term is not a dependency; /dev/null counts too, harmlessly).
+func isTerminal(fi os.FileInfo) bool { return fi.Mode()&os.ModeCharDevice != 0 }
+
 func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform check", "[--model NAME|--all] [--warden] [--out DIR] [--max-states N]")
 	name := fs.String("model", "", "the built-in model to check ("+strings.Join(models.Order, ", ")+")")
@@ -160,7 +176,8 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
 	maxDepth := fs.Int("max-depth", 0, "stop a check at this depth (0: no bound)")
 	workers := fs.Int("workers", 0, "parallel workers (0: GOMAXPROCS)")
-	progress := fs.Bool("progress", false, "print a progress line (states/s, queue) to stderr")
+	progress := fs.Bool("progress", progressByDefault(env.Stderr),
+		"print a progress line (states/s, queue) to stderr; on by default when stderr is a terminal")
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}

@@ -162,12 +162,15 @@ Support/warden).
       caret. Exit code 0 when clean, 3 when not.
 
   warden conform check [--model NAME|--all] [--warden] [--out DIR]
-                       [--max-states N] [--max-depth N] [--workers N] [--progress]
+                       [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
       Checks each property of the built-in models in its own run, first
       without and then with Adversary actions, and prints the result, class,
       triage label and shortest counterexample. --out writes each
       counterexample as ITF JSON under DIR/traces/. --warden checks the
-      models behind the gateway. Exit code 1 when a property is violated.
+      models behind the gateway. When stderr is a terminal a progress line
+      (states, states/s, depth, queue) is shown there; --progress shows it
+      anywhere, --progress=false never. Exit code 1 when a property is
+      violated.
 
   warden conform emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR]
       Prints a model as Promela for SPIN (-DCHECK_<PROPERTY> selects the

@@ -22,7 +22,16 @@ type SpinResult struct {
 	Stored   int           // "states, stored": the model's states plus the initial control state
 	TraceLen int           // for Violated: actions in the trail (the initial check step is not one)
 	Elapsed  time.Duration // the pan run alone, without spin -a and the C compiler
-	Output   string
+	// From pan's "Stats on memory usage" block (pan's megabytes are MiB;
+	// the figures are printed to 0.001 MiB, so about 1 KiB):
+	//
+	//	StateBytes  "equivalent memory usage for states (stored*(State-vector + overhead))"
+	//	TotalBytes  "total actual memory usage": states, hash table (-w24: 128 MiB) and stacks
+	//
+	// Both are 0 when pan printed no such line.
+	StateBytes float64
+	TotalBytes float64
+	Output     string
 }
 
 // SpinAvailable reports whether spin and a C compiler are on PATH.
@@ -33,8 +42,10 @@ func SpinAvailable() bool {
 }
 
 var (
-	storedRE = regexp.MustCompile(`(\d+) states, stored`)
-	errorsRE = regexp.MustCompile(`errors: (\d+)`)
+	storedRE   = regexp.MustCompile(`(\d+) states, stored`)
+	errorsRE   = regexp.MustCompile(`errors: (\d+)`)
+	stateMemRE = regexp.MustCompile(`(?m)^\s*([\d.]+)\s+equivalent memory usage for states`)
+	totalMemRE = regexp.MustCompile(`(?m)^\s*([\d.]+)\s+total actual memory usage`)
 )
 
 // RunSpin emits m into dir (optimize compiles pan with -O2), and checks property (empty: explore only) with
@@ -73,14 +84,11 @@ func RunSpin(ctx context.Context, dir string, m *ir.Model, property string, opti
 	if err != nil {
 		return nil, fmt.Errorf("pan: %v\n%s", err, out)
 	}
-	r := &SpinResult{Output: out, Elapsed: elapsed}
-	mm := storedRE.FindStringSubmatch(out)
-	em := errorsRE.FindStringSubmatch(out)
-	if mm == nil || em == nil {
-		return nil, fmt.Errorf("pan: unexpected output\n%s", out)
+	r, err := parsePan(out)
+	if err != nil {
+		return nil, err
 	}
-	r.Stored, _ = strconv.Atoi(mm[1])
-	r.Violated = em[1] != "0"
+	r.Elapsed = elapsed
 	if r.Violated {
 		trail, err := os.ReadFile(filepath.Join(dir, "model.pml.trail"))
 		if err != nil {
@@ -93,6 +101,30 @@ func RunSpin(ctx context.Context, dir string, m *ir.Model, property string, opti
 			}
 		}
 		r.TraceLen = steps - 1 // the first step is the initial check
+	}
+	return r, nil
+}
+
+const mebibyte = 1 << 20 // pan's "Megabytes"
+
+// parsePan reads the verdict, the stored states and the memory figures from
+// pan's output.
+func parsePan(out string) (*SpinResult, error) {
+	r := &SpinResult{Output: out}
+	mm := storedRE.FindStringSubmatch(out)
+	em := errorsRE.FindStringSubmatch(out)
+	if mm == nil || em == nil {
+		return nil, fmt.Errorf("pan: unexpected output\n%s", out)
+	}
+	r.Stored, _ = strconv.Atoi(mm[1])
+	r.Violated = em[1] != "0"
+	if m := stateMemRE.FindStringSubmatch(out); m != nil {
+		mb, _ := strconv.ParseFloat(m[1], 64)
+		r.StateBytes = mb * mebibyte
+	}
+	if m := totalMemRE.FindStringSubmatch(out); m != nil {
+		mb, _ := strconv.ParseFloat(m[1], 64)
+		r.TotalBytes = mb * mebibyte
 	}
 	return r, nil
 }
