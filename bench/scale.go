@@ -3,7 +3,8 @@ package main
 // Scale-out measurements (issue 9): tools/call with Tier 1 tokens through
 // one warden on SQLite, and through one, two and three wardens sharing one
 // redis-server, measured in interleaved rounds of one run; then a bounded
-// soak of one gateway on Redis that watches goroutines and the live heap.
+// soak of one gateway on each store in turn (memory, SQLite, Redis), which
+// watches goroutines and the live heap and reports each store's latencies.
 //
 //	bench clients ──round robin──▶ warden gateway ×1..3 ──▶ demo server
 //	 (this process)                (child processes,        (this process,
@@ -48,7 +49,7 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
-var soakFor = flag.Duration("soak", 5*time.Minute, "how long the scale section's soak runs; 0 skips it")
+var soakFor = flag.Duration("soak", 5*time.Minute, "how long the scale section's soak runs in all, split evenly between the stores (memory, SQLite, Redis); 0 skips it")
 
 const (
 	// scaleSessions is the concurrency of every throughput configuration,
@@ -173,12 +174,11 @@ func runScale(ctx context.Context, add func(Result), procs *scaleProcs, rounds, 
 	}
 	if redisURL == "" {
 		add(Result{Name: "scale: tools/call, 1–3 wardens on one Redis", Note: "not measured: no redis-server (run make deps)"})
-		add(Result{Name: "soak: one gateway on Redis", Note: "not measured: no redis-server (run make deps)"})
-		return nil
+	} else {
+		add(Result{Name: "scale: 3 wardens / 1 warden on Redis", Value: tps[3] / tps[1], Unit: "×",
+			Note: fmt.Sprintf("one redis-server (AOF everysec, unix socket) shared by all instances; the %d CPUs are already saturated by one instance and its clients, "+
+				"so this ratio shows what spreading the same load over more processes costs (about 1 means nothing), not capacity added by scaling out", runtime.NumCPU())})
 	}
-	add(Result{Name: "scale: 3 wardens / 1 warden on Redis", Value: tps[3] / tps[1], Unit: "×",
-		Note: fmt.Sprintf("one redis-server (AOF everysec, unix socket) shared by all instances; the %d CPUs are already saturated by one instance and its clients, "+
-			"so this ratio shows what spreading the same load over more processes costs (about 1 means nothing), not capacity added by scaling out", runtime.NumCPU())})
 
 	// The soak has the CPUs to itself.
 	procs.stopGateways()
@@ -253,55 +253,74 @@ func scaleRound(ctx context.Context, ring *zerotrust.KeyRing, urls []string, per
 	return float64(scaleSessions*perSession) / elapsed.Seconds(), slices.Concat(lat...), nil
 }
 
-// soak runs soakSessions sessions of steady, unpaced load against one
-// gateway on Redis for d, sampling this process's goroutines and live heap.
+// soakStore is one store the soak runs a gateway on.
+type soakStore struct {
+	name      string // in the rows' names: memory, SQLite, Redis
+	zeroTrust string // the gateway's zero_trust section
+}
+
+// soak runs one gateway on each store in turn, memory, SQLite and Redis
+// (when there is a redis-server), each for an equal share of d, and reports
+// for each its call rate, latencies, and whether goroutines and the live
+// heap stayed flat.
+func soak(ctx context.Context, add func(Result), ring *zerotrust.KeyRing, dataDir, redisURL, upstream string, d time.Duration) error {
+	stores := []soakStore{
+		{"memory", fmt.Sprintf("{data_dir: %q, subject: alice, skew: 5s, store: memory}", dataDir)},
+		{"SQLite", fmt.Sprintf("{data_dir: %q, subject: alice, skew: 5s, store: sqlite}", dataDir)},
+	}
+	if redisURL != "" {
+		stores = append(stores, soakStore{"Redis", fmt.Sprintf("{data_dir: %q, subject: alice, skew: 5s, store: redis, redis_url: %q}", dataDir, redisURL)})
+	}
+	each := d / time.Duration(len(stores))
+	for i, st := range stores {
+		r, err := soakOne(ctx, ring, st, upstream, each)
+		if err != nil {
+			return fmt.Errorf("soak on %s: %w", st.name, err)
+		}
+		r.report(add, st.name, i == 0)
+	}
+	if redisURL == "" {
+		add(Result{Name: "soak: tools/call rate, Redis", Note: "not measured: no redis-server (run make deps)"})
+	}
+	return nil
+}
+
+// soakResult is what one store's soak measured.
+type soakResult struct {
+	after    []soakSample // the samples after warm-up
+	hist     latencyHist
+	elapsed  time.Duration
+	interval time.Duration
+	warm     time.Duration
+}
+
+// soakOne runs soakSessions sessions of steady, unpaced load against one
+// gateway on st for d, sampling this process's goroutines and live heap.
 // warden's /metrics has no Go runtime metrics, so this gateway runs in this
 // process (gateway.FromConfig, gateway.New) and the samples count the whole
 // process: gateway, clients and demo server, whose own share is steady.
-func soak(ctx context.Context, add func(Result), ring *zerotrust.KeyRing, dataDir, redisURL, upstream string, d time.Duration) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func soakOne(ctx context.Context, ring *zerotrust.KeyRing, st soakStore, upstream string, d time.Duration) (*soakResult, error) {
+	url, stop, err := serveSoakGateway(st, upstream)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cfg, err := config.Parse(fmt.Appendf(nil, `version: 1
-gateway:
-  listen: {addr: %q}
-  zero_trust: {data_dir: %q, subject: alice, skew: 5s, store: redis, redis_url: %q}
-  upstreams: [{name: demo, url: %q, require_token: [echo]}]
-`, ln.Addr().String(), dataDir, redisURL, upstream), "soak.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	var opts gateway.Options
-	if err == nil {
-		opts, err = gateway.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	}
-	var g *gateway.Gateway
-	if err == nil {
-		g, err = gateway.New(opts)
-	}
-	if err != nil {
-		ln.Close()
-		return fmt.Errorf("soak gateway: %w", err)
-	}
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
-	defer func() { srv.Close(); g.Close() }()
-	url := "http://" + ln.Addr().String() + "/mcp"
+	defer stop()
+	// A memory store's epoch is its creation: tokens issued in that second
+	// could be taken for older than it (iat has second precision).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 
 	// Samples every interval; the first minute (a fifth of a shorter soak)
 	// is warm-up: pools, caches and the GC's pacing settle.
-	interval := min(max(d/30, time.Second), 5*time.Second)
-	warm := min(time.Minute, d/5)
+	res := &soakResult{interval: min(max(d/30, time.Second), 5*time.Second), warm: min(time.Minute, d/5)}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	samples := make([]soakSample, 0, int(d/interval)+2)
+	samples := make([]soakSample, 0, int(d/res.interval)+2)
 	sampled := make(chan struct{})
 	begin := time.Now()
 	go func() {
 		defer close(sampled)
-		tick := time.NewTicker(interval)
+		tick := time.NewTicker(res.interval)
 		defer tick.Stop()
 		for {
 			samples = append(samples, readSoakSample(time.Since(begin)))
@@ -325,51 +344,92 @@ gateway:
 	}
 	wg.Wait()
 	<-sampled
-	elapsed := time.Since(begin)
+	res.elapsed = time.Since(begin)
 	if err := parent.Err(); err != nil {
-		return err // interrupted
+		return nil, err // interrupted
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("soak: %w", err)
+		return nil, err
 	}
-	var all latencyHist
 	for i := range hists {
-		all.merge(&hists[i])
+		res.hist.merge(&hists[i])
 	}
-
-	var after []soakSample
 	for _, s := range samples {
-		if s.at >= warm {
-			after = append(after, s)
+		if s.at >= res.warm {
+			res.after = append(res.after, s)
 		}
 	}
-	if len(after) < 6 {
-		return fmt.Errorf("soak: %d samples after warm-up; run it for longer", len(after))
+	if len(res.after) < 6 {
+		return nil, fmt.Errorf("%d samples after warm-up; run it for longer (-soak is split between the stores)", len(res.after))
 	}
+	return res, nil
+}
+
+// serveSoakGateway serves, in this process on a 127.0.0.1 port, a gateway
+// whose zero-trust state is on st and which requires a token for echo. It
+// returns its MCP URL and the function that stops it.
+func serveSoakGateway(st soakStore, upstream string) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	cfg, err := config.Parse(fmt.Appendf(nil, `version: 1
+gateway:
+  listen: {addr: %q}
+  zero_trust: %s
+  upstreams: [{name: demo, url: %q, require_token: [echo]}]
+`, ln.Addr().String(), st.zeroTrust, upstream), "soak.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	var opts gateway.Options
+	if err == nil {
+		opts, err = gateway.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	}
+	var g *gateway.Gateway
+	if err == nil {
+		g, err = gateway.New(opts)
+	}
+	if err != nil {
+		ln.Close()
+		return "", nil, fmt.Errorf("gateway: %w", err)
+	}
+	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	return "http://" + ln.Addr().String() + "/mcp", func() { srv.Close(); g.Close() }, nil
+}
+
+// report adds the rows of one store's soak, named "soak: <measure>,
+// <store>"; the first store's rows carry the method.
+func (r *soakResult) report(add func(Result), store string, first bool) {
 	goroutines := func(s soakSample) float64 { return s.goroutines }
 	heap := func(s soakSample) float64 { return s.heapMB }
-	g0, g1 := medianOf(after[:3], goroutines), medianOf(after[len(after)-3:], goroutines)
-	h0, h1 := medianOf(after[:3], heap), medianOf(after[len(after)-3:], heap)
-	startAt := "at 1 min"
-	if warm < time.Minute {
-		startAt = fmt.Sprintf("at %s (soak shorter than 5 min)", warm.Round(time.Second))
+	g0, g1 := medianOf(r.after[:3], goroutines), medianOf(r.after[len(r.after)-3:], goroutines)
+	h0, h1 := medianOf(r.after[:3], heap), medianOf(r.after[len(r.after)-3:], heap)
+	name := func(measure string) string { return "soak: " + measure + ", " + store }
+
+	rate := Result{Name: name("tools/call rate"), Value: float64(r.hist.total()) / r.elapsed.Seconds(), Unit: "calls/s",
+		Note: fmt.Sprintf("sampled every %s for %s; start = median of the 3 samples from %s (warm-up), end = median of the last 3",
+			r.interval, r.elapsed.Round(time.Second), r.warm.Round(time.Second))}
+	if first {
+		rate.Note = fmt.Sprintf("one gateway per store, memory, SQLite and Redis (AOF everysec) in turn, each for an equal share of -soak, run in the bench process, since warden's /metrics has no Go runtime metrics, so the counts are the whole process's (gateway, %d go-sdk client sessions, demo server); "+
+			"unpaced load, each call with a fresh Tier 1 token issued outside its timing, each session reconnecting every %d calls; "+
+			"warm-up = a fifth of the store's share, at most 1 min; slope by least squares over the samples after warm-up; "+
+			"flat = end ≤ start + max(10%% of start, %d goroutines or %.0f MB); ", soakSessions, soakReconnect, soakGoroutineMargin, soakHeapMarginMB) + rate.Note
 	}
-	how := fmt.Sprintf("one gateway on Redis (AOF everysec) run in the bench process, since warden's /metrics has no Go runtime metrics, so the counts are the whole process's (gateway, %d go-sdk client sessions, demo server); "+
-		"unpaced load, each call with a fresh Tier 1 token issued outside its timing, each session reconnecting every %d calls; "+
-		"sampled every %s for %s; start = median of the 3 samples from %s, end = median of the last 3; slope by least squares over the samples after warm-up; "+
-		"flat = end ≤ start + max(10%% of start, %d goroutines or %.0f MB)",
-		soakSessions, soakReconnect, interval, elapsed.Round(time.Second), startAt, soakGoroutineMargin, soakHeapMarginMB)
-	add(Result{Name: "soak: goroutines, start", Value: g0, Unit: "goroutines", Note: how})
-	add(target(Result{Name: "soak: goroutines, end", Value: g1, Unit: "goroutines", Target: "flat"}, g1 <= g0+max(0.1*g0, soakGoroutineMargin)))
-	add(Result{Name: "soak: goroutines, slope", Value: slope(after, goroutines), Unit: "goroutines/min"})
-	add(Result{Name: "soak: live heap, start", Value: h0, Unit: "MB",
-		Note: "heap in use measured as the live heap the last GC marked (runtime/metrics /gc/heap/live:bytes), which does not swing with the GC cycle as HeapInuse does; latencies are counted in fixed 1% buckets so the harness itself does not grow the heap"})
-	add(target(Result{Name: "soak: live heap, end", Value: h1, Unit: "MB", Target: "flat"}, h1 <= h0+max(0.1*h0, soakHeapMarginMB)))
-	add(Result{Name: "soak: live heap, slope", Value: slope(after, heap), Unit: "MB/min"})
-	add(Result{Name: "soak: tools/call p50, Redis", Value: us(all.pct(50)), Unit: "µs"})
-	add(Result{Name: "soak: tools/call p99, Redis", Value: us(all.pct(99)), Unit: "µs"})
-	add(Result{Name: "soak: tools/call rate, Redis", Value: float64(all.total()) / elapsed.Seconds(), Unit: "calls/s"})
-	return nil
+	add(rate)
+	add(Result{Name: name("tools/call p50"), Value: us(r.hist.pct(50)), Unit: "µs"})
+	add(Result{Name: name("tools/call p99"), Value: us(r.hist.pct(99)), Unit: "µs"})
+	add(Result{Name: name("goroutines start"), Value: g0, Unit: "goroutines"})
+	add(target(Result{Name: name("goroutines end"), Value: g1, Unit: "goroutines", Target: "flat"}, g1 <= g0+max(0.1*g0, soakGoroutineMargin)))
+	add(Result{Name: name("goroutines slope"), Value: slope(r.after, goroutines), Unit: "goroutines/min"})
+	heapStart := Result{Name: name("live heap start"), Value: h0, Unit: "MB"}
+	if first {
+		heapStart.Note = "heap in use measured as the live heap the last GC marked (runtime/metrics /gc/heap/live:bytes), which does not swing with the GC cycle as HeapInuse does; latencies are counted in fixed 1% buckets so the harness itself does not grow the heap"
+	}
+	add(heapStart)
+	add(target(Result{Name: name("live heap end"), Value: h1, Unit: "MB", Target: "flat"}, h1 <= h0+max(0.1*h0, soakHeapMarginMB)))
+	add(Result{Name: name("live heap slope"), Value: slope(r.after, heap), Unit: "MB/min"})
 }
 
 // soakWorker makes calls until ctx ends, on a session it replaces every

@@ -47,7 +47,7 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 	fs.StringVar(&f.configPath, "config", "", "configuration `file` (see docs/config.md)")
 	fs.StringVar(&f.listen, "listen", "", "listener `address`, overriding the configuration's gateway.listen.addr")
 	fs.BoolVar(&f.stdio, "stdio", false, "serve one MCP client on stdin/stdout, relaying to the command after --")
-	fs.BoolVar(&f.checkStore, "check-store", false, "with --config: check that the zero-trust replay store answers and consumes, print its epoch, and exit")
+	fs.BoolVar(&f.checkStore, "check-store", false, "with --config: check that the zero-trust replay store answers and consumes (and the pin store answers, when in Redis), print its epoch, and exit")
 	fs.StringVar(&f.logLevel, "log-level", "", "log level: debug, info, warn or error (default from the configuration, else info)")
 	fs.StringVar(&f.logFormat, "log-format", "", "log format: text or json (default from the configuration, else text)")
 	fs.StringVar(&f.name, "name", "stdio", "with --stdio: the upstream's `name` in logs and refusals")
@@ -318,17 +318,32 @@ func closerOf(r io.Reader) io.Closer {
 }
 
 // checkStore is warden gateway --check-store: it exits 0 when the
-// configured replay store answers and consumes, 4 when not.
+// configured replay store answers and consumes, and the pin store answers
+// when it is in Redis; 4 when not. It checks both and prints a line for each.
 func checkStore(ctx context.Context, env *Env, cfg *config.Config) (int, error) {
+	code := ExitOK
 	rep, err := gateway.CheckStore(ctx, cfg.Gateway.ZeroTrust)
-	where := rep.Kind
-	if rep.Where != "" {
-		where += " " + rep.Where
-	}
 	if err != nil {
-		fmt.Fprintf(env.Stdout, "store %s: NOT OK: %v\n", where, err)
-		return ExitUpstream, nil
+		fmt.Fprintf(env.Stdout, "store %s: NOT OK: %v\n", storeWhere(rep), err)
+		code = ExitUpstream
+	} else {
+		fmt.Fprintf(env.Stdout, "store %s: ok; epoch %s (tokens issued before it are refused)\n", storeWhere(rep), rep.Epoch.UTC().Format(time.RFC3339Nano))
 	}
-	fmt.Fprintf(env.Stdout, "store %s: ok; epoch %s (tokens issued before it are refused)\n", where, rep.Epoch.UTC().Format(time.RFC3339Nano))
-	return ExitOK, nil
+	pins, err := gateway.CheckPinStore(ctx, cfg.Gateway)
+	switch {
+	case err != nil:
+		fmt.Fprintf(env.Stdout, "pin store %s: NOT OK: %v\n", storeWhere(pins), err)
+		code = ExitUpstream
+	case pins.Kind != "":
+		fmt.Fprintf(env.Stdout, "pin store %s: ok\n", storeWhere(pins))
+	}
+	return code, nil
+}
+
+// storeWhere is a store's kind and, when known, its file or URL.
+func storeWhere(rep gateway.StoreReport) string {
+	if rep.Where != "" {
+		return rep.Kind + " " + rep.Where
+	}
+	return rep.Kind
 }

@@ -718,6 +718,40 @@ type Upstream struct {
 	// client's signature by a key pinned in zero_trust.client_keys (Tier 3).
 	// They need a token too.
 	RequireSignature List
+	// SessionCredential, if set (HTTP only), gives each client session its
+	// own upstream credential: a short-lived JWT that warden signs with its
+	// zero-trust key ring and revokes when the session closes (AASM P8).
+	SessionCredential *SessionCredential
+}
+
+// SessionCredential configures the per-session upstream credential of an
+// HTTP upstream (gateway.upstreams[].session_credential).
+type SessionCredential struct {
+	// Header carries the credential: "Authorization" (the default) as
+	// "Bearer <jwt>", any other header as the bare JWT.
+	Header string
+	// TTL is the credential's lifetime (default DefaultSessionCredentialTTL);
+	// warden renews it, for a session still open, once half of it has passed.
+	TTL time.Duration
+}
+
+// Bounds and defaults of session_credential.
+const (
+	DefaultSessionCredentialHeader = "Authorization"
+	DefaultSessionCredentialTTL    = 10 * time.Minute
+	MinSessionCredentialTTL        = 30 * time.Second
+	MaxSessionCredentialTTL        = time.Hour
+)
+
+// SessionCredentials reports whether any upstream has a session_credential
+// (it needs the zero-trust key ring and revocation registry).
+func (g GatewayConfig) SessionCredentials() bool {
+	for _, u := range g.Upstreams {
+		if u.SessionCredential != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Transport returns TransportStdio for an upstream with a Command,

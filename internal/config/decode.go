@@ -821,5 +821,13 @@ func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
 		{"require_token", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireToken.Allow) }},
 		{"require_signature", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireSignature.Allow) }},
 		{"mandates", func(n *yaml.Node, p string) { d.mandates(n, p, &u.Mandates) }},
+		{"session_credential", func(n *yaml.Node, p string) {
+			sc := &SessionCredential{Header: DefaultSessionCredentialHeader, TTL: DefaultSessionCredentialTTL}
+			d.mapping(n, p, []field{
+				{"header", func(n *yaml.Node, p string) { d.str(n, p, &sc.Header) }},
+				{"ttl", func(n *yaml.Node, p string) { d.duration(n, p, &sc.TTL) }},
+			})
+			u.SessionCredential = sc
+		}},
 	})
 }

@@ -414,6 +414,9 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf("gateway.admin.addr", "%s", msg)
 		}
 	}
+	if g.SessionCredentials() && !g.RequiresTokens() && z.Subject == "" && !g.Auth.Enabled() {
+		v.errorf(join(p, "subject"), "an upstream has session_credential, so subject is needed: the principal its credentials name (or configure gateway.auth, and each client's authenticated principal is used)")
+	}
 	if g.RequiresTokens() && z.Subject == "" && !g.Auth.Enabled() {
 		v.errorf(join(p, "subject"), "an upstream has require_token, so subject is needed: the principal tokens are checked against (or configure gateway.auth, and each client's authenticated principal is used)")
 	}
@@ -583,6 +586,32 @@ func (v *validator) upstream(p string, u Upstream) {
 	v.positive(join(p, "shutdown_timeout"), u.ShutdownTimeout)
 	v.list(join(p, "methods"), u.Methods)
 	v.list(join(p, "tools"), u.Tools)
+	if u.SessionCredential != nil {
+		v.sessionCredential(join(p, "session_credential"), u)
+	}
+}
+
+// sessionCredential checks u.SessionCredential, at p.
+func (v *validator) sessionCredential(p string, u Upstream) {
+	sc := u.SessionCredential
+	if u.Command != nil {
+		v.errorf(p, "session_credential only applies to a url upstream; this one runs a command")
+	}
+	switch c := textproto.CanonicalMIMEHeaderKey(sc.Header); {
+	case !validHeaderName(sc.Header):
+		v.errorf(join(p, "header"), "invalid header name %q", sc.Header)
+	case slices.Contains(headersSetByWarden, c) || strings.HasPrefix(c, "Mcp-") || c == "Last-Event-Id":
+		v.errorf(join(p, "header"), "header %q is set by warden's HTTP transport and cannot carry the credential", sc.Header)
+	default:
+		for name := range u.Headers {
+			if textproto.CanonicalMIMEHeaderKey(name) == c {
+				v.errorf(join(p, "header"), "header %q is also configured in headers: the session credential would replace it; remove one", sc.Header)
+			}
+		}
+	}
+	if sc.TTL < MinSessionCredentialTTL || sc.TTL > MaxSessionCredentialTTL {
+		v.errorf(join(p, "ttl"), "ttl must be between %s and %s, not %s", MinSessionCredentialTTL, MaxSessionCredentialTTL, sc.TTL)
+	}
 }
 
 func (v *validator) command(p string, cmd []string) {

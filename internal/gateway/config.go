@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -52,7 +53,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		return Options{}, fmt.Errorf("gateway.auth: %w", err)
 	}
 	var zt ZeroTrust
-	if gc.RequiresTokens() {
+	if gc.RequiresTokens() || gc.SessionCredentials() {
 		var closer io.Closer
 		var err error
 		if zt, closer, opts.DataDir, err = zeroTrustStage(gc.ZeroTrust); err != nil {
@@ -65,11 +66,15 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if ring, ok := zt.Keys.(*zerotrust.KeyRing); ok {
 			opts.JWKS = ring.JWKSHandler()
 		}
-		opts.Authorize = true
-		opts.AuthorizeURL = authorizeURL(publicBase(gc))
-		opts.ProofStore = zt.Store
-		opts.Ready = readiness(zt.Store)
+		if gc.RequiresTokens() {
+			opts.Authorize = true
+			opts.AuthorizeURL = authorizeURL(publicBase(gc))
+			opts.ProofStore = zt.Store
+		}
 		opts.EndSession = zt.EndSession
+		if gc.SessionCredentials() {
+			opts.Introspect = introspectionHandler(zt.Keys, publicBase(gc), zt.Revocations)
+		}
 	}
 	var classify *Classify
 	if len(gc.ZeroTrust.Classification) > 0 {
@@ -80,6 +85,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		classify = &Classify{Classifier: c, Subject: zt.Subject}
 	}
 	var pins *Pins
+	var pinStore io.Closer // the pin store, for readiness
 	if gc.Pinning.Enabled {
 		p, closer, err := pinner(gc, logger)
 		if err != nil {
@@ -91,7 +97,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		opts.Closers = append(opts.Closers, closer)
 		opts.Pinner = p
 		pins = &Pins{Pinner: p, Log: logger}
+		pinStore = closer
 	}
+	opts.Ready = readiness(
+		namedStore{"replay store", zt.Store},
+		namedStore{"revocation registry", zt.Revocations},
+		namedStore{"pin store", pinStore})
 	var security *Security
 	if gc.Security.Enabled {
 		sc, err := gc.Security.Processor()
@@ -146,7 +157,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 			z.URLs = upstreamURLs(gc, u.Name)
 			stages = append(stages, z)
 		}
-		dial, closeFn, err := dialer(u, limits, logger)
+		var creds *SessionCredentials
+		if sc := u.SessionCredential; sc != nil {
+			creds = &SessionCredentials{Ring: zt.Signer, Issuer: publicBase(gc), Audience: u.URL,
+				Header: sc.Header, TTL: sc.TTL, Subject: gc.ZeroTrust.Subject}
+		}
+		dial, closeFn, err := dialer(u, limits, creds, logger)
 		if err != nil {
 			return Options{}, fmt.Errorf("upstream %q: %w", u.Name, err)
 		}
@@ -321,7 +337,8 @@ func publicBase(gc config.GatewayConfig) string {
 // A stdio upstream serves stateful sessions with a child each, and all
 // stateless sessions with one shared child. Secrets referenced as
 // ${env:NAME} are resolved here, at start, not when the file is parsed.
-func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func(context.Context, bool) (transport.Conn, error), func(), error) {
+// With creds, each HTTP session sends its own session credential.
+func dialer(u config.Upstream, limits jsonrpc.Limits, creds *SessionCredentials, logger *slog.Logger) (func(context.Context, bool) (transport.Conn, error), func(), error) {
 	switch u.Transport() {
 	case config.TransportStdio:
 		env, err := u.ResolvedEnv(os.LookupEnv)
@@ -352,10 +369,14 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, logger *slog.Logger) (func
 			h.Set(k, v)
 		}
 		client := transport.UpstreamHTTPClient() // one keep-alive pool for all of u's sessions
-		return func(context.Context, bool) (transport.Conn, error) {
-			return transport.NewHTTPClient(transport.HTTPClientOptions{
+		return func(ctx context.Context, _ bool) (transport.Conn, error) {
+			o := transport.HTTPClientOptions{
 				URL: u.URL, Client: client, Header: h.Clone(), Limits: limits, Logger: logger, Name: u.Name,
-			}), nil
+			}
+			if creds != nil {
+				o.Credential = creds.forSession(scopeFrom(ctx), principalFrom(ctx))
+			}
+			return transport.NewHTTPClient(o), nil
 		}, nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", u.Transport())
@@ -445,16 +466,66 @@ func CheckStore(ctx context.Context, z config.ZeroTrustConfig) (StoreReport, err
 	return rep, nil
 }
 
+// CheckPinStore opens the pin store of gc and proves it answers, when the
+// pins live in Redis: warden gateway --check-store. It reports Kind "" and
+// checks nothing when pinning is off or the pins are in SQLite or memory
+// (a file opened at start, or nothing to reach).
+func CheckPinStore(ctx context.Context, gc config.GatewayConfig) (StoreReport, error) {
+	if !gc.Pinning.Enabled || gc.PinStore() != config.StoreRedis {
+		return StoreReport{}, nil
+	}
+	rep := StoreReport{Kind: config.StoreRedis}
+	if u, err := url.Parse(gc.ZeroTrust.RedisURL); err == nil {
+		u.User = nil
+		rep.Where = u.String()
+	}
+	st, err := pin.OpenRedis(ctx, gc.ZeroTrust.RedisURL) // pings and subscribes
+	if err != nil {
+		return rep, err
+	}
+	defer st.Close()
+	return rep, st.Ping(ctx)
+}
+
+// namedStore is a store /readyz checks, by the name its failure carries.
+type namedStore struct {
+	name  string
+	store any // checked when it is a store.Pinger; nil or not, it is skipped
+}
+
 // readiness reports whether the gateway can serve calls that need its
-// stores: the replay store answers.
-func readiness(st store.Store) func(context.Context) error {
-	return func(ctx context.Context) error {
-		if p, ok := st.(store.Pinger); ok {
-			if err := p.Ping(ctx); err != nil {
-				return fmt.Errorf("replay store: %w", err)
-			}
+// stores: every one of stores that can be pinged answers (the replay store,
+// the revocation registry in Redis, the pin store in Redis). They are
+// pinged at once, so one that hangs does not use the others' time, and
+// every failure is reported, each named. It returns nil when none can be
+// pinged (the gateway keeps no state a probe could miss).
+//
+// The approval queue is not pinged: approval.Queue does not expose its
+// backend. With store redis it is on the same redis_url as the replay
+// store and the revocation registry, whose pings cover that server.
+func readiness(stores ...namedStore) func(context.Context) error {
+	var names []string
+	var pingers []store.Pinger
+	for _, s := range stores {
+		if p, ok := s.store.(store.Pinger); ok {
+			names, pingers = append(names, s.name), append(pingers, p)
 		}
+	}
+	if len(pingers) == 0 {
 		return nil
+	}
+	return func(ctx context.Context) error {
+		errs := make([]error, len(pingers))
+		var wg sync.WaitGroup
+		for i, p := range pingers {
+			wg.Go(func() {
+				if err := p.Ping(ctx); err != nil {
+					errs[i] = fmt.Errorf("%s: %w", names[i], err)
+				}
+			})
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	}
 }
 

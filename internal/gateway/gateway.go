@@ -116,6 +116,10 @@ type Options struct {
 	// (DELETE, idle timeout, the upstream's exit): AASM P8 cancels its held
 	// calls and revokes its credentials (ZeroTrust.EndSession).
 	EndSession func(ctx context.Context, session string) error
+	// Introspect, if set, is served at POST IntrospectPath: RFC 7662
+	// introspection of the session credentials warden gives upstreams
+	// (SessionCredentials).
+	Introspect http.Handler
 	// Ready, if set, says whether the gateway can serve (its stores answer):
 	// /readyz answers 503 with the reason when it returns an error.
 	Ready func(context.Context) error
@@ -228,6 +232,9 @@ func (g *Gateway) Handler() http.Handler {
 	if g.opts.Authorize {
 		mux.HandleFunc("POST "+AuthorizePath, g.authorizeHandler)
 	}
+	if g.opts.Introspect != nil {
+		mux.Handle("POST "+IntrospectPath, g.opts.Introspect)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
@@ -282,6 +289,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 	g.sessions.Add(1)
 	defer g.sessions.Done()
 
+	ctx, scope := newSessionScope(ctx, session)
 	up, err := u.Dial(ctx, stateless)
 	if err != nil {
 		g.log.Error("cannot reach upstream", "upstream", u.Name, "transport", u.Transport, "err", err)
@@ -312,8 +320,10 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 	})
 	err = relay.Run(ctx)
 	g.log.Debug("session ended", "upstream", u.Name, "session", session)
-	if g.opts.EndSession != nil && session != "" {
-		if eerr := g.opts.EndSession(context.WithoutCancel(ctx), session); eerr != nil {
+	// A stateless request has no session to end, unless a session
+	// credential was issued for it (SessionCredentials): then its own id.
+	if g.opts.EndSession != nil && (session != "" || scope.credential.Load()) {
+		if eerr := g.opts.EndSession(context.WithoutCancel(ctx), scope.id); eerr != nil {
 			g.log.Warn("session ended, but its held calls or credentials could not be revoked", "session", session, "err", eerr)
 		}
 	}

@@ -81,6 +81,12 @@ type HTTPClientOptions struct {
 	// Name names the upstream in logs and in synthesized error messages.
 	// Empty means the URL's host.
 	Name string
+	// Credential, if set, is called for every request (POST, GET, DELETE)
+	// and returns a header that goes on it, replacing a Header entry of the
+	// same name: a credential that belongs to this conn's session and may be
+	// renewed while it lasts. An error fails the request; it never goes
+	// without the credential.
+	Credential func() (name, value string, err error)
 }
 
 // Bounds on the transport's own behaviour.
@@ -115,6 +121,7 @@ type HTTPClientConn struct {
 	ownClient bool            // client was made here; Close closes its idle connections
 	rt        *http.Transport // the Transport of an UpstreamHTTPClient, which requests go to directly (see do)
 	header    http.Header
+	cred      func() (name, value string, err error) // HTTPClientOptions.Credential
 	lim       jsonrpc.Limits
 	maxBytes  int
 	log       *slog.Logger
@@ -146,6 +153,7 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 		url:      opts.URL,
 		client:   opts.Client,
 		header:   staticHeader(opts.Header),
+		cred:     opts.Credential,
 		lim:      opts.Limits,
 		maxBytes: opts.Limits.MaxBytes,
 		log:      opts.Logger,
@@ -492,6 +500,13 @@ func newBody(raw []byte) io.ReadCloser { return io.NopCloser(bytes.NewReader(raw
 // jar or overall timeout, so http.Client would only add a copy of the
 // headers. Any other Client is used as it is.
 func (c *HTTPClientConn) do(req *http.Request) (*http.Response, error) {
+	if c.cred != nil {
+		name, value, err := c.cred()
+		if err != nil {
+			return nil, fmt.Errorf("session credential: %w", err)
+		}
+		req.Header[http.CanonicalHeaderKey(name)] = []string{value} // req.Header is the request's own map
+	}
 	if c.rt != nil {
 		return c.rt.RoundTrip(req)
 	}

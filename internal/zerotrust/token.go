@@ -304,7 +304,7 @@ func fail(inv, step, format string, args ...any) *VerifyError {
 // from keys, and returns its claims. It neither consumes jti nor checks DPoP:
 // the caller checks cnf.jkt against the proof, then consumes jti, last.
 func Verify(keys KeySet, token string, want Expect) (*Claims, *VerifyError) {
-	payload, verr := verifySignature(keys, token)
+	payload, verr := verifySignature(keys, token, TokenType, "an invocation token")
 	if verr != nil {
 		return nil, verr
 	}
@@ -325,8 +325,9 @@ type header struct {
 	Crit, B64     bool // present, with any value
 }
 
-// verifySignature is step 1 up to the signature: it returns the verified payload.
-func verifySignature(keys KeySet, token string) ([]byte, *VerifyError) {
+// verifySignature is step 1 up to the signature: it returns the verified
+// payload of a token whose typ is typ (what names that kind of token).
+func verifySignature(keys KeySet, token, typ, what string) ([]byte, *VerifyError) {
 	const inv, step = "signature", "1"
 	if len(token) > maxTokenBytes {
 		return nil, fail(inv, step, "token of %d bytes is larger than %d", len(token), maxTokenBytes)
@@ -348,8 +349,8 @@ func verifySignature(keys KeySet, token string) ([]byte, *VerifyError) {
 	if h.Alg != AlgEdDSA && h.Alg != AlgES256 {
 		return nil, fail(inv, step, "alg %q is not allowed (want %s or %s)", h.Alg, AlgEdDSA, AlgES256)
 	}
-	if typ := strings.TrimPrefix(strings.ToLower(h.Typ), "application/"); typ != TokenType {
-		return nil, fail(inv, step, "typ %q is not %q: not an invocation token", h.Typ, TokenType)
+	if got := strings.TrimPrefix(strings.ToLower(h.Typ), "application/"); got != typ {
+		return nil, fail(inv, step, "typ %q is not %q: not %s", h.Typ, typ, what)
 	}
 	if h.Crit || h.B64 {
 		return nil, fail(inv, step, "critical header extensions are not supported")
