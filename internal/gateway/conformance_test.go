@@ -65,10 +65,22 @@ func TestOfficialConformanceThroughGateway(t *testing.T) {
 					t.Errorf("check %s: %s directly, %q through warden", id, st, got)
 				}
 			}
+			// The scenario must have run: a missing scenario would pass
+			// the loop below without a single check.
+			rebinding := 0
 			for id, st := range through.checks {
-				if strings.Contains(id, "dns-rebinding-protection/") && !strings.HasPrefix(st, "SUCCESS") {
+				if !strings.Contains(id, "dns-rebinding-protection/") {
+					continue
+				}
+				rebinding++
+				if !strings.HasPrefix(st, "SUCCESS") {
 					t.Errorf("through warden, %s: %s", id, st)
 				}
+			}
+			if rebinding == 0 {
+				t.Errorf("through warden, no dns-rebinding-protection check ran; want the scenario's checks to pass")
+			} else {
+				t.Logf("through warden, %d dns-rebinding-protection checks ran", rebinding)
 			}
 		})
 	}

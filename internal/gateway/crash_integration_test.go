@@ -271,6 +271,13 @@ func loadUntilKilled(t *testing.T, ctx context.Context, gw *gatewayChild, killAf
 		early     error // a call that failed before the kill
 		wg        sync.WaitGroup
 	)
+	// Every session is connected before any call starts, so that the kill
+	// (after killAfter successes) cannot come before a session exists.
+	type session struct {
+		cs  *mcp.ClientSession
+		log *callLog
+	}
+	var all []session
 	for range sessions {
 		log := &callLog{ids: map[string]string{}}
 		client := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, nil)
@@ -281,6 +288,10 @@ func loadUntilKilled(t *testing.T, ctx context.Context, gw *gatewayChild, killAf
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { cs.Close() })
+		all = append(all, session{cs, log})
+	}
+	for _, s := range all {
+		cs, log := s.cs, s.log
 		for c := range callers {
 			wg.Go(func() {
 				for n := 0; ; n++ {

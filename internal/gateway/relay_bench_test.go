@@ -3,13 +3,16 @@
 package gateway_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -130,4 +133,116 @@ func benchUpstream(json bool) http.Handler {
 		w.Write(append(append([]byte("event: message\ndata: "), out...), "\n\n"...))
 		http.NewResponseController(w).Flush()
 	})
+}
+
+// BenchmarkStdioRelay measures one tools/call round trip over stdio framing
+// (a line of JSON each way on OS pipes), directly to a minimal upstream and
+// through the gateway, as `warden gateway --stdio` relays it: the client's
+// stream, the relay, the upstream's stream. Client, warden and upstream share
+// this process (no child process), so the difference of the two is warden's
+// own cost per call; half the difference in allocs/op is the allocations per
+// relayed message (a call is a request and a response).
+//
+//	go test -run - -bench StdioRelay -benchmem ./internal/gateway/
+func BenchmarkStdioRelay(b *testing.B) {
+	b.Run("direct", func(b *testing.B) {
+		toUp, fromUp := startStdioUpstream(b)
+		benchStdioCalls(b, fromUp, toUp)
+	})
+	b.Run("warden", func(b *testing.B) {
+		toUp, fromUp := startStdioUpstream(b)
+		g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{{
+			Name: "up", Transport: "stdio",
+			Dial: func(context.Context, bool) (transport.Conn, error) {
+				return transport.NewStream(fromUp, toUp, nil, transport.StreamOptions{Name: "up"}), nil
+			},
+		}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer g.Close()
+		clientR, wardenW := benchPipe(b) // warden → client
+		wardenR, clientW := benchPipe(b) // client → warden
+		client := transport.NewStream(wardenR, wardenW, nil, transport.StreamOptions{Name: "client", ReplyInvalid: true})
+		done := make(chan struct{})
+		pprof.Do(context.Background(), pprof.Labels("side", "warden"), func(ctx context.Context) {
+			go func() {
+				defer close(done)
+				g.ServeConn(ctx, client, "up", "", false)
+			}()
+		})
+		benchStdioCalls(b, clientR, clientW)
+		clientW.Close() // the client leaves: the relay ends
+		<-done
+	})
+}
+
+// benchPipe returns an OS pipe, closed when the benchmark ends.
+func benchPipe(b *testing.B) (*os.File, *os.File) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// startStdioUpstream starts a minimal stdio MCP server on pipes, answering
+// as benchUpstream does, and returns the pipe ends that reach it.
+func startStdioUpstream(b *testing.B) (toUp, fromUp *os.File) {
+	upR, toUp := benchPipe(b)
+	fromUp, upW := benchPipe(b)
+	go func() {
+		r := bufio.NewReader(upR)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			m, err := jsonrpc.Decode(bytes.TrimSuffix(line, []byte("\n")), jsonrpc.Limits{})
+			if err != nil || !m.IsCall() {
+				continue
+			}
+			result := `{"content":[{"type":"text","text":"bench"}]}`
+			if m.Method == "initialize" {
+				result = `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"u","version":"1"}}`
+			}
+			if _, err := upW.Write([]byte(`{"jsonrpc":"2.0","id":` + m.ID.Raw() + `,"result":` + result + "}\n")); err != nil {
+				return
+			}
+		}
+	}()
+	return toUp, fromUp
+}
+
+// benchStdioCalls initializes a session over r and w and makes b.N
+// sequential tools/calls.
+func benchStdioCalls(b *testing.B, r io.Reader, w io.Writer) {
+	br := bufio.NewReader(r)
+	call := func(line string) []byte {
+		if _, err := io.WriteString(w, line); err != nil {
+			b.Fatal(err)
+		}
+		if !strings.Contains(line, `"id"`) { // a notification: no answer
+			return nil
+		}
+		answer, err := br.ReadBytes('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return answer
+	}
+	call(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}` + "\n")
+	call(`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for i := range b.N {
+		answer := call(`{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench"}}}` + "\n")
+		if !bytes.Contains(answer, []byte(`"bench"`)) {
+			b.Fatalf("answer %s", answer)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(time.Microsecond)/float64(b.N), "cpu-µs/op")
 }

@@ -59,5 +59,15 @@ type Discarder interface {
 	Discarded() (n int64, last string)
 }
 
+// deliveryMode is how a Pusher hands its inbound messages over: undecided
+// until the first Read, Push or (HTTPClientConn) inbound message.
+type deliveryMode int
+
+const (
+	modeUndecided deliveryMode = iota
+	modeRead                   // queued for Read
+	modePush                   // given to the function Push received
+)
+
 // ErrClosed is returned by Read and Write after Close.
 var ErrClosed = errors.New("transport: connection closed")

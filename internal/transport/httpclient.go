@@ -12,6 +12,7 @@ package transport
 //	4xx/5xx, error ─► synthesized ──┤
 //	                  error         ├──► in (bounded) ──► Read
 //	standalone GET ─► runStandalone ┘   (opened after notifications/initialized)
+//	                                └──► or, after Push, the pushed function, one call at a time
 //
 // Every message from the upstream passes jsonrpc.Decode before it is queued;
 // one that does not is logged and dropped. A message that arrived on a
@@ -24,7 +25,9 @@ package transport
 // 2026-07-28 sends for some errors) is relayed instead.
 //
 // The goroutines that feed the queue block when it is full: a slow reader
-// slows the upstream streams down rather than growing memory.
+// slows the upstream streams down rather than growing memory. With Push they
+// call the pushed function themselves instead, one at a time, which spares
+// a goroutine hand-off per message; a slow function slows them down alike.
 //
 // Keep-alive matters on this path: a POST costs one write (the body goes
 // out with the headers), and a POST stream is read to its end after its
@@ -105,7 +108,7 @@ const (
 	httpDrainBytes        = 64 << 10
 )
 
-var _ Conn = (*HTTPClientConn)(nil)
+var _ Pusher = (*HTTPClientConn)(nil)
 
 // HTTPClientConn is a Conn to an upstream MCP server over the streamable HTTP
 // transport (revisions 2025-03-26 to 2025-11-25 with sessions, 2026-07-28
@@ -132,6 +135,11 @@ type HTTPClientConn struct {
 	cancel    context.CancelFunc
 	closeOnce sync.Once
 	wg        sync.WaitGroup // goroutines that feed in; Add only under mu while !closed
+	pushing   chan struct{}  // one-slot semaphore: one call of push at a time
+
+	modeMu sync.Mutex // guards mode and push
+	mode   deliveryMode
+	push   func(*jsonrpc.Message) // set by Push
 
 	mu         sync.Mutex
 	closed     bool          // Close has begun; no new goroutines
@@ -159,6 +167,7 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 		log:      opts.Logger,
 		name:     opts.Name,
 		in:       make(chan *jsonrpc.Message, httpQueueLen),
+		pushing:  make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
@@ -250,13 +259,21 @@ func forwardedHeader(k string) bool {
 
 // Read returns the next message from the upstream, in the order the stream
 // goroutines queued it. It returns ErrClosed after Close, even if messages
-// were still queued, and ctx.Err() when ctx ends first. One goroutine at a
-// time may call Read.
+// were still queued, and ctx.Err() when ctx ends first. After Push it
+// returns only these. One goroutine at a time may call Read.
 func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 	select {
 	case <-c.done:
 		return nil, ErrClosed
 	default:
+	}
+	if c.pushTo() != nil { // the messages go to push: wait for the end
+		select {
+		case <-c.done:
+			return nil, ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 	select {
 	case m := <-c.in:
@@ -292,12 +309,13 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 	if c.isClosed() {
 		return ErrClosed
 	}
-	st := &streamState{init: msg.Kind == jsonrpc.KindRequest && msg.Method == mcp.MethodInitialize}
+	init := msg.Kind == jsonrpc.KindRequest && msg.Method == mcp.MethodInitialize
+	if msg.IsCall() && !init {
+		return c.writeCall(msg)
+	}
+	st := &streamState{init: init}
 	if msg.IsCall() {
 		st.related = msg.ID
-	}
-	if msg.IsCall() && !st.init {
-		return c.writeCall(msg, st)
 	}
 	if err := c.afterLastCall(ctx); err != nil {
 		return err
@@ -352,8 +370,9 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 // writeCall sends a request other than initialize in the background, after
 // the request sent before it has been written (see Write). The POST and its
 // stream run in their own goroutine, which delivers the response or an error.
-func (c *HTTPClientConn) writeCall(msg *jsonrpc.Message, st *streamState) error {
-	p := &postCall{wrote: make(chan struct{})}
+func (c *HTTPClientConn) writeCall(msg *jsonrpc.Message) error {
+	p := &postCall{wrote: make(chan struct{}), st: streamState{related: msg.ID}}
+	st := &p.st
 	p.trace.WroteRequest = p.wroteRequest
 	// The request lives as long as its stream, until Close.
 	req, err := c.newPOST(httptrace.WithClientTrace(c.ctx, &p.trace), msg, st)
@@ -417,6 +436,7 @@ type postCall struct {
 	wrote  chan struct{} // closed once the request is written, or its POST is over
 	closed atomic.Bool   // wrote is closed
 	trace  httptrace.ClientTrace
+	st     streamState // its stream, owned by the goroutine that sends it
 }
 
 func (p *postCall) wroteRequest(httptrace.WroteRequestInfo) { p.markWritten() }
@@ -709,16 +729,60 @@ func (c *HTTPClientConn) spawn(f func()) bool {
 	return true
 }
 
+// Push implements Pusher: the goroutines that read the upstream's answers
+// call deliver with each message, one call at a time, instead of queueing it
+// for Read. Messages of one stream are delivered in order; Close waits for
+// a call of deliver in progress. Push reports false if Read was called
+// first, Push already was, or a message was already queued for Read.
+func (c *HTTPClientConn) Push(deliver func(*jsonrpc.Message)) bool {
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
+	if c.mode != modeUndecided {
+		return false
+	}
+	c.mode, c.push = modePush, deliver
+	return true
+}
+
+// pushTo returns the function Push gave, or nil once messages go to Read;
+// called before the first message is queued or read, it settles that they
+// do.
+func (c *HTTPClientConn) pushTo() func(*jsonrpc.Message) {
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
+	if c.mode == modeUndecided {
+		c.mode = modeRead
+	}
+	return c.push
+}
+
 // deliver queues m for Read with Related set to related, blocking while the
-// queue is full. It returns false if the conn was closed first.
+// queue is full, or after Push hands it to the pushed function, waiting for
+// its turn. It returns false if the conn was closed first.
 func (c *HTTPClientConn) deliver(m *jsonrpc.Message, related jsonrpc.ID) bool {
 	m.Related = related
+	push := c.pushTo()
+	if push == nil {
+		select {
+		case c.in <- m:
+			return true
+		case <-c.done:
+			return false
+		}
+	}
 	select {
-	case c.in <- m:
-		return true
+	case c.pushing <- struct{}{}:
 	case <-c.done:
 		return false
 	}
+	defer func() { <-c.pushing }()
+	select {
+	case <-c.done:
+		return false
+	default:
+	}
+	push(m)
+	return true
 }
 
 // deliverError queues a synthesized error response for the request of st.

@@ -1,11 +1,13 @@
 package transport
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -222,7 +224,8 @@ func (c *HTTPClientConn) runStandalone() {
 // logged and dropped.
 func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 	defer body.Close()
-	er := NewEventReader(body, c.maxBytes)
+	var er EventReader // on the stack: one per stream
+	er.init(body, c.maxBytes)
 	defer er.release()
 	for {
 		ev, err := er.Next()
@@ -271,10 +274,45 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 // closed before its end. It gives up (closing body) after httpDrainWait or
 // httpDrainBytes; what it reads is discarded, as the stream has served its
 // purpose.
-func drainStream(r io.Reader, body io.Closer) {
-	t := time.AfterFunc(httpDrainWait, func() { body.Close() })
-	_, _ = io.CopyN(io.Discard, r, httpDrainBytes)
-	t.Stop()
+func drainStream(r *bufio.Reader, body io.Closer) {
+	d := drainTimers.Get().(*drainTimer)
+	d.set(body)
+	d.t.Reset(httpDrainWait)
+	_, _ = r.Discard(httpDrainBytes)
+	if d.t.Stop() { // else it fired: it may still be closing body, so it is not reused
+		d.set(nil)
+		drainTimers.Put(d)
+	}
+}
+
+// drainTimer closes the body of a stream drainStream gave up on. They are
+// recycled: one would otherwise be made for most requests.
+type drainTimer struct {
+	t    *time.Timer // runs fire
+	mu   sync.Mutex  // guards body
+	body io.Closer
+}
+
+var drainTimers = sync.Pool{New: func() any {
+	d := new(drainTimer)
+	d.t = time.AfterFunc(time.Hour, d.fire)
+	d.t.Stop()
+	return d
+}}
+
+func (d *drainTimer) set(body io.Closer) {
+	d.mu.Lock()
+	d.body = body
+	d.mu.Unlock()
+}
+
+func (d *drainTimer) fire() {
+	d.mu.Lock()
+	body := d.body
+	d.mu.Unlock()
+	if body != nil {
+		body.Close()
+	}
 }
 
 // get opens (or resumes) an SSE stream with GET.

@@ -472,6 +472,9 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return nil, false
 		}
+		// Read to its end: closing it spares net/http an attempt to
+		// discard the rest after the handler.
+		r.Body.Close()
 		return body, true
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))

@@ -3,6 +3,8 @@ package transport
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"io"
 	"net/http"
@@ -40,7 +42,7 @@ type httpSession struct {
 	requests   map[string]*pendingRequest // unanswered client requests by raw id
 	progress   map[string]string          // progress token key -> raw id of its request
 	open       map[*sseStream]struct{}    // POST streams with unanswered requests
-	streams    map[string]*sseStream      // streams that hold events or unanswered requests, by id
+	streams    map[uint64]*sseStream      // streams that hold events or unanswered requests, by id
 	standalone *sseStream                 // the GET stream; nil when stateless
 	order      []*sseStream               // the stream of each logged event, oldest first
 	logBytes   int                        // bytes of the logged events
@@ -58,13 +60,17 @@ type pendingRequest struct {
 // sseStream is one logical SSE stream: the answer to a POST, or the
 // standalone stream. Its fields are guarded by the session's mu.
 type sseStream struct {
-	id       string
+	id       uint64        // random; written as 16 hex digits (appendEventID)
 	post     bool          // opened by a POST (else the standalone stream)
 	pending  int           // unanswered requests (POST streams)
 	events   []loggedEvent // logged events, oldest first, seqs increasing
 	nextSeq  uint64        // seq of the next event; seqs start at 1
 	sent     uint64        // every event with seq < sent was written to some client
 	attached *attachment   // the HTTP request writing this stream, if any
+
+	// first is the pending record of the stream's first request, so that
+	// a POST of one request (the usual case) allocates one for both.
+	first pendingRequest
 }
 
 type loggedEvent struct {
@@ -95,12 +101,12 @@ func newHTTPSession(srv *HTTPServer, id string, stateless bool, version string) 
 		requests:   make(map[string]*pendingRequest),
 		progress:   make(map[string]string),
 		open:       make(map[*sseStream]struct{}),
-		streams:    make(map[string]*sseStream),
+		streams:    make(map[uint64]*sseStream),
 		lastActive: time.Now(),
 	}
 	s.ctx, s.cancel = context.WithCancel(srv.baseCtx)
 	if !stateless {
-		s.standalone = &sseStream{id: randomHex(8), nextSeq: 1, sent: 1}
+		s.standalone = &sseStream{id: randomStreamID(), nextSeq: 1, sent: 1}
 		s.streams[s.standalone.id] = s.standalone
 		s.timer = time.AfterFunc(srv.idle, s.idleFired)
 	}
@@ -398,7 +404,7 @@ func (s *httpSession) claimForGET(r *http.Request) (*sseStream, *attachment, int
 		return nil, nil, http.StatusBadRequest, "Bad Request: cannot resume after event " + strconv.Quote(lastID) + ": unknown or expired"
 	}
 	if len(st.events) > 0 && st.events[0].seq > seq+1 {
-		s.srv.log.Warn("http: resuming a stream some of whose events were dropped", "session", s.id, "stream", st.id)
+		s.srv.log.Warn("http: resuming a stream some of whose events were dropped", "session", s.id, "stream", streamName(st.id))
 	}
 	return st, s.attachLocked(st, seq+1), 0, ""
 }
@@ -459,11 +465,15 @@ func (s *httpSession) openStream(calls []*jsonrpc.Message) (*sseStream, int, *id
 			seen[c.ID.Raw()] = true
 		}
 	}
-	st := &sseStream{id: randomHex(8), post: true, pending: len(calls), nextSeq: 1, sent: 1}
+	st := &sseStream{id: randomStreamID(), post: true, pending: len(calls), nextSeq: 1, sent: 1}
 	s.streams[st.id] = st
 	s.open[st] = struct{}{}
-	for _, c := range calls {
-		p := &pendingRequest{stream: st}
+	for i, c := range calls {
+		p := &st.first
+		if i > 0 {
+			p = new(pendingRequest)
+		}
+		p.stream = st
 		if raw, ok := jsonrpc.Lookup(c.Params, "_meta", "progressToken"); ok {
 			p.token = progressKey(raw)
 			s.progress[p.token] = c.ID.Raw()
@@ -572,7 +582,7 @@ func (s *httpSession) appendLocked(st *sseStream, data []byte, status int) {
 		old.events = old.events[1:]
 		s.logBytes -= len(e.data)
 		if e.seq >= old.sent {
-			s.srv.log.Warn("http: event buffer full; dropped an undelivered message", "session", s.id, "stream", old.id)
+			s.srv.log.Warn("http: event buffer full; dropped an undelivered message", "session", s.id, "stream", streamName(old.id))
 		}
 		s.collectLocked(old)
 	}
@@ -629,7 +639,14 @@ func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachm
 	}
 	s.mu.Unlock()
 	if !s.stateless && version >= mcp.Rev20251125 && !mcp.Stateless(version) {
-		_ = WriteEvent(w, Event{ID: formatEventID(st.id, att.cursor-1)})
+		// The priming event, as WriteEvent(w, Event{ID: ...}) writes it.
+		bp := eventBufs.Get().(*[]byte)
+		b := append((*bp)[:0], "id: "...)
+		b = appendEventID(b, st.id, att.cursor-1)
+		b = appendEventData(append(b, '\n'), nil)
+		_, _ = w.Write(b)
+		*bp = b
+		eventBufs.Put(bp)
 	} else {
 		_, _ = io.WriteString(w, ": stream open\n\n")
 	}
@@ -806,29 +823,57 @@ func (s *httpSession) initFailedAfter() bool {
 	return s.initFailed
 }
 
-// formatEventID formats the SSE id of event seq of stream sid: "<sid>_<seq>".
-func formatEventID(sid string, seq uint64) string {
-	return string(appendEventID(nil, sid, seq))
+// randomStreamID returns a random stream id from crypto/rand.
+func randomStreamID() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return binary.LittleEndian.Uint64(b[:])
 }
 
-// appendEventID appends the SSE id of event seq of stream sid to b.
-func appendEventID(b []byte, sid string, seq uint64) []byte {
-	b = append(b, sid...)
+// streamName is a stream id as it appears in event ids, for logs.
+func streamName(sid uint64) string {
+	return string(appendStreamID(nil, sid))
+}
+
+// appendStreamID appends stream id sid to b as 16 lower-case hex digits.
+func appendStreamID(b []byte, sid uint64) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 60; shift >= 0; shift -= 4 {
+		b = append(b, digits[sid>>shift&0xf])
+	}
+	return b
+}
+
+// appendEventID appends the SSE id of event seq of stream sid to b:
+// "<sid>_<seq>", the stream id in 16 hex digits.
+func appendEventID(b []byte, sid, seq uint64) []byte {
+	b = appendStreamID(b, sid)
 	b = append(b, '_')
 	return strconv.AppendUint(b, seq, 10)
 }
 
-// parseEventID parses an id made by eventID.
-func parseEventID(id string) (sid string, seq uint64, ok bool) {
-	i := strings.LastIndexByte(id, '_')
-	if i <= 0 {
-		return "", 0, false
+// parseEventID parses an id made by appendEventID.
+func parseEventID(id string) (sid, seq uint64, ok bool) {
+	hexID, num, found := strings.Cut(id, "_")
+	if !found || len(hexID) != 16 {
+		return 0, 0, false
 	}
-	seq, err := strconv.ParseUint(id[i+1:], 10, 64)
+	for i := range len(hexID) {
+		c := hexID[i]
+		switch {
+		case '0' <= c && c <= '9':
+			sid = sid<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			sid = sid<<4 | uint64(c-'a'+10)
+		default:
+			return 0, 0, false
+		}
+	}
+	seq, err := strconv.ParseUint(num, 10, 64)
 	if err != nil {
-		return "", 0, false
+		return 0, 0, false
 	}
-	return id[:i], seq, true
+	return sid, seq, true
 }
 
 // tokenKey is the map key of a progress token (raw JSON): strings by value,

@@ -476,3 +476,22 @@ func TestHTTPServerResumeTakesOver(t *testing.T) {
 	}
 	resumed.end(t)
 }
+
+// Event ids are "<16 hex digits>_<seq>" and parse back; anything else (as a
+// client may send in Last-Event-ID) names no stream.
+func TestEventIDs(t *testing.T) {
+	const sid = 0x0123456789abcdef
+	id := string(appendEventID(nil, sid, 42))
+	if id != "0123456789abcdef_42" {
+		t.Fatalf("event id %q", id)
+	}
+	if s, seq, ok := parseEventID(id); !ok || s != sid || seq != 42 {
+		t.Fatalf("parseEventID(%q) = %x, %d, %t", id, s, seq, ok)
+	}
+	for _, bad := range []string{"", "_1", "0123456789abcdef", "0123456789ABCDEF_1", "123456789abcdef_1",
+		"00123456789abcdef_1", "0123456789abcdeg_1", "0123456789abcdef_", "0123456789abcdef_x", "0123456789abcdef_1_2"} {
+		if _, _, ok := parseEventID(bad); ok {
+			t.Errorf("parseEventID(%q) accepted it", bad)
+		}
+	}
+}

@@ -75,12 +75,19 @@ type EventReader struct {
 // NewEventReader returns a reader whose events carry at most maxData bytes of
 // data. Lines longer than that are rejected without being buffered whole.
 func NewEventReader(r io.Reader, maxData int) *EventReader {
+	er := new(EventReader)
+	er.init(r, maxData)
+	return er
+}
+
+// init readies a zero EventReader, as NewEventReader does.
+func (er *EventReader) init(r io.Reader, maxData int) {
 	// A small buffer, recycled by release: one is needed per stream, that is
 	// per relayed request on HTTP; longer lines are assembled from several
 	// reads.
 	br := eventReaders.Get().(*bufio.Reader)
 	br.Reset(r)
-	return &EventReader{r: br, max: maxData}
+	er.r, er.max = br, maxData
 }
 
 var eventReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4<<10) }}
