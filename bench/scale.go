@@ -49,6 +49,9 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
+// soakSkew is the clock skew the soak's gateways allow (zero_trust.skew).
+const soakSkew = 5 * time.Second
+
 var soakFor = flag.Duration("soak", 5*time.Minute, "how long the scale section's soak runs in all, split evenly between the stores (memory, SQLite, Redis); 0 skips it")
 
 const (
@@ -309,9 +312,13 @@ func soakOne(ctx context.Context, ring *zerotrust.KeyRing, st soakStore, upstrea
 	// could be taken for older than it (iat has second precision).
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 
-	// Samples every interval; the first minute (a fifth of a shorter soak)
-	// is warm-up: pools, caches and the GC's pacing settle.
-	res := &soakResult{interval: min(max(d/30, time.Second), 5*time.Second), warm: min(time.Minute, d/5)}
+	// Samples every interval; the warm-up is a fifth of the soak, but at
+	// least a token's lifetime and the store's skew (as long as that
+	// leaves half the soak), at most a minute: pools, caches and the GC's
+	// pacing settle, and a store that keeps each consumed id until its
+	// token expires (memory) has reached the size it keeps.
+	warm := min(time.Minute, max(d/5, min(zerotrust.MaxTTL+soakSkew+5*time.Second, d/2)))
+	res := &soakResult{interval: min(max(d/30, time.Second), 5*time.Second), warm: warm}
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -414,7 +421,7 @@ func (r *soakResult) report(add func(Result), store string, first bool) {
 	if first {
 		rate.Note = fmt.Sprintf("one gateway per store, memory, SQLite and Redis (AOF everysec) in turn, each for an equal share of -soak, run in the bench process, since warden's /metrics has no Go runtime metrics, so the counts are the whole process's (gateway, %d go-sdk client sessions, demo server); "+
 			"unpaced load, each call with a fresh Tier 1 token issued outside its timing, each session reconnecting every %d calls; "+
-			"warm-up = a fifth of the store's share, at most 1 min; slope by least squares over the samples after warm-up; "+
+			"warm-up = a fifth of the store's share, but at least a token's lifetime plus the skew (while that leaves half the share), at most 1 min; slope by least squares over the samples after warm-up; "+
 			"flat = end ≤ start + max(10%% of start, %d goroutines or %.0f MB); ", soakSessions, soakReconnect, soakGoroutineMargin, soakHeapMarginMB) + rate.Note
 	}
 	add(rate)

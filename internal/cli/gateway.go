@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -191,6 +192,10 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	for _, r := range g.Routes(scheme + "://" + ln.Addr().String()) {
 		fmt.Fprintf(env.Stderr, "  %s\n", r)
 	}
+	// Starting up (configuration, package initialisation, compiled
+	// detectors and policies) leaves garbage behind; give its pages back
+	// before serving rather than keep them until the scavenger gets to them.
+	debug.FreeOSMemory()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
