@@ -83,15 +83,20 @@ func benchZeroTrust(ctx context.Context, add func(Result), rounds, perWorker int
 	upstream := serveDemoHTTP()
 	plainURL := serveGateway(upstream)
 	ztURL := serveZTGateway(upstream, ring, sq)
-	var plainTPs, ztTPs []float64
+	// The ratio is the median of the rounds' ratios: a round's two runs
+	// are back to back and share the machine's (and the disk's) load,
+	// which drifts between rounds.
+	var plainTPs, ztTPs, ratios []float64
 	for range rounds {
 		plainTPs = append(plainTPs, tokenThroughput(ctx, ring, plainURL, false, 4, perWorker/2))
 		ztTPs = append(ztTPs, tokenThroughput(ctx, ring, ztURL, true, 4, perWorker/2))
+		ratios = append(ratios, ztTPs[len(ztTPs)-1]/plainTPs[len(plainTPs)-1])
 	}
-	p, z := median(plainTPs), median(ztTPs)
+	p, z, r := median(plainTPs), median(ztTPs), median(ratios)
 	add(Result{Name: "tools/call through warden, plain relay", Value: p, Unit: "calls/s"})
 	add(Result{Name: "tools/call through warden, Tier 1 token on SQLite", Value: z, Unit: "calls/s"})
-	add(target(Result{Name: "Tier 1 on SQLite / plain relay", Value: z / p, Unit: "×", Target: "≥ 0.6"}, z/p >= 0.6))
+	add(target(Result{Name: "Tier 1 on SQLite / plain relay", Value: r, Unit: "×", Target: "≥ 0.6",
+		Note: "median of the rounds' ratios (each round runs the plain relay, then the zero-trust gateway); every call waits for its token's durable consume (fsync), so the disk's latency sets most of it"}, r >= 0.6))
 	sq.Close()
 }
 
