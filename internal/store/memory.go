@@ -164,7 +164,10 @@ func (s *memShard) sweep(now int64) {
 	for len(s.exp) > 0 && s.exp[0].exp <= now {
 		s.remove(s.exp.pop().slot)
 	}
-	if s.dead > 1<<16 && s.dead > len(s.keys)/2 {
+	// Removed keys' bytes are dropped once they are over a quarter of the
+	// buffer (and 16 KiB): the buffer stays within 4/3 of its live bytes,
+	// and each byte is copied a bounded number of times.
+	if s.dead > 1<<14 && s.dead > len(s.keys)/4 {
 		s.compact()
 	}
 }

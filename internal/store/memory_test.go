@@ -210,3 +210,43 @@ func TestMemIndexAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryKeyBytesBounded: under steady churn (ids consumed and expiring
+// at the same rate) the key bytes a shard keeps stay within a bound of its
+// live ones, so a long-running gateway's memory store does not creep.
+func TestMemoryKeyBytesBounded(t *testing.T) {
+	m := NewMemory()
+	defer m.Close()
+	now := time.Now()
+	const live, rounds = 20000, 10
+	for r := range rounds {
+		// Each round's ids expire before the next round's are consumed.
+		exp := now.Add(time.Duration(r+1) * time.Minute)
+		at := now.Add(time.Duration(r)*time.Minute + time.Second)
+		for i := range live {
+			id := fmt.Sprintf("round-%02d-id-%06d", r, i)
+			h := m.hash(NSToken, id)
+			s := &m.shards[h%memShards]
+			s.mu.Lock()
+			ok, err := s.consume(h, NSToken, id, at.UnixNano(), exp.UnixNano())
+			s.mu.Unlock()
+			if !ok || err != nil {
+				t.Fatalf("consume %s: %v %v", id, ok, err)
+			}
+		}
+	}
+	var keys, liveBytes int
+	for i := range m.shards {
+		s := &m.shards[i]
+		keys += len(s.keys)
+		liveBytes += len(s.keys) - s.dead
+	}
+	perID := len(NSToken) + len("round-00-id-000000")
+	if liveBytes != live*perID {
+		t.Fatalf("live key bytes %d, want %d", liveBytes, live*perID)
+	}
+	// Within 4/3 of the live bytes, plus 16 KiB a shard of slack.
+	if limit := liveBytes*4/3 + memShards*(1<<14); keys > limit {
+		t.Errorf("the shards keep %d key bytes for %d live ones (limit %d): removed keys are not compacted away", keys, liveBytes, limit)
+	}
+}
