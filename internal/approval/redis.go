@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentwarden/warden/internal/store"
 )
 
 const (
@@ -62,20 +64,9 @@ type RedisBackend struct {
 // unix://), checks that it answers, and subscribes to the queue's change
 // events.
 func OpenRedis(ctx context.Context, url string) (*RedisBackend, error) {
-	opts, err := redis.ParseURL(url)
+	c, ps, err := store.DialRedis(ctx, url, "approval", redisEvents)
 	if err != nil {
-		return nil, fmt.Errorf("approval: redis url: %w", err)
-	}
-	c := redis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("approval: redis %s: %w", opts.Addr, err)
-	}
-	ps := c.Subscribe(ctx, redisEvents)
-	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed
-		ps.Close()
-		c.Close()
-		return nil, fmt.Errorf("approval: redis subscribe: %w", err)
+		return nil, err
 	}
 	r := &RedisBackend{client: c, pubsub: ps, events: make(chan Event, 64), done: make(chan struct{})}
 	go r.receive()

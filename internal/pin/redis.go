@@ -44,6 +44,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentwarden/warden/internal/store"
 )
 
 const (
@@ -79,20 +81,9 @@ var _ Shared = (*Redis)(nil)
 // as parsed by redis.ParseURL), checks that it answers, and subscribes to
 // the other writers' changes.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	opts, err := redis.ParseURL(url)
+	c, ps, err := store.DialRedis(ctx, url, "pin", redisEvents)
 	if err != nil {
-		return nil, fmt.Errorf("pin: redis url: %w", err)
-	}
-	c := redis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("pin: redis %s: %w", opts.Addr, err)
-	}
-	ps := c.Subscribe(ctx, redisEvents)
-	if _, err := ps.Receive(ctx); err != nil { // the subscription is confirmed
-		ps.Close()
-		c.Close()
-		return nil, fmt.Errorf("pin: redis %s: subscribe: %w", opts.Addr, err)
+		return nil, err
 	}
 	r := &Redis{client: c, pubsub: ps, writer: rand.Text(), changed: make(chan struct{}, 1), done: make(chan struct{})}
 	go r.receive()

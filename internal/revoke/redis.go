@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentwarden/warden/internal/store"
 )
 
 // Redis is a Registry on a Redis server, shared by every gateway that
@@ -41,14 +43,9 @@ func bindKey(jti string) string         { return redisPrefix + "bind:" + jti }
 // OpenRedis connects to the server at url (redis://, rediss:// or unix://)
 // and checks that it answers.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	opts, err := redis.ParseURL(url)
+	c, _, err := store.DialRedis(ctx, url, "revoke")
 	if err != nil {
-		return nil, fmt.Errorf("revoke: redis url: %w", err)
-	}
-	c := redis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("revoke: redis %s: %w", opts.Addr, err)
+		return nil, err
 	}
 	return &Redis{client: c}, nil
 }

@@ -43,21 +43,16 @@ const redisKeyPrefix = "warden:"
 // OpenRedis connects to the server at url (redis://, rediss:// or unix://,
 // as parsed by redis.ParseURL) and checks it answers PING.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	opts, err := redis.ParseURL(url)
+	c, _, err := DialRedis(ctx, url, "store")
 	if err != nil {
-		return nil, fmt.Errorf("store: redis url: %w", err)
-	}
-	c := redis.NewClient(opts)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("store: redis %s: %w", opts.Addr, err)
+		return nil, err
 	}
 	// The epoch begins when the first gateway opens the data, not at its
 	// first consumption: a token issued in between is one the data has
 	// seen the whole life of. SET NX keeps an epoch that already exists.
 	if err := c.SetNX(ctx, redisEpochKey, time.Now().UnixMilli(), 0).Err(); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("store: redis %s: starting the epoch: %w", opts.Addr, err)
+		return nil, fmt.Errorf("store: redis %s: starting the epoch: %w", c.Options().Addr, err)
 	}
 	return &Redis{client: c}, nil
 }

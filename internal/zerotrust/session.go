@@ -16,12 +16,9 @@ package zerotrust
 // introspection endpoint whether it is still active.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
 )
 
 // SessionTokenType is the typ of a session credential.
@@ -64,23 +61,7 @@ func IssueSession(ring *KeyRing, req SessionRequest) (string, SessionClaims, err
 		Issuer: req.Iss, Audience: req.Aud, Subject: req.Sub, Session: req.Session,
 		IssuedAt: now.Unix(), NotBefore: now.Unix(), Expiry: now.Add(req.TTL).Unix(), ID: jti,
 	}
-	payload, err := json.Marshal(c)
-	if err != nil {
-		return "", c, err
-	}
-	key, err := ring.Signer()
-	if err != nil {
-		return "", c, err
-	}
-	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType(SessionTokenType))
-	if err != nil {
-		return "", c, err
-	}
-	obj, err := signer.Sign(payload)
-	if err != nil {
-		return "", c, err
-	}
-	tok, err := obj.CompactSerialize()
+	tok, err := ring.signJSON(c, SessionTokenType)
 	return tok, c, err
 }
 

@@ -203,24 +203,30 @@ func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 	if req.DPoPJKT != "" {
 		c.Confirmation = &Confirmation{JKT: req.DPoPJKT}
 	}
-	payload, err := json.Marshal(c)
+	tok, err := ring.signJSON(c, TokenType)
+	return tok, c, err
+}
+
+// signJSON signs the JSON form of claims with the ring's current key, as a
+// compact JWS whose header says typ.
+func (r *KeyRing) signJSON(claims any, typ jose.ContentType) (string, error) {
+	payload, err := json.Marshal(claims)
 	if err != nil {
-		return "", c, err
+		return "", err
 	}
-	key, err := ring.Signer()
+	key, err := r.Signer()
 	if err != nil {
-		return "", c, err
+		return "", err
 	}
-	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType(TokenType))
+	signer, err := jose.NewSigner(key, (&jose.SignerOptions{}).WithType(typ))
 	if err != nil {
-		return "", c, err
+		return "", err
 	}
 	obj, err := signer.Sign(payload)
 	if err != nil {
-		return "", c, err
+		return "", err
 	}
-	tok, err := obj.CompactSerialize()
-	return tok, c, err
+	return obj.CompactSerialize()
 }
 
 func orDefault(v, def string) string {
