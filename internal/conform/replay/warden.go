@@ -18,11 +18,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/conform/check"
@@ -87,6 +90,39 @@ func BehindWarden(t *Target, up Upstream, dir string, logger *slog.Logger) (*Tar
 	return behindWarden(t, up, dir, logger, up.URL == "")
 }
 
+// newGateway builds a gateway from a YAML configuration the way `warden
+// gateway` does: parse, validate, FromConfig, New.
+func newGateway(yaml, file string, logger *slog.Logger) (gateway.Options, *gateway.Gateway, error) {
+	cfg, err := config.Parse([]byte(yaml), file)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		return gateway.Options{}, nil, fmt.Errorf("warden configuration: %w", err)
+	}
+	opts, err := gateway.FromConfig(cfg, logger)
+	if err != nil {
+		return gateway.Options{}, nil, err
+	}
+	g, err := gateway.New(opts)
+	return opts, g, err
+}
+
+// startingServer starts a loopback listener before its handler exists,
+// for a configuration that must name the listener's URL: until serve is
+// called it answers 503.
+func startingServer() (srv *httptest.Server, serve func(http.Handler), err error) {
+	var handler atomic.Pointer[http.Handler]
+	srv, err = loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h := handler.Load(); h != nil {
+			(*h).ServeHTTP(w, r)
+			return
+		}
+		http.Error(w, "the gateway is starting", http.StatusServiceUnavailable)
+	}))
+	return srv, func(h http.Handler) { handler.Store(&h) }, err
+}
+
 // behindWardenVia is BehindWarden with the client side chosen: stdio (a
 // pipe into Gateway.ServeConn, as `warden gateway --stdio` serves) or the
 // HTTP listener.
@@ -111,19 +147,7 @@ func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio
 	if err != nil {
 		return nil, nil, fmt.Errorf("warden key ring: %w", err)
 	}
-	yaml := WardenConfig(up, t.Sensitive.Name, dir)
-	cfg, err := config.Parse([]byte(yaml), "conform-replay.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("warden configuration: %w", err)
-	}
-	opts, err := gateway.FromConfig(cfg, logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	g, err := gateway.New(opts)
+	_, g, err := newGateway(WardenConfig(up, t.Sensitive.Name, dir), "conform-replay.yaml", logger)
 	if err != nil {
 		return nil, nil, err
 	}

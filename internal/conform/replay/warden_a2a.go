@@ -23,17 +23,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/authn"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -112,37 +109,18 @@ func behindWardenA2A(t *Target, dir string, logger *slog.Logger) (*Target, func(
 	}
 	// The listener starts first: the configuration names its URL (the card
 	// warden serves points clients there).
-	var handler atomic.Pointer[http.Handler]
-	srv, err := loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := handler.Load(); h != nil {
-			(*h).ServeHTTP(w, r)
-			return
-		}
-		http.Error(w, "the gateway is starting", http.StatusServiceUnavailable)
-	}))
+	srv, serve, err := startingServer()
 	if err != nil {
 		return fail(err)
 	}
 	key := "conform-" + randomHex(16)
 	yaml := wardenA2AConfig(a2aWardenSpec{URL: t.URL, CardURL: s.forger.url(), CardKeys: t.CardKeys,
 		PublicURL: srv.URL, Dir: dir, KeyHash: authn.HashKey(key), RootKeys: rootKeys, RelayKeys: relayKeys})
-	cfg, err := config.Parse([]byte(yaml), "conform-replay-a2a.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		return fail(fmt.Errorf("warden configuration: %w", err), srv.Close)
-	}
-	opts, err := gateway.FromConfig(cfg, logger)
+	opts, g, err := newGateway(yaml, "conform-replay-a2a.yaml", logger)
 	if err != nil {
 		return fail(err, srv.Close)
 	}
-	g, err := gateway.New(opts)
-	if err != nil {
-		return fail(err, srv.Close)
-	}
-	h := g.Handler()
-	handler.Store(&h)
+	serve(g.Handler())
 
 	bt := *t
 	bt.Name = t.Name + "+warden"

@@ -14,15 +14,12 @@ package replay
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -54,37 +51,16 @@ func behindWardenAGUI(t *Target, dir string, logger *slog.Logger) (*Target, func
 		return nil, nil, err
 	}
 	// The listener starts first: the configuration names its URL.
-	var handler atomic.Pointer[http.Handler]
-	srv, err := loopbackServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h := handler.Load(); h != nil {
-			(*h).ServeHTTP(w, r)
-			return
-		}
-		http.Error(w, "the gateway is starting", http.StatusServiceUnavailable)
-	}))
+	srv, serve, err := startingServer()
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := config.Parse([]byte(wardenAGUIConfig(t.URL, srv.URL, dir)), "conform-replay-agui.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		srv.Close()
-		return nil, nil, fmt.Errorf("warden configuration: %w", err)
-	}
-	opts, err := gateway.FromConfig(cfg, logger)
+	_, g, err := newGateway(wardenAGUIConfig(t.URL, srv.URL, dir), "conform-replay-agui.yaml", logger)
 	if err != nil {
 		srv.Close()
 		return nil, nil, err
 	}
-	g, err := gateway.New(opts)
-	if err != nil {
-		srv.Close()
-		return nil, nil, err
-	}
-	h := g.Handler()
-	handler.Store(&h)
+	serve(g.Handler())
 
 	bt := *t
 	bt.Name = t.Name + "+warden"
