@@ -21,13 +21,15 @@ var commandHelp = map[string]string{
       The listener binds to loopback unless the configuration says otherwise,
       and checks Host and Origin against DNS rebinding. With zero-trust it
       also serves the authorization API (POST /warden/v1/authorize) and the
-      public signing keys (/.well-known/jwks.json). /healthz answers while
-      the process runs; /readyz answers 503 when the replay store does not.
+      public signing keys (/.well-known/jwks.json); with session_credential
+      on an upstream, POST /warden/v1/introspect. /healthz answers while the
+      process runs; /readyz answers 503, naming each one, when a store does
+      not (the replay store, and the revocation and pin stores in Redis).
 
   warden gateway --config FILE --check-store
       Checks that the zero-trust replay store answers and consumes, prints
-      its epoch (tokens issued before it are refused), and exits: 0 when it
-      works, 4 when it does not.
+      its epoch (tokens issued before it are refused), checks the pin store
+      when it is in Redis, and exits: 0 when they work, 4 when one does not.
 
       With hold_for_approval, the admin listener (default 127.0.0.1:8788)
       serves the approval API and the approval console at /console: log in
