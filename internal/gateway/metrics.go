@@ -48,7 +48,7 @@ type histogram struct {
 func (m *Metrics) observe(d *Decision) {
 	var dur time.Duration
 	timed := false
-	if o, ok := d.Open.(*openCall); ok && d.Direction == "upstream" && d.Kind == jsonrpc.KindResponse {
+	if o, ok := d.Open.(*openCall); ok && d.Direction != "client" && d.Kind == jsonrpc.KindResponse {
 		dur, timed = time.Since(o.start), true
 	}
 	m.mu.Lock()

@@ -62,13 +62,13 @@ type SessionRecorder interface {
 	SessionEnded(ctx context.Context, upstream, session string)
 }
 
-// An UnansweredRecorder is a Recorder that also closes the record of an
-// upstream request that gets no answer through the relay (the session
-// ended first, or the upstream asked again with the same id). Relay calls
-// Unanswered once for each such request whose Record set Decision.Open,
-// with d as the client's answer would have been (Open included) and, as
-// Msg, an error response that stands for the answer; it is sent to no one,
-// so it has no audit record.
+// An UnansweredRecorder is a Recorder that also closes the record of a
+// request that gets no answer through the relay: an upstream's (the session
+// ended first, or the upstream asked again with the same id) or a client's
+// that the client cancelled. Relay calls Unanswered once for each such
+// request whose Record set Decision.Open, with d as the answer would have
+// been (Open included) and, as Msg, an error response that stands for the
+// answer; it is sent to no one, so it has no audit record.
 type UnansweredRecorder interface {
 	Recorder
 	Unanswered(ctx context.Context, d *Decision)
@@ -169,10 +169,12 @@ func auditRecord(d *Decision, params string) audit.Record {
 	switch {
 	case d.Denial != nil:
 		r.Decision, r.Stage, r.Rule, r.Invariant = audit.Deny, d.Denial.Stage, d.Denial.Rule, d.Denial.Invariant
+	case d.Failure != nil:
+		r.Decision, r.Stage, r.Rule = audit.Error, d.Failure.Stage, d.Failure.Rule
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
 	}
-	if o, ok := d.Open.(*openCall); ok && d.Direction == "upstream" {
+	if o, ok := d.Open.(*openCall); ok && d.Direction != "client" {
 		// The answer's record names the call it answers.
 		r.Tool, r.Actor, r.ParamsHash, r.JTI, r.Approver = o.tool, o.actor, o.paramsHash, o.jti, o.approver
 	}
@@ -188,8 +190,9 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 		o := d.Open.(*openCall)
 		o.op, o.span = rs.start(ctx, d, params, seq, hash)
 	case d.Kind == jsonrpc.KindResponse:
-		// The upstream's answer to a client request, or the client's to an
-		// upstream request (sampling, elicitation, roots).
+		// The upstream's answer to a client request (or warden's in its
+		// place), or the client's to an upstream request (sampling,
+		// elicitation, roots).
 		o, ok := d.Open.(*openCall)
 		if !ok || o.op == nil {
 			return // an answer to nothing: recorded in the audit log only

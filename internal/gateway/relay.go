@@ -314,9 +314,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	msg = d.Msg // the stages' and the recorder's rewrite, if any
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
-		if _, ok := r.untrack(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {
-			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "upstream", Rule: "write"}.
-				Errorf(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())))
+		if p, ok := r.untrackCall(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {
+			r.answerInstead(ctx, p, jsonrpc.CodeUpstreamUnavailable, "upstream", "write",
+				"upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())
 		}
 	}
 }
@@ -564,7 +564,8 @@ func (r *Relay) setOpen(id jsonrpc.ID, open any) {
 // expire answers a request the upstream did not answer in time, and tells the
 // upstream to stop working on it.
 func (r *Relay) expire(id jsonrpc.ID) {
-	if _, ok := r.untrack(id); !ok {
+	p, ok := r.untrackCall(id)
+	if !ok {
 		return
 	}
 	ctx := context.Background()
@@ -576,13 +577,43 @@ func (r *Relay) expire(id jsonrpc.ID) {
 			msg += fmt.Sprintf("; meanwhile it sent %d message(s) warden could not validate, dropped unrelayed (last: %s)", n, last)
 		}
 	}
-	r.writeClient(ctx, jsonrpc.NewErrorResponse(id, jsonrpc.Detail{Stage: "upstream", Rule: "timeout"}.
-		Errorf(jsonrpc.CodeTimeout, msg)))
+	r.answerInstead(ctx, p, jsonrpc.CodeTimeout, "upstream", "timeout", msg)
 	cancel := jsonrpc.NewNotification(mcp.NotificationCancelled,
 		[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: request timed out"}`))
 	if err := r.upstream.Write(ctx, cancel); err != nil {
 		r.log.Debug("could not send cancellation", "err", err)
 	}
+}
+
+// answerInstead answers a pending client request with warden's error in
+// the upstream's place: the upstream did not answer in time, could not be
+// written to, or its session ended. The answer is kept like the upstream's
+// would have been, so the request's span ends and the audit log shows how
+// the call ended (decision error, with the stage and rule). It is sent even
+// if it could not be kept: it carries nothing of the upstream's, and the
+// client would otherwise wait for an answer that never comes.
+func (r *Relay) answerInstead(ctx context.Context, p pendingCall, code int64, stage, rule, reason string) {
+	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindResponse, Method: p.method,
+		ID: p.id, Direction: "warden", Actor: r.principal, Open: p.open,
+		Failure: &Denial{Stage: stage, Rule: rule, Reason: reason}}
+	d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: rule}.Errorf(code, reason))
+	if r.keep(ctx, &d) && d.AuditID != "" {
+		d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: rule, AuditID: d.AuditID}.Errorf(code, reason))
+	}
+	r.writeClient(ctx, d.Msg)
+}
+
+// endCancelled ends the open operation of a request the client cancelled:
+// no answer goes to the client, so there is nothing to audit, but its span
+// ends, with the cancellation as its error.
+func (r *Relay) endCancelled(ctx context.Context, p pendingCall) {
+	ur, ok := r.recorder.(UnansweredRecorder)
+	if !ok || p.open == nil {
+		return
+	}
+	ur.Unanswered(ctx, &Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindResponse,
+		Method: p.method, ID: p.id, Direction: "warden", Open: p.open,
+		Msg: jsonrpc.NewErrorResponse(p.id, &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled, Message: "the client cancelled the request"})})
 }
 
 // forgetCancelled stops waiting for a request the client cancelled: the
@@ -598,26 +629,27 @@ func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
 		cancel() // a held call: stop waiting for its approval
 	}
 	r.mu.Unlock()
-	r.untrack(id)
+	if p, ok := r.untrackCall(id); ok {
+		r.endCancelled(context.Background(), p)
+	}
 }
 
 // failPending answers every pending client request with an error and stops
 // accepting new ones.
 func (r *Relay) failPending(code int64, reason string) {
 	r.mu.Lock()
-	ids := make([]jsonrpc.ID, 0, len(r.pending))
+	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
 		if p.timer != nil {
 			p.timer.Stop()
 		}
-		ids = append(ids, p.id)
+		pending = append(pending, *p)
 	}
 	clear(r.pending)
 	r.closed = true
 	r.mu.Unlock()
-	for _, id := range ids {
-		r.writeClient(context.Background(), jsonrpc.NewErrorResponse(id,
-			jsonrpc.Detail{Stage: "upstream", Rule: "ended"}.Errorf(code, reason)))
+	for _, p := range pending {
+		r.answerInstead(context.Background(), p, code, "upstream", "ended", reason)
 	}
 }
 

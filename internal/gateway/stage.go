@@ -209,10 +209,15 @@ type Decision struct {
 	// "upstream" for messages from the upstream to the client, and "warden"
 	// for requests warden itself sends the client (elicitation, to ask the
 	// user to approve a held call) or the upstream (tools/list, after
-	// notifications/tools/list_changed).
+	// notifications/tools/list_changed), and for the error answers it gives
+	// the client in the upstream's place (see Failure).
 	Direction string
 	// Denial is nil when the message was relayed.
 	Denial *Denial
+	// Failure, on an error answer that warden gave the client in the
+	// upstream's place (Direction "warden"), says why: the upstream did not
+	// answer in time, could not be written to, or its session ended.
+	Failure *Denial
 
 	// Msg is the message as it is about to leave (for an allowed client
 	// request, what is forwarded: canonical arguments). A Recorder may

@@ -34,6 +34,10 @@ const (
 	CodeTimeout int64 = -32034
 	// CodeSessionClosed: the session ended before the request completed.
 	CodeSessionClosed int64 = -32035
+	// CodeRequestCancelled (LSP's RequestCancelled): the client cancelled
+	// the request. Warden never sends it, since a cancelled request gets no
+	// answer; it stands, in telemetry, for the answer that never came.
+	CodeRequestCancelled int64 = -32800
 )
 
 // Sentinels for errors.Is: an *Error matches any *Error with the same code.
