@@ -98,7 +98,7 @@ func main() {
 		benchStdio(ctx, add, *rounds, *calls, *perWorker)
 	}
 	if run("zerotrust") {
-		benchZeroTrust(ctx, add, *rounds, *perWorker)
+		benchZeroTrust(ctx, add, *rounds, *workers, *perWorker)
 	}
 	if run("records") {
 		benchRecords(ctx, add, *rounds, *perWorker, *workers)

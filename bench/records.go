@@ -65,8 +65,30 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	rate := float64(appenders*each) / time.Since(start).Seconds()
 	l.Close()
 	add(target(Result{Name: "audit: durable appends, SQLite, 64 sessions", Value: rate, Unit: "records/s", Target: "≥ 20,000/s"}, rate >= 2e4))
-	add(Result{Name: "disk: overwrite 8 KiB and fsync, median", Value: fsyncLatency(dir), Unit: "µs",
+	wall, cpu := fsyncCost(dir)
+	add(Result{Name: "disk: overwrite 8 KiB and fsync, median", Value: wall, Unit: "µs",
 		Note: "the floor of one durable step; every call through a gateway with an audit log waits for two in a row (its request's record, then its answer's)"})
+	add(Result{Name: "disk: CPU per overwrite and fsync", Value: cpu, Unit: "µs",
+		Note: "CPU time, nearly all of it the kernel's, that one fsync costs on this machine whatever is synced"})
+
+	// One record per commit, as a call's records mostly are: at the 8
+	// sessions of the throughput rows, records arrive about one per
+	// commit's duration, so group commit has little to share.
+	l, err = audit.Open(ctx, audit.KindSQLite, filepath.Join(dir, "serial.db"), audit.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	const serial = 2000
+	c0 := cpuTime()
+	for range serial {
+		if _, err := l.Append(ctx, audit.Record{Upstream: "demo", Method: "tools/call", Tool: "echo",
+			RequestID: "1", Decision: audit.Allow, Direction: "client"}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	add(Result{Name: "audit: CPU per durable append, one record per commit", Value: us(cpuTime()-c0) / serial, Unit: "µs",
+		Note: "SQLite transaction with its fsync, one appender"})
+	l.Close()
 
 	// Throughput with all telemetry on against the same gateway with none.
 	upstream := serveDemoHTTP()
@@ -109,11 +131,11 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	add(Result{Name: "tools/call through warden, all telemetry on", Value: f, Unit: "calls/s",
 		Note: "audit on SQLite (durable), spans in both conventions to a batch exporter, OCSF events, metrics, trace propagation"})
 	add(target(Result{Name: "telemetry cost (1 − on/off)", Value: 1 - f/p, Unit: "", Target: "≤ 0.10",
-		Note: "two durable audit appends per call, one after the other (the request's record before it is forwarded, the answer's before it is returned). " +
-			"On the 2-core test box one SQLite commit costs about 170 µs of CPU (about 70 µs of it the fsync, in the kernel) and waits about 0.2 ms for the disk, " +
-			"and 8 sessions seldom give a commit more than two records to share it: the audit log alone adds more than a tenth to a call " +
-			"whose whole path (client, gateway, upstream) costs about 0.75 ms of CPU, before any span is built. " +
-			"Reaching 0.10 takes more sessions per commit or a faster disk, not less durability"}, 1-f/p <= 0.10))
+		Note: "not met on this machine, and not reachable with the audit the issue asks for: the 10% budget is about 50-60 µs of CPU per call " +
+			"(\"CPU per call, telemetry off\" is the whole path: client, gateway and upstream), and every call needs two audit records, " +
+			"each written to SQLite before its message moves on (the request's before it is forwarded, the answer's before it is returned). " +
+			"One such durable record costs more than the whole budget (\"audit: CPU per durable append, one record per commit\"), " +
+			"and group commit cannot share it much: records arrive about one per commit's duration at these sessions"}, 1-f/p <= 0.10))
 	add(Result{Name: "telemetry cost, spans + OCSF + metrics only", Value: 1 - sp/p, Unit: ""})
 	add(Result{Name: "telemetry cost, durable audit only", Value: 1 - au/p, Unit: ""})
 	add(Result{Name: "CPU per call, telemetry off", Value: cp, Unit: "µs",
@@ -144,9 +166,10 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	benchTier2(add, dir)
 }
 
-// fsyncLatency is the median time to overwrite 8 KiB of a file in dir and
-// fsync it: what one commit of the audit log's WAL waits for at least.
-func fsyncLatency(dir string) float64 {
+// fsyncCost overwrites 8 KiB of a file in dir and fsyncs it, 200 times,
+// and returns the median time of one and the mean CPU time of the process
+// per one: what one commit of the audit log's WAL costs at least.
+func fsyncCost(dir string) (wallUS, cpuUS float64) {
 	f, err := os.CreateTemp(dir, "fsync-")
 	if err != nil {
 		log.Fatal(err)
@@ -157,8 +180,10 @@ func fsyncLatency(dir string) float64 {
 		log.Fatal(err)
 	}
 	f.Sync()
+	const n = 200
 	var ds []time.Duration
-	for i := range 200 {
+	c0 := cpuTime()
+	for i := range n {
 		start := time.Now()
 		if _, err := f.WriteAt(buf, int64(i%128*len(buf))); err != nil {
 			log.Fatal(err)
@@ -168,7 +193,7 @@ func fsyncLatency(dir string) float64 {
 		}
 		ds = append(ds, time.Since(start))
 	}
-	return us(pct(ds, 50))
+	return us(pct(ds, 50)), us(cpuTime()-c0) / n
 }
 
 // cpuTime is the CPU time the process has used, user and system.

@@ -50,7 +50,7 @@ const (
 	durableConsumers = 64
 )
 
-func benchZeroTrust(ctx context.Context, add func(Result), rounds, perWorker int) {
+func benchZeroTrust(ctx context.Context, add func(Result), rounds, workers, perWorker int) {
 	dir, _ := os.MkdirTemp("", "warden-bench-zt-")
 	defer os.RemoveAll(dir)
 	ring, err := zerotrust.LoadKeyRing(filepath.Join(dir, "keys"))
@@ -79,25 +79,42 @@ func benchZeroTrust(ctx context.Context, add func(Result), rounds, perWorker int
 	}
 
 	// tools/call through warden with a token on SQLite, against the plain
-	// relay, over HTTP keep-alive.
+	// relay, over HTTP keep-alive: judged at the sessions of every other
+	// throughput row, and shown at half of them too, where fewer calls
+	// share each fsync.
 	upstream := serveDemoHTTP()
 	plainURL := serveGateway(upstream)
 	ztURL := serveZTGateway(upstream, ring, sq)
-	// The ratio is the median of the rounds' ratios: a round's two runs
-	// are back to back and share the machine's (and the disk's) load,
-	// which drifts between rounds.
+	for _, w := range []int{workers, workers / 2} {
+		p, z, r := ztRatio(ctx, ring, plainURL, ztURL, rounds, w, perWorker)
+		sessions := fmt.Sprintf(", %d sessions", w)
+		add(Result{Name: "tools/call through warden, plain relay" + sessions, Value: p, Unit: "calls/s"})
+		add(Result{Name: "tools/call through warden, Tier 1 token on SQLite" + sessions, Value: z, Unit: "calls/s"})
+		res := Result{Name: "Tier 1 on SQLite / plain relay" + sessions, Value: r, Unit: "×",
+			Note: "median of the rounds' ratios (each round runs the plain relay, then the zero-trust gateway); " +
+				"every call waits for its token's durable consume (fsync), so the disk's latency sets most of it"}
+		if w == workers {
+			res = target(Result{Name: res.Name, Value: r, Unit: "×", Target: "≥ 0.6", Note: res.Note +
+				"; the target is judged at the sessions of the other throughput rows"}, r >= 0.6)
+		}
+		add(res)
+	}
+	sq.Close()
+}
+
+// ztRatio runs rounds of perWorker calls on each of workers sessions
+// through the plain relay and then through the zero-trust gateway, and
+// returns the median rates and the median of the rounds' ratios: a round's
+// two runs are back to back and share the machine's (and the disk's) load,
+// which drifts between rounds.
+func ztRatio(ctx context.Context, ring *zerotrust.KeyRing, plainURL, ztURL string, rounds, workers, perWorker int) (plain, zt, ratio float64) {
 	var plainTPs, ztTPs, ratios []float64
 	for range rounds {
-		plainTPs = append(plainTPs, tokenThroughput(ctx, ring, plainURL, false, 4, perWorker/2))
-		ztTPs = append(ztTPs, tokenThroughput(ctx, ring, ztURL, true, 4, perWorker/2))
+		plainTPs = append(plainTPs, tokenThroughput(ctx, ring, plainURL, false, workers, perWorker))
+		ztTPs = append(ztTPs, tokenThroughput(ctx, ring, ztURL, true, workers, perWorker))
 		ratios = append(ratios, ztTPs[len(ztTPs)-1]/plainTPs[len(plainTPs)-1])
 	}
-	p, z, r := median(plainTPs), median(ztTPs), median(ratios)
-	add(Result{Name: "tools/call through warden, plain relay", Value: p, Unit: "calls/s"})
-	add(Result{Name: "tools/call through warden, Tier 1 token on SQLite", Value: z, Unit: "calls/s"})
-	add(target(Result{Name: "Tier 1 on SQLite / plain relay", Value: r, Unit: "×", Target: "≥ 0.6",
-		Note: "median of the rounds' ratios (each round runs the plain relay, then the zero-trust gateway); every call waits for its token's durable consume (fsync), so the disk's latency sets most of it"}, r >= 0.6))
-	sq.Close()
+	return median(plainTPs), median(ztTPs), median(ratios)
 }
 
 // benchValidation compares full Tier 1 and Tier 2 validation (no consume)
