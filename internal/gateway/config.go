@@ -377,7 +377,7 @@ func dialer(u config.Upstream, limits jsonrpc.Limits, creds *SessionCredentials,
 				o.Credential = creds.forSession(scopeFrom(ctx), principalFrom(ctx))
 			}
 			return transport.NewHTTPClient(o), nil
-		}, nil, nil
+		}, client.CloseIdleConnections, nil // after the last session: nothing keeps the pool's connections open
 	}
 	return nil, nil, fmt.Errorf("unknown transport %q", u.Transport())
 }
