@@ -258,6 +258,10 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 			},
 			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, pins),
 			Results:  pins.Result,
+			// On notifications/tools/list_changed warden lists billing's
+			// tools itself, so a changed definition is caught even when the
+			// client does not list again.
+			Recheck: pins.Recheck,
 		}},
 		Default:        "demo",
 		RequestTimeout: 30 * time.Second,

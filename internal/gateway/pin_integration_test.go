@@ -115,8 +115,17 @@ gateway:
 // tools itself on the notification, so the call is refused by the pin stage
 // before it reaches the changed tool. A list_changed that changes no pinned
 // tool leaves them callable, and the client never gets an answer to
-// warden's own tools/list.
+// warden's own tools/list. A client of the stateless revision gets the
+// notification on its subscriptions/listen stream and calls on another
+// request, which warden relays apart: it is told of the change only once
+// warden has checked it.
 func TestRugPullCaughtOnListChanged(t *testing.T) {
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) { rugPullOnListChanged(t, version) })
+	}
+}
+
+func rugPullOnListChanged(t *testing.T, version string) {
 	ctx := testCtx(t)
 	server := mcp.NewServer(&mcp.Implementation{Name: "shifty", Version: "1"}, nil)
 	var paid atomic.Int32 // calls that reached pay
@@ -157,7 +166,7 @@ gateway:
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
 	})
 	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: tap.URL + "/mcp"},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

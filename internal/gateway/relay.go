@@ -77,10 +77,11 @@ type Relay struct {
 	closed  bool                             // no more pending or asked entries; guarded by mu
 
 	// The re-list after list_changed (relay_relist.go); guarded by mu.
-	ownUp     map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
-	relisting chan struct{}                    // closed when the re-list in flight is done; nil when none is
-	again     bool                             // list_changed came again while a re-list was in flight
-	stale     error                            // why the last re-list failed; nil once tools are checked again
+	ownUp      map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
+	relisting  chan struct{}                    // closed when the re-list in flight is done; nil when none is
+	again      bool                             // list_changed came again while a re-list was in flight
+	announcing bool                             // a list_changed waits to reach the client (relay_relist.go)
+	stale      error                            // why the last re-list failed; nil once tools are checked again
 }
 
 type pendingCall struct {
@@ -400,6 +401,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
 		ID: msg.ID, Direction: "upstream", Msg: msg, Actor: r.principal}
 	var answered pendingCall
+	var checked chan struct{} // closed once warden has checked the tools a list_changed announced
 	switch msg.Kind {
 	case jsonrpc.KindResponse:
 		if r.answerOwn(msg) {
@@ -433,10 +435,13 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		}
 	case jsonrpc.KindNotification:
 		if msg.Method == mcp.NotificationToolsListChanged {
-			r.toolsChanged(ctx) // before the client learns of it: its next tools/call waits
+			checked = r.toolsChanged(ctx) // before the client learns of it: its next tools/call waits
 		}
 	}
 	if !r.keep(ctx, &d) {
+		if checked != nil {
+			r.announced()
+		}
 		if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
 			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: "write"}.
 				Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
@@ -453,6 +458,10 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
 			Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
 			Result: msg.Result, AuditID: d.AuditID})
+	}
+	if checked != nil {
+		go r.announce(ctx, checked, msg)
+		return
 	}
 	r.writeClient(ctx, msg)
 }

@@ -6,12 +6,19 @@ package gateway
 // may call the changed tool without listing again; so warden lists the tools
 // itself and checks them, as if the client had listed:
 //
-//	upstream: notifications/tools/list_changed ─► toolsChanged: gate shut ─► relayed to the client
+//	upstream: notifications/tools/list_changed ─► toolsChanged: gate shut
 //	                                               └► relistLoop: tools/list, id "warden-…" ─► upstream
 //	upstream's answer to "warden-…" ─► answerOwn: ownUp[id] ─► Recheck (Pinner.CheckList)
-//	                                   (next page while nextCursor) ─► gate open
+//	                                   (next page while nextCursor) ─► gate open ─► list_changed relayed to the client
 //	client's tools/call ─► awaitRelist: waits while the gate is shut ─► pipeline ("pin" sees the new pins)
 //
+// The client learns of the change only once it is checked (announce). A
+// client that speaks a stateless revision gets list_changed on one HTTP
+// request (its subscriptions/listen stream) and calls on others, each its
+// own relay with its own gate; the notification is what tells it to act, so
+// whatever it does on it, on any of its requests, meets the new pins. A
+// change the upstream does not announce is caught when the tools are next
+// listed, as ever.
 // The answers never reach the client, which did not ask. A tools/call waits
 // on the goroutine relaying it, so unless the pipeline may hold calls
 // (relayHeld) the client's later messages wait with it. Each re-list is
@@ -53,19 +60,24 @@ var (
 // toolsChanged handles notifications/tools/list_changed from the upstream,
 // before it is relayed: it shuts the gate and starts a re-list, or has the
 // one in flight list again when it is done (its request may have been
-// answered before this change).
-func (r *Relay) toolsChanged(ctx context.Context) {
+// answered before this change). It returns the channel closed when the
+// tools are checked, after which the notification is to reach the client
+// (announce), or nil when it may go at once (no pins, or the session is
+// over). With a channel, the caller owns one count of r.relists and must
+// call announce or announced.
+func (r *Relay) toolsChanged(ctx context.Context) chan struct{} {
 	if r.recheck == nil {
-		return
+		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return
+		return nil
 	}
 	r.again = true
+	r.relists.Add(1) // the caller's announce
 	if r.relisting != nil {
-		return
+		return r.relisting
 	}
 	done := make(chan struct{})
 	r.relisting = done
@@ -74,7 +86,39 @@ func (r *Relay) toolsChanged(ctx context.Context) {
 		defer r.relists.Done()
 		r.relistLoop(ctx, done)
 	}()
+	return done
 }
+
+// announce relays msg, a list_changed, to the client once checked is
+// closed and no re-list is in flight. One announcement waiting is enough (the notification carries
+// nothing but the fact): a list_changed that comes while one waits is on
+// record but not sent again, so an upstream that keeps announcing changes
+// cannot pile up waiting goroutines.
+func (r *Relay) announce(ctx context.Context, checked chan struct{}, msg *jsonrpc.Message) {
+	defer r.announced()
+	r.mu.Lock()
+	dup := r.announcing
+	r.announcing = true
+	r.mu.Unlock()
+	if dup {
+		return
+	}
+	for {
+		<-checked
+		r.mu.Lock()
+		if r.relisting == nil { // a change that came meanwhile is checked too
+			r.announcing = false
+			r.mu.Unlock()
+			break
+		}
+		checked = r.relisting
+		r.mu.Unlock()
+	}
+	r.writeClient(ctx, msg)
+}
+
+// announced releases the r.relists count of a toolsChanged caller.
+func (r *Relay) announced() { r.relists.Done() }
 
 // relistLoop lists the tools until no list_changed came during the last
 // re-list, then opens the gate (closes done).

@@ -73,10 +73,32 @@ func (h *harness) callTool(id, tool string) *jsonrpc.Message {
 	return msg
 }
 
+// afterCheck reads the two messages the client gets when warden's check
+// of changed tools ends, in whichever order they come: the list_changed
+// it held back, and the answer to the call (id) that waited for the check.
+// It returns the answer.
+func (h *harness) afterCheck(id string) *jsonrpc.Message {
+	h.t.Helper()
+	var answer *jsonrpc.Message
+	notified := false
+	for range 2 {
+		switch got := h.recv(h.client); {
+		case got.Method == "notifications/tools/list_changed" && !notified:
+			notified = true
+		case got.Kind == jsonrpc.KindResponse && got.ID.Raw() == id && answer == nil:
+			answer = got
+		default:
+			h.t.Fatalf("the client got %s, want list_changed and the answer to call %s", got.Raw, id)
+		}
+	}
+	return answer
+}
+
 // TestRelayRelistsOnListChanged (AASM P2): after list_changed, warden lists
 // the tools itself, every page, and a call the client makes without listing
 // waits for that check and is refused when the tool changed. The client
-// gets the notification but never warden's own answers.
+// gets the notification once the check is done, and never warden's own
+// answers.
 func TestRelayRelistsOnListChanged(t *testing.T) {
 	h := newPinnedHarness(t, RelayOptions{})
 	h.listTools("1", relistPay, relistPing)
@@ -87,10 +109,8 @@ func TestRelayRelistsOnListChanged(t *testing.T) {
 	h.recv(h.client)
 
 	h.send(h.upstream, relistChanged)
-	if got := h.recv(h.client); got.Method != "notifications/tools/list_changed" {
-		t.Fatalf("the client got %s, want the notification", got.Raw)
-	}
 	first := h.wardenList("")
+	h.nothing(h.client, "list_changed before warden checked the tools it announces")
 
 	// A client request cannot take the id of warden's request in flight.
 	h.send(h.client, `{"jsonrpc":"2.0","id":`+first.Raw()+`,"method":"ping"}`)
@@ -106,10 +126,7 @@ func TestRelayRelistsOnListChanged(t *testing.T) {
 	second := h.wardenList(`"p2"`)
 	h.send(h.upstream, `{"jsonrpc":"2.0","id":`+second.Raw()+`,"result":{"tools":[`+relistPing+`]}}`)
 
-	answer := h.recv(h.client)
-	if answer.ID.Raw() != "3" {
-		t.Fatalf("the client got %s, want the answer to its call 3", answer.Raw)
-	}
+	answer := h.afterCheck("3")
 	if _, d := detailOf(t, answer); d.Stage != "pin" || d.Rule != "unpinned" {
 		t.Fatalf("the call to the changed tool: %+v, want refused by stage pin", d)
 	}
@@ -133,9 +150,11 @@ func TestRelayRelistUnchangedKeepsWorking(t *testing.T) {
 	h := newPinnedHarness(t, RelayOptions{})
 	h.listTools("1", relistPay)
 	h.send(h.upstream, relistChanged)
-	h.recv(h.client)
 	id := h.wardenList("")
 	h.send(h.upstream, `{"jsonrpc":"2.0","id":`+id.Raw()+`,"result":{"tools":[`+relistPay+`,`+relistPing+`]}}`)
+	if got := h.recv(h.client); got.Method != "notifications/tools/list_changed" {
+		t.Fatalf("the client got %s, want the notification once the tools were checked", got.Raw)
+	}
 	for i, tool := range []string{"pay", "ping_me"} {
 		if got := h.callTool(strconv.Itoa(2+i), tool); got == nil || got.Method != "tools/call" {
 			t.Fatalf("%s after an unchanged re-list: not forwarded (%v)", tool, got)
@@ -149,9 +168,11 @@ func TestRelayRelistFailureRefusesCalls(t *testing.T) {
 	h := newPinnedHarness(t, RelayOptions{})
 	h.listTools("1", relistPay)
 	h.send(h.upstream, relistChanged)
-	h.recv(h.client)
 	id := h.wardenList("")
 	h.send(h.upstream, `{"jsonrpc":"2.0","id":`+id.Raw()+`,"error":{"code":-32603,"message":"busy"}}`)
+	if got := h.recv(h.client); got.Method != "notifications/tools/list_changed" {
+		t.Fatalf("the client got %s, want the notification once the check ended", got.Raw)
+	}
 
 	if got := h.callTool("2", "pay"); got != nil {
 		t.Fatalf("a tools/call reached the upstream after a failed re-list: %s", got.Raw)
@@ -173,14 +194,13 @@ func TestRelayRelistTimesOut(t *testing.T) {
 	h := newPinnedHarness(t, RelayOptions{RequestTimeout: 100 * time.Millisecond})
 	h.listTools("1", relistPay)
 	h.send(h.upstream, relistChanged)
-	h.recv(h.client)
 	id := h.wardenList("")
 	h.send(h.client, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"pay","arguments":{}}}`)
 	cancel := h.recv(h.upstream)
 	if got, _ := jsonrpc.Lookup(cancel.Params, "requestId"); cancel.Method != "notifications/cancelled" || string(got) != id.Raw() {
 		t.Fatalf("upstream got %s, want the cancellation of warden's tools/list", cancel.Raw)
 	}
-	if _, d := detailOf(t, h.recv(h.client)); d.Rule != "relist-failed" {
+	if _, d := detailOf(t, h.afterCheck("2")); d.Rule != "relist-failed" {
 		t.Fatalf("a call after the re-list timed out: %+v, want relist-failed", d)
 	}
 	h.nothing(h.upstream, "the refused call")
