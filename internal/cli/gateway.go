@@ -74,10 +74,21 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 
 	cfg := config.Default()
 	if f.configPath != "" {
+		// With --stdio the file is validated once the command has taken
+		// the place of its upstreams, so it needs none of its own.
+		read := config.Load
+		if f.stdio {
+			read = config.Read
+		}
 		var err error
-		if cfg, err = config.Load(f.configPath); err != nil {
+		if cfg, err = read(f.configPath); err != nil {
 			fmt.Fprintln(env.Stderr, err)
 			return ExitConfig, fmt.Errorf("invalid configuration %s", f.configPath)
+		}
+	}
+	if f.stdio {
+		if code, err := stdioUpstream(env, cfg, &f, fs.Args()); err != nil {
+			return code, err
 		}
 	}
 	logger, err := newLogger(env.Stderr, firstNonEmpty(f.logLevel, cfg.Log.Level), firstNonEmpty(f.logFormat, cfg.Log.Format))
@@ -89,14 +100,16 @@ func runGateway(ctx context.Context, env *Env, args []string) (int, error) {
 		return checkStore(ctx, env, cfg)
 	}
 	if f.stdio {
-		return serveStdio(ctx, env, cfg, &f, fs.Args(), logger)
+		return serveStdio(ctx, env, cfg, &f, fs.Args()[0], logger)
 	}
 	return serveHTTP(ctx, env, cfg, f.listen, logger)
 }
 
-// serveStdio wraps one stdio server for one client on stdin/stdout.
-func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFlags, argv []string, logger *slog.Logger) (int, error) {
-	up := config.Upstream{Name: f.name, Command: argv, PassEnv: f.passEnv, Env: map[string]string{}}
+// stdioUpstream puts the command argv, with the --stdio flags, in place of
+// cfg's upstreams, and validates the result.
+func stdioUpstream(env *Env, cfg *config.Config, f *gatewayFlags, argv []string) (int, error) {
+	up := config.NewUpstream()
+	up.Name, up.Command, up.PassEnv, up.Env = f.name, argv, f.passEnv, map[string]string{}
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
@@ -127,6 +140,19 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	}
 	cfg.Gateway.Upstreams = []config.Upstream{up}
 	cfg.Gateway.DefaultUpstream = ""
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(env.Stderr, err)
+		if f.configPath == "" {
+			return ExitUsage, errors.New("invalid --stdio flags")
+		}
+		return ExitConfig, fmt.Errorf("invalid configuration %s (with the --stdio command as its one upstream)", f.configPath)
+	}
+	return ExitOK, nil
+}
+
+// serveStdio wraps one stdio server, cfg's one upstream (stdioUpstream),
+// for one client on stdin/stdout.
+func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFlags, program string, logger *slog.Logger) (int, error) {
 	opts, err := gateway.FromConfig(cfg, logger)
 	if err != nil {
 		return ExitConfig, err
@@ -139,7 +165,7 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	client := transport.NewStream(env.Stdin, env.Stdout, closerOf(env.Stdin), transport.StreamOptions{
 		Limits: opts.Limits, Logger: logger, Name: "client", ReplyInvalid: true,
 	})
-	logger.Info("warden gateway: relaying stdio", "upstream", f.name, "command", argv[0], "pipeline", strings.Join(g.Upstream(f.name).Pipeline.Stages(), " → "))
+	logger.Info("warden gateway: relaying stdio", "upstream", f.name, "command", program, "pipeline", strings.Join(g.Upstream(f.name).Pipeline.Stages(), " → "))
 	if err := g.ServeConn(ctx, client, f.name, "", false); err != nil {
 		return ExitUpstream, err
 	}

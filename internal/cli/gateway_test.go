@@ -82,3 +82,24 @@ func TestGatewayCheckStore(t *testing.T) {
 		t.Fatalf("an unreachable redis: %d %s", code, out)
 	}
 }
+
+// warden gateway --stdio takes its one upstream from the command after --,
+// so its --config file needs no upstreams of its own; the configuration is
+// validated with the command in place, and a bad one is refused with the
+// path of the problem.
+func TestGatewayStdioConfigWithoutUpstreams(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "w.yaml")
+	os.WriteFile(cfg, []byte("version: 1\ngateway:\n  zero_trust: {data_dir: "+strconv.Quote(dir)+", subject: alice}\n"), 0o600)
+	code, out, errOut := run(t, "gateway", "--stdio", "--config", cfg, "--require-token", "transfer_funds", "--check-store", "--", "srv")
+	if code != ExitOK || !strings.Contains(out, "store sqlite "+filepath.Join(dir, "state.db")+": ok") {
+		t.Fatalf("a --stdio config without upstreams: %d %s %s", code, out, errOut)
+	}
+	// Tokens need a subject: the file lacks one, so the configuration with
+	// the command in place is refused, naming the setting.
+	os.WriteFile(cfg, []byte("version: 1\ngateway:\n  zero_trust: {data_dir: "+strconv.Quote(dir)+"}\n"), 0o600)
+	code, _, errOut = run(t, "gateway", "--stdio", "--config", cfg, "--require-token", "transfer_funds", "--check-store", "--", "srv")
+	if code != ExitConfig || !strings.Contains(errOut, "gateway.zero_trust.subject") {
+		t.Fatalf("a --stdio config without a subject for its tokens: %d %s", code, errOut)
+	}
+}

@@ -12,8 +12,9 @@ var commandHelp = map[string]string{
       desktop client, replace its command with "warden gateway --stdio --".
       Logs go to stderr; stdout carries only the protocol. With --config FILE
       (its gateway.zero_trust) and --require-token T, calls to T need a token
-      in params._meta["io.agentwarden/token"]; --stdio replaces the file's
-      upstreams, so it refuses a file whose upstreams require tokens.
+      in params._meta["io.agentwarden/token"]. CMD is the one upstream: the
+      file needs none, and one whose upstreams require tokens is refused
+      (replacing them would drop the requirement).
 
   warden gateway --config FILE [--listen ADDR]
       Serves the upstreams of FILE on a streamable HTTP listener: the default

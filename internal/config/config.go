@@ -790,8 +790,9 @@ func Default() *Config {
 	}
 }
 
-// defaultUpstream returns the defaults for one entry of gateway.upstreams.
-func defaultUpstream() Upstream {
+// NewUpstream returns an entry of gateway.upstreams holding every default,
+// as the file decoder starts each one (and warden gateway --stdio its own).
+func NewUpstream() Upstream {
 	return Upstream{ShutdownTimeout: DefaultShutdownTimeout}
 }
 
@@ -799,11 +800,7 @@ func defaultUpstream() Upstream {
 // problem in the file it returns a nil Config and a *Problems listing every
 // problem of the first failing step (decode, then validate).
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
-	}
-	cfg, err := Parse(data, path)
+	cfg, err := Read(path)
 	if err != nil {
 		return nil, err
 	}
@@ -811,6 +808,17 @@ func Load(path string) (*Config, error) {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// Read reads and parses the file at path without validating it: for a
+// caller that completes the configuration first (warden gateway --stdio
+// puts its command in place of the file's upstreams) and then validates it.
+func Read(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return Parse(data, path)
 }
 
 // Parse decodes data, a YAML configuration file, on top of Default. filename

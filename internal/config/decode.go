@@ -761,7 +761,7 @@ func (d *decoder) upstreams(n *yaml.Node, path string, dst *[]Upstream) {
 	}
 	out := make([]Upstream, len(n.Content))
 	for i, item := range n.Content {
-		out[i] = defaultUpstream()
+		out[i] = NewUpstream()
 		d.upstream(item, index(path, i), &out[i])
 	}
 	*dst = out

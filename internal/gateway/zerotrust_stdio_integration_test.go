@@ -36,15 +36,13 @@ func TestZeroTrustThroughStdioGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// --stdio replaces the file's upstreams with the command after --; the
-	// file contributes gateway.zero_trust (keys, subject, the SQLite store).
+	// The command after --stdio is the one upstream, so the file needs
+	// none: it contributes gateway.zero_trust (keys, subject, the SQLite
+	// store).
 	cfgFile := filepath.Join(dir, "warden.yaml")
 	if err := os.WriteFile(cfgFile, []byte(fmt.Sprintf(`version: 1
 gateway:
   zero_trust: {data_dir: %q, subject: alice}
-  upstreams:
-    - name: placeholder
-      command: ["true"]
 `, dataDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
