@@ -294,6 +294,17 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 			serverDone <- struct{}{}
 		}()
 	}
+	// Ready means serving the first phase: a request that came before the
+	// server's run entered it would meet no state (a default agent card,
+	// no tools).
+	for _, i := range servers {
+		if idx, _, _, changed := actors[i].current(); idx < 0 {
+			select {
+			case <-changed:
+			case <-runCtx.Done():
+			}
+		}
+	}
 	if opts.OnReady != nil {
 		if err := opts.OnReady(res.Endpoints); err != nil {
 			stopServers()
