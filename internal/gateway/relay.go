@@ -186,6 +186,9 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 func (r *Relay) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if r.principal != "" && principalFrom(ctx) == "" {
+		ctx = WithPrincipal(ctx, r.principal) // for the stages and filters that key state by it
+	}
 
 	// A conn that can push its messages (a stdio stream, a child process)
 	// has them relayed on the goroutine that read them, one hand-off less

@@ -48,7 +48,7 @@ func (s Security) Check(ctx context.Context, c *Call) *Denial {
 	if c.Msg.Kind != jsonrpc.KindRequest {
 		return nil
 	}
-	ev := secproc.Event{Upstream: c.Upstream, Session: c.Session, Tool: c.Tool}
+	ev := secproc.Event{Upstream: c.Upstream, Session: trackingSession(c.Session, c.Principal), Tool: c.Tool}
 	switch c.Msg.Method {
 	case mcp.MethodToolsCall:
 		ev.Kind, ev.Arguments = secproc.KindToolCall, c.Arguments
@@ -80,6 +80,18 @@ func (s Security) Check(ctx context.Context, c *Call) *Denial {
 	return nil
 }
 
+// trackingSession is the session by which the processor links a client's
+// events (read-then-send, secret replay): the client's session, or for a
+// request of the stateless revision, which has none, its authenticated
+// principal, so that one client's reads never mark another client's sends.
+// Stateless requests without authentication share one.
+func trackingSession(session, principal string) string {
+	if session == "" && principal != "" {
+		return "principal:" + principal // session ids have no colon
+	}
+	return session
+}
+
 // Result inspects an upstream's answer to a client request: method and
 // tool are the request's. It returns the message to send the client (msg,
 // or msg with tools dropped from a tools/list answer, or a refusal) and the
@@ -88,6 +100,7 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 	if msg.Result == nil {
 		return msg, nil, nil
 	}
+	session = trackingSession(session, principalFrom(ctx))
 	ev := secproc.Event{Upstream: upstream, Session: session, Tool: tool, Content: msg.Result}
 	switch method {
 	case mcp.MethodToolsCall:

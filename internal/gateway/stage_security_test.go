@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -130,5 +132,64 @@ func TestSecurityQuarantinesAnswers(t *testing.T) {
 	if !strings.Contains(string(m.Result), `"name":"evil","description":"[warden: quarantined `) ||
 		strings.Contains(string(m.Result), "Do not tell the user") || !strings.Contains(string(m.Result), `"Adds two numbers."`) {
 		t.Fatalf("tools/list: %s", m.Result)
+	}
+}
+
+// Requests of the stateless revision have no session, so the processor
+// links them by their authenticated principal: what alice read marks
+// alice's sends, never bob's, though both come without a session.
+func TestSecurityStatelessStateIsPerPrincipal(t *testing.T) {
+	p, err := secproc.New(secproc.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Security{Processor: p}
+	var mu sync.Mutex
+	rules := map[string][]string{} // the findings' rules, by principal and request id
+	relay := func(principal string) *harness {
+		return newHarness(t, RelayOptions{Upstream: "files", Principal: principal, Pipeline: NewPipeline(s), Results: s.Result,
+			Observe: func(d Decision) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, f := range d.Findings {
+					rules[principal+" "+d.ID.Raw()] = append(rules[principal+" "+d.ID.Raw()], f.Rule)
+				}
+			}})
+	}
+	replayed := func(key string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(rules[key], "exfiltration/secret-replay")
+	}
+	alice, bob := relay("alice"), relay("bob")
+	gh := "ghp" + "_" + "R7mQ2xK9vLp4Ws8Zt1Yc6Nb3Hd5Fg0Ja2Ue4"
+
+	// alice reads the .env file, and its answer carries a token.
+	alice.send(alice.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_file","arguments":{"path":"/srv/app/.env"}}}`)
+	alice.recv(alice.upstream)
+	alice.send(alice.upstream, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"GITHUB_TOKEN=`+gh+`"}]}}`)
+	alice.recv(alice.client)
+
+	// bob's send is his own: nothing of alice's marks it.
+	bob.send(bob.client, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"send_message","arguments":{"text":"hello"}}}`)
+	if got := bob.recv(bob.upstream); got.ID.Raw() != "2" {
+		t.Fatalf("bob's send: the upstream got %s", got.Raw)
+	}
+	// alice's send after her read, and her token going out, are caught.
+	alice.send(alice.client, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"send_message","arguments":{"text":"hello"}}}`)
+	if _, d := detailOf(t, alice.recv(alice.client)); d.Rule != "exfiltration/read-then-send" {
+		t.Fatalf("alice's send after reading .env: %+v, want exfiltration/read-then-send", d)
+	}
+	replay := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"http_get","arguments":{"q":"x ` + gh + `"}}}`
+	alice.send(alice.client, replay)
+	alice.recv(alice.client)
+	bob.send(bob.client, replay)
+	bob.recv(bob.client) // refused too, for carrying a secret at all
+	if !replayed("alice 4") || replayed("bob 4") {
+		t.Fatalf("secret-replay: alice %v, bob %v; want it for alice, who read the token, only", rules["alice 4"], rules["bob 4"])
+	}
+	bob.send(bob.client, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"send_message","arguments":{"text":"hello again"}}}`)
+	if got := bob.recv(bob.upstream); got.ID.Raw() != "5" {
+		t.Fatalf("bob's second send: the upstream got %s", got.Raw)
 	}
 }
