@@ -148,6 +148,9 @@ type Gateway struct {
 	log       *slog.Logger
 
 	sessions sync.WaitGroup // relays still running
+	// unchecked carries failed re-lists across the requests of the
+	// stateless revision, each relayed apart (relay_relist.go).
+	unchecked UncheckedLists
 }
 
 // New checks opts and returns a gateway. It starts nothing: serve it with
@@ -298,6 +301,10 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		return err
 	}
 	g.log.Debug("session started", "upstream", u.Name, "session", session, "stateless", stateless)
+	var unchecked *UncheckedLists
+	if stateless {
+		unchecked = &g.unchecked
+	}
 	relay := NewRelay(client, up, RelayOptions{
 		Upstream:       u.Name,
 		Session:        session,
@@ -307,6 +314,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Recorder:       g.opts.Recorder,
 		Results:        u.Results,
 		Recheck:        u.Recheck,
+		Unchecked:      unchecked,
 		// Stateless sessions are not exempt from the lifecycle by being
 		// stateless: a sessionless POST of an old revision must not skip
 		// initialize. A 2026-07-28 request carries its revision in _meta,

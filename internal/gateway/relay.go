@@ -62,6 +62,7 @@ type Relay struct {
 	answers          func(context.Context, Answer)
 	tools            ToolInfo
 	recheck          func(ctx context.Context, upstream string, result []byte) error
+	unchecked        *UncheckedLists // nil but for stateless requests
 	log              *slog.Logger
 
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
@@ -144,7 +145,12 @@ type RelayOptions struct {
 	// them, and a tools/call waits for that check (relay_relist.go). An
 	// error means the result could not be checked.
 	Recheck func(ctx context.Context, upstream string, result []byte) error
-	Logger  *slog.Logger
+	// Unchecked, with Recheck, carries a failed re-list beyond this relay:
+	// set for the requests of the stateless revision, each relayed apart,
+	// so that a re-list that failed on one (the client's listen stream)
+	// refuses the principal's calls on the others (relay_relist.go).
+	Unchecked *UncheckedLists
+	Logger    *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -170,6 +176,7 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		answers:      opts.Answers,
 		tools:        opts.Tools,
 		recheck:      opts.Recheck,
+		unchecked:    opts.Unchecked,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]askedCall),

@@ -35,6 +35,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -142,6 +143,7 @@ func (r *Relay) relistLoop(ctx context.Context, done chan struct{}) {
 		r.mu.Lock()
 		r.stale = err
 		r.mu.Unlock()
+		r.unchecked.set(r.upstreamName, r.principal, err)
 	}
 }
 
@@ -268,6 +270,9 @@ func (r *Relay) awaitRelist(ctx context.Context) *Denial {
 	r.mu.Lock()
 	err := r.stale
 	r.mu.Unlock()
+	if err == nil {
+		err = r.unchecked.get(r.upstreamName, r.principal)
+	}
 	if err != nil {
 		return &Denial{Stage: "pin", Rule: "relist-failed",
 			Reason: "upstream " + quote(r.upstreamName) + " announced that its tools changed, and warden could not check them (" +
@@ -289,4 +294,42 @@ func (r *Relay) listed(result []byte) {
 	r.mu.Lock()
 	r.stale = nil
 	r.mu.Unlock()
+	r.unchecked.set(r.upstreamName, r.principal, nil)
+}
+
+// UncheckedLists records the re-lists that failed for requests of the
+// stateless revision, by upstream and principal: the listen stream that
+// got list_changed and the requests that call tools are relayed apart, so
+// a failure on one must refuse the calls of the others, until a complete
+// tools/list of the principal passes the pin check. Requests without a
+// principal share one entry per upstream. The zero value is ready; a nil
+// *UncheckedLists records nothing.
+type UncheckedLists struct {
+	mu     sync.Mutex
+	failed map[[2]string]error // upstream, principal → why the re-list failed
+}
+
+func (u *UncheckedLists) set(upstream, principal string, err error) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err == nil {
+		delete(u.failed, [2]string{upstream, principal})
+		return
+	}
+	if u.failed == nil {
+		u.failed = map[[2]string]error{}
+	}
+	u.failed[[2]string{upstream, principal}] = err
+}
+
+func (u *UncheckedLists) get(upstream, principal string) error {
+	if u == nil {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.failed[[2]string{upstream, principal}]
 }

@@ -216,3 +216,48 @@ func TestRelayWithoutRecheckRelaysOnly(t *testing.T) {
 	}
 	h.nothing(h.upstream, "a tools/list of warden's own without pinning")
 }
+
+// TestStatelessRelistFailureRefusesOtherRequests (fail-secure): requests of
+// the stateless revision are relayed apart, the listen stream that gets
+// list_changed from the ones that call tools. A re-list that failed on the
+// listen stream refuses the principal's calls on every other request, not
+// another principal's, until the principal lists the tools completely.
+func TestStatelessRelistFailureRefusesOtherRequests(t *testing.T) {
+	p, err := pin.New(context.Background(), pin.Options{Store: pin.NewMemory(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pins := Pins{Pinner: p}
+	unchecked := &UncheckedLists{}
+	request := func(principal string) *harness {
+		return newHarness(t, RelayOptions{Principal: principal, Pipeline: NewPipeline(pins), Results: pins.Result,
+			Recheck: pins.Recheck, Unchecked: unchecked})
+	}
+	request("alice").listTools("1", relistPay)
+
+	listen := request("alice")
+	listen.send(listen.upstream, relistChanged)
+	id := listen.wardenList("")
+	listen.send(listen.upstream, `{"jsonrpc":"2.0","id":`+id.Raw()+`,"error":{"code":-32603,"message":"busy"}}`)
+	if got := listen.recv(listen.client); got.Method != "notifications/tools/list_changed" {
+		t.Fatalf("the listen stream got %s, want the notification once the check ended", got.Raw)
+	}
+
+	call := request("alice")
+	if got := call.callTool("2", "pay"); got != nil {
+		t.Fatalf("alice's call on another request reached the upstream after the failed re-list: %s", got.Raw)
+	}
+	if _, d := detailOf(t, call.recv(call.client)); d.Stage != "pin" || d.Rule != "relist-failed" {
+		t.Fatalf("alice's call on another request: %+v, want refused by pin/relist-failed", d)
+	}
+	bob := request("bob")
+	if got := bob.callTool("3", "pay"); got == nil || got.Method != "tools/call" {
+		t.Fatalf("bob's call was held to alice's failed re-list: %v", got)
+	}
+
+	request("alice").listTools("4", relistPay)
+	again := request("alice")
+	if got := again.callTool("5", "pay"); got == nil || got.Method != "tools/call" {
+		t.Fatalf("alice's call after she listed the tools again: not forwarded (%v)", got)
+	}
+}
