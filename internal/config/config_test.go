@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -574,6 +575,34 @@ gateway:
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("problems %v lack %q", err, want)
 		}
+	}
+}
+
+// hold_for_approval without a tool that needs a token would hold nothing:
+// the zero-trust stage that holds calls would not run, and calls the
+// security processor sends for approval would be refused instead. The file
+// is refused, at the setting, rather than read as if it held calls.
+func TestHoldForApprovalNeedsTheZeroTrustStage(t *testing.T) {
+	doc := `version: 1
+gateway:
+  zero_trust: {subject: alice, hold_for_approval: true}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+%s`
+	cfg, err := Parse([]byte(fmt.Sprintf(doc, "")), "hold.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err == nil || !strings.Contains(err.Error(), "hold.yaml:3:") || !strings.Contains(err.Error(), "gateway.zero_trust.hold_for_approval: calls are held in the zero-trust stage") {
+		t.Fatalf("hold_for_approval with no tool needing a token: %v", err)
+	}
+	cfg, err = Parse([]byte(fmt.Sprintf(doc, "      require_token: [transfer_funds]\n")), "hold.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatalf("hold_for_approval with require_token: %v", err)
 	}
 }
 

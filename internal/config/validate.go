@@ -409,6 +409,9 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf(fmt.Sprintf("%s.approval_channels[%d]", p, i), "unknown approval channel %q (admin, elicitation)", ch)
 		}
 	}
+	if z.HoldForApproval && !g.RequiresTokens() && !g.SessionCredentials() {
+		v.errorf(join(p, "hold_for_approval"), "calls are held in the zero-trust stage, which runs only when some tool needs a token: name those tools (gateway.upstreams[].require_token, or zero_trust.classification); then calls the security processor or taint tracking send for approval, and A2A requests that need consent, are held too")
+	}
 	if z.HoldForApproval && z.Channel(ApprovalAdmin) {
 		if msg := checkListenAddr(g.Admin.Addr); msg != "" {
 			v.errorf("gateway.admin.addr", "%s", msg)
