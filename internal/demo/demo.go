@@ -213,7 +213,11 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	pins := gateway.Pins{Pinner: pinner, Log: logger}
 	proc, err := secproc.New(secproc.Config{InjectedInstructions: secproc.Policy{Action: secproc.Flag},
 		// The demo has no person to ask about exfiltration; its other steps show approvals.
-		Exfiltration: secproc.Policy{Disabled: true}})
+		Exfiltration: secproc.Policy{Disabled: true},
+		// A rule of the operator's own, in CEL (gateway.security.rules in a
+		// configuration file): the ledger is for transfer_funds to change.
+		Rules: []secproc.Rule{{Name: "ledger-read-only", Category: secproc.FileAccess, Action: secproc.Deny,
+			When: `kind == "tool_call" && tool == "write_file" && arguments.path.startsWith("ledger/")`}}})
 	if err != nil {
 		return nil, err
 	}

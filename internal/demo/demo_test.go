@@ -27,27 +27,29 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		by[st.Action] = st.Outcome + " " + st.By
 	}
 	for action, want := range map[string]string{
-		`tools/call echo {"message":"hello through warden"}`:                                               "relayed ",
-		`tools/call get_env {}`:                                                                            "refused tool-policy (deny \"get_env\")",
-		`tools/call read_file {"path":"../../etc/passwd"}`:                                                 "refused security (file_access/traversal)",
-		"billing: tools/call pay INV-7":                                                                    "relayed ",
-		"billing: tools/call pay after a rug pull, without listing again":                                  "refused pin (unpinned)",
-		"billing: the client lists the tools again":                                                        "refused pin (unpinned)",
-		`a tool answer carrying "Ignore all previous instructions…" (quarantined)`:                         "relayed ",
-		"transfer_funds of 50 without a token: held, and alice is asked in her client":                     "relayed ",
-		"transfer_funds of 9999 without a token: held for approval":                                        "refused zero-trust (approval-denied)",
-		"transfer_funds of 20000 (Tier 2 by rule big-transfer) with a token but no DPoP key":               "refused zero-trust (INV-5)",
-		"alice's DPoP-bound token, stolen, with the thief's own proof":                                     "refused zero-trust (INV-5)",
-		"alice's DPoP-bound token with her proof (RFC 9449)":                                               "relayed ",
-		"transfer_funds of 75000 (Tier 3 by rule huge-transfer): token and proof, no client signature":     "refused zero-trust (INV-6)",
-		"the same with alice's signature of the invocation by her pinned key":                              "relayed ",
-		`a tools/call whose params repeat "name" (echo, then get_env)`:                                     "refused wire (duplicate-key)",
-		`a request spelled "Method" instead of "method"`:                                                   "refused wire (member-case)",
-		`a request nested 100 levels deep`:                                                                 "refused wire (depth)",
-		`a POST from a web page at http://evil.example (DNS rebinding)`:                                    "refused listener (host)",
-		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":        "relayed ",
-		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":           "refused delegation (INV-7)",
-		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)": "refused taint (into-delegation)",
+		`tools/call echo {"message":"hello through warden"}`:                                                  "relayed ",
+		`tools/call get_env {}`:                                                                               "refused tool-policy (deny \"get_env\")",
+		`tools/call read_file {"path":"../../etc/passwd"}`:                                                    "refused security (file_access/traversal)",
+		`tools/call write_file {"content":"- review the ledger","path":"notes/todo.md"}`:                      "relayed ",
+		`tools/call write_file {"content":"account ACC_123, balance 1000000.00","path":"ledger/ACC_123.txt"}`: "refused security (custom/ledger-read-only)",
+		"billing: tools/call pay INV-7":                                                                       "relayed ",
+		"billing: tools/call pay after a rug pull, without listing again":                                     "refused pin (unpinned)",
+		"billing: the client lists the tools again":                                                           "refused pin (unpinned)",
+		`a tool answer carrying "Ignore all previous instructions…" (quarantined)`:                            "relayed ",
+		"transfer_funds of 50 without a token: held, and alice is asked in her client":                        "relayed ",
+		"transfer_funds of 9999 without a token: held for approval":                                           "refused zero-trust (approval-denied)",
+		"transfer_funds of 20000 (Tier 2 by rule big-transfer) with a token but no DPoP key":                  "refused zero-trust (INV-5)",
+		"alice's DPoP-bound token, stolen, with the thief's own proof":                                        "refused zero-trust (INV-5)",
+		"alice's DPoP-bound token with her proof (RFC 9449)":                                                  "relayed ",
+		"transfer_funds of 75000 (Tier 3 by rule huge-transfer): token and proof, no client signature":        "refused zero-trust (INV-6)",
+		"the same with alice's signature of the invocation by her pinned key":                                 "relayed ",
+		`a tools/call whose params repeat "name" (echo, then get_env)`:                                        "refused wire (duplicate-key)",
+		`a request spelled "Method" instead of "method"`:                                                      "refused wire (member-case)",
+		`a request nested 100 levels deep`:                                                                    "refused wire (depth)",
+		`a POST from a web page at http://evil.example (DNS rebinding)`:                                       "refused listener (host)",
+		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":           "relayed ",
+		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":              "refused delegation (INV-7)",
+		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)":    "refused taint (into-delegation)",
 	} {
 		if got := by[action]; got != want {
 			t.Errorf("%s: %q, want %q", action, got, want)
@@ -84,7 +86,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"13 relayed, 16 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"14 relayed, 17 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

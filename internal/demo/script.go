@@ -59,6 +59,8 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "echo", map[string]any{"message": "hello through warden"}, "relayed")
 	s.call(ctx, cs, "read_file", map[string]any{"path": "notes/plan.md"}, "relayed")
 	s.call(ctx, cs, "read_file", map[string]any{"path": "../../etc/passwd"}, "refused")
+	s.call(ctx, cs, "write_file", map[string]any{"path": "notes/todo.md", "content": "- review the ledger"}, "relayed")
+	s.call(ctx, cs, "write_file", map[string]any{"path": "ledger/ACC_123.txt", "content": "account ACC_123, balance 1000000.00"}, "refused")
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
 	// Zero-trust: transfer_funds runs only with a token bound to the exact
 	// arguments, once.
