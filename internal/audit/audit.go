@@ -28,6 +28,14 @@
 // share a preimage. The hash field itself is not part of the preimage. A new
 // field means a new version tag.
 //
+// # Hash encoding (version 2)
+//
+// A record with a reason (why a stage refused the message, or why warden
+// answered in the upstream's place) is hashed as version 1 with the tag
+// "warden.audit.v2" and field(reason) appended after field(direction). A
+// record without one keeps version 1, so the logs written before reasons
+// were recorded verify as they did, and one chain may hold both.
+//
 // # Backends
 //
 // A Backend stores records and an anchor: the seq and hash of the last
@@ -91,8 +99,16 @@ func (d Decision) valid() bool { return d == Allow || d == Deny || d == Error }
 // ZeroHash is the PrevHash of the first record of a chain.
 const ZeroHash = "0000000000000000000000000000000000000000000000000000000000000000"
 
-// hashVersion is the domain-separation tag at the start of every preimage.
-const hashVersion = "warden.audit.v1"
+// The domain-separation tags at the start of a preimage: version 1, and
+// version 2 for a record with a reason.
+const (
+	hashVersion       = "warden.audit.v1"
+	hashVersionReason = "warden.audit.v2"
+)
+
+// MaxReason bounds a record's Reason in bytes: Append cuts a longer one
+// (at a character boundary, ending it with "…").
+const MaxReason = 1024
 
 // Record is one entry of the audit log. Seq, PrevHash and Hash are set by
 // Log.Append; the caller fills the rest. Empty strings mean "not applicable"
@@ -117,8 +133,13 @@ type Record struct {
 	JTI        string   `json:"jti"`       // token id consumed for the call
 	Approver   string   `json:"approver"`  // who approved a held call
 	// Direction is who sent the message: "client" (to the upstream),
-	// "upstream" (to the client), or "warden" (its own request to the client).
+	// "upstream" (to the client), or "warden" (its own request to the
+	// client or the upstream, or its answer in the upstream's place).
 	Direction string `json:"direction"`
+	// Reason says, in words, why the stage refused the message, or why
+	// warden answered in the upstream's place; "" otherwise. At most
+	// MaxReason bytes.
+	Reason string `json:"reason,omitempty"`
 }
 
 // Anchor is the seq and hash of the last record of a log: a log's head, as
@@ -132,14 +153,21 @@ type Anchor struct {
 // field but Hash.
 func (r *Record) ComputeHash() string {
 	var seq, ns [20]byte
-	b := make([]byte, 0, 512)
-	b = append(b, hashVersion...)
+	b := make([]byte, 0, 512+len(r.Reason))
+	if r.Reason != "" {
+		b = append(b, hashVersionReason...)
+	} else {
+		b = append(b, hashVersion...)
+	}
 	b = append(b, 0)
 	b = appendField(b, strconv.AppendUint(seq[:0], r.Seq, 10))
 	b = appendField(b, strconv.AppendInt(ns[:0], r.Time.UnixNano(), 10))
 	for _, s := range [...]string{r.PrevHash, r.Actor, r.Session, r.Upstream, r.Method, r.RequestID,
 		r.Tool, r.ParamsHash, string(r.Decision), r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction} {
 		b = appendField(b, s)
+	}
+	if r.Reason != "" {
+		b = appendField(b, r.Reason)
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
@@ -158,10 +186,17 @@ func (r *Record) normalize() error {
 		return errors.New("audit: decision " + strconv.Quote(string(r.Decision)) + " is not allow, deny or error")
 	}
 	for _, p := range []*string{&r.Actor, &r.Session, &r.Upstream, &r.Method, &r.RequestID, &r.Tool,
-		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction} {
+		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction, &r.Reason} {
 		if !utf8.ValidString(*p) {
 			*p = strings.ToValidUTF8(*p, "\uFFFD")
 		}
+	}
+	if len(r.Reason) > MaxReason {
+		cut := MaxReason - len("…")
+		for cut > 0 && !utf8.RuneStart(r.Reason[cut]) {
+			cut--
+		}
+		r.Reason = r.Reason[:cut] + "…"
 	}
 	if r.Time.Before(minTime) || r.Time.After(maxTime) {
 		return errors.New("audit: record time " + r.Time.String() + " is outside the representable range")

@@ -4,15 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -74,6 +77,7 @@ func sample(i int) Record {
 		Invariant:  "INV-3",
 		JTI:        "jti-" + fmt.Sprint(i),
 		Approver:   "alice@example.com",
+		Reason:     []string{"", "the token's parameters_hash does not match the call's arguments"}[i%2],
 	}
 }
 
@@ -348,6 +352,9 @@ func TestHashCoversEveryField(t *testing.T) {
 		"invariant":   func(r *Record) { r.Invariant += "x" },
 		"jti":         func(r *Record) { r.JTI += "x" },
 		"approver":    func(r *Record) { r.Approver += "x" },
+		"direction":   func(r *Record) { r.Direction += "x" },
+		"reason":      func(r *Record) { r.Reason += "x" },
+		"no reason":   func(r *Record) { r.Reason = "" },
 		// Moving a byte from one field to the next must change the hash
 		// (the length prefixes make the encoding injective).
 		"boundary": func(r *Record) { r.Stage, r.Rule = r.Stage+r.Rule[:1], r.Rule[1:] },
@@ -382,5 +389,80 @@ func TestHashEncodingIsPinned(t *testing.T) {
 	}
 	if got, want := r.ComputeHash(), sha256Hex(b); got != want {
 		t.Errorf("ComputeHash = %s, want %s (the documented encoding)", got, want)
+	}
+
+	// Version 2: a record with a reason, the reason last.
+	r.Decision, r.Reason = Deny, "no"
+	b = append([]byte(nil), "warden.audit.v2\x00"...)
+	for _, s := range []string{"1", "1700000000000000000", ZeroHash, "", "", "", "tools/call", "", "", "", "deny", "", "", "", "", "", "", "no"} {
+		field(s)
+	}
+	if got, want := r.ComputeHash(), sha256Hex(b); got != want {
+		t.Errorf("ComputeHash with a reason = %s, want %s (the documented encoding, version 2)", got, want)
+	}
+}
+
+// A reason longer than MaxReason is cut at a character boundary, and the
+// cut reason is what is stored and hashed.
+func TestLongReasonIsCut(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		path := be.path(t)
+		l := openLog(t, be, path)
+		rec := sample(1)
+		rec.Reason = strings.Repeat("é", MaxReason) // 2 bytes each
+		got := mustAppend(t, l, rec)
+		if len(got.Reason) > MaxReason || !utf8.ValidString(got.Reason) || !strings.HasSuffix(got.Reason, "…") {
+			t.Fatalf("reason of %d bytes, valid UTF-8 %v, want at most %d ending in …", len(got.Reason), utf8.ValidString(got.Reason), MaxReason)
+		}
+		l.Close()
+		b := openBackend(t, be, path)
+		mustVerify(t, b)
+		if stored := scanAll(t, b)[0].Reason; stored != got.Reason {
+			t.Errorf("stored reason differs from the appended one")
+		}
+	})
+}
+
+// A log written before records had a reason (no reason column) opens, is
+// given the column without any record changing, verifies, and takes
+// records with reasons on the same chain.
+func TestSQLiteLogWithoutReasonColumn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "old.db")
+	// The first release's schema: every column but reason.
+	old := strings.Replace(sqliteSchema, ",\n\treason      TEXT    NOT NULL DEFAULT '' -- added after the first release: addReasonColumn", "", 1)
+	if old == sqliteSchema {
+		t.Fatal("could not derive the old schema")
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(old); err != nil {
+		t.Fatal(err)
+	}
+	first := sample(0)
+	first.Seq, first.Time, first.PrevHash = 1, time.Unix(1700000000, 0).UTC(), ZeroHash
+	first.Hash = first.ComputeHash()
+	if _, err := db.Exec(`INSERT INTO audit_records (seq, time_ns, prev_hash, hash, actor, session, upstream, method, request_id, tool,
+	params_hash, decision, stage, rule, invariant, jti, approver, direction) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		1, first.Time.UnixNano(), first.PrevHash, first.Hash, first.Actor, first.Session, first.Upstream, first.Method, first.RequestID,
+		first.Tool, first.ParamsHash, string(first.Decision), first.Stage, first.Rule, first.Invariant, first.JTI, first.Approver, first.Direction); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`INSERT INTO audit_head (id, seq, hash) VALUES (1, 1, ?)`, first.Hash); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	be := backends[0]
+	l := openLog(t, be, path)
+	second := mustAppend(t, l, sample(1))
+	if second.Seq != 2 || second.PrevHash != first.Hash || second.Reason == "" {
+		t.Fatalf("appended %+v, want seq 2 with a reason after the old record", second)
+	}
+	l.Close()
+	b := openBackend(t, be, path)
+	if rep := mustVerify(t, b); rep.Records != 2 {
+		t.Fatalf("verified %d records, want 2", rep.Records)
 	}
 }

@@ -79,7 +79,7 @@ func A2ARecord(l *audit.Log) func(context.Context, a2agw.Event) error {
 		r := audit.Record{Time: time.Now(), Actor: e.Principal, Upstream: "a2a:" + e.Upstream, Method: e.Method,
 			RequestID: e.ID.Raw(), Tool: e.TaskID, Decision: audit.Allow, Direction: e.Direction}
 		if e.Decision == "deny" {
-			r.Decision, r.Stage, r.Rule = audit.Deny, e.Stage, e.Rule
+			r.Decision, r.Stage, r.Rule, r.Reason = audit.Deny, e.Stage, e.Rule, e.Reason
 		}
 		_, err := l.Append(context.WithoutCancel(ctx), r)
 		return err

@@ -103,9 +103,9 @@ func aguiRecord(l *audit.Log) func(context.Context, aguigw.Event) error {
 			RequestID: e.RunID, Tool: e.ThreadID, Decision: audit.Allow, Direction: e.Direction, Rule: e.Rule}
 		switch e.Decision {
 		case "deny":
-			r.Decision, r.Stage = audit.Deny, e.Stage
+			r.Decision, r.Stage, r.Reason = audit.Deny, e.Stage, e.Reason
 		case "quarantine":
-			r.Stage = aguigw.StageSecurity
+			r.Stage, r.Reason = aguigw.StageSecurity, e.Reason
 		}
 		_, err := l.Append(context.WithoutCancel(ctx), r)
 		return err

@@ -168,9 +168,9 @@ func auditRecord(d *Decision, params string) audit.Record {
 	}
 	switch {
 	case d.Denial != nil:
-		r.Decision, r.Stage, r.Rule, r.Invariant = audit.Deny, d.Denial.Stage, d.Denial.Rule, d.Denial.Invariant
+		r.Decision, r.Stage, r.Rule, r.Invariant, r.Reason = audit.Deny, d.Denial.Stage, d.Denial.Rule, d.Denial.Invariant, d.Denial.Reason
 	case d.Failure != nil:
-		r.Decision, r.Stage, r.Rule = audit.Error, d.Failure.Stage, d.Failure.Rule
+		r.Decision, r.Stage, r.Rule, r.Reason = audit.Error, d.Failure.Stage, d.Failure.Rule, d.Failure.Reason
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,6 +90,9 @@ func checkInsteadRecord(t *testing.T, recs []audit.Record, rule string) {
 		t.Fatalf("answer record %+v, want warden's error for tools/call 7 (transfer, alice, %s), stage upstream, rule %s",
 			ans, req.ParamsHash, rule)
 	}
+	if !strings.Contains(ans.Reason, `upstream "pay"`) || req.Reason != "" {
+		t.Errorf("reasons %q and %q, want the answer's to say what happened to upstream \"pay\", the request's none", req.Reason, ans.Reason)
+	}
 }
 
 // checkEndedSpan checks that n spans ended, the call's among them, in
@@ -169,7 +173,8 @@ func TestCancelledCallSpanEnds(t *testing.T) {
 	for _, r := range recs {
 		dirs = append(dirs, r.Direction+" "+string(r.Decision)+" "+r.Rule)
 	}
-	if len(recs) != 3 || recs[1].Method != "notifications/cancelled" || recs[2].Rule != "unsolicited-response" {
+	if len(recs) != 3 || recs[1].Method != "notifications/cancelled" || recs[2].Rule != "unsolicited-response" ||
+		!strings.Contains(recs[2].Reason, "no longer waits for") {
 		t.Fatalf("records %q, want the call, its cancellation and the dropped late answer", dirs)
 	}
 }

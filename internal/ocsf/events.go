@@ -289,9 +289,12 @@ func AuditCall(r *audit.Record) *Call {
 	}
 	switch r.Decision {
 	case audit.Deny:
-		c.Denial = &Denial{Stage: r.Stage, Rule: r.Rule, Invariant: r.Invariant}
+		c.Denial = &Denial{Stage: r.Stage, Rule: r.Rule, Invariant: r.Invariant, Reason: r.Reason}
 	case audit.Error:
 		c.ErrorCode, c.ErrorMessage = -32603, "failed in "+r.Stage+" ("+r.Rule+")"
+		if r.Reason != "" {
+			c.ErrorMessage += ": " + r.Reason
+		}
 	}
 	return c
 }
