@@ -38,27 +38,43 @@ func (echoAgent) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2
 	}
 }
 
+// serveA2AAgent serves exec on a loopback server with a2a-go's JSON-RPC
+// handler at /a2a (through wrap, if set) and card, pointed at it, at the
+// well-known path; it returns the agent's /a2a URL.
+func serveA2AAgent(t *testing.T, exec a2asrv.AgentExecutor, card a2a.AgentCard, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
+	var agentURL string
+	rpc := http.Handler(a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec)))
+	if wrap != nil {
+		rpc = wrap(rpc)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/a2a", rpc)
+	mux.HandleFunc("/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		c := card
+		c.Version = "1.0.0"
+		c.SupportedInterfaces = []*a2a.AgentInterface{a2a.NewAgentInterface(agentURL, a2a.TransportProtocolJSONRPC)}
+		c.DefaultInputModes, c.DefaultOutputModes = []string{"text/plain"}, []string{"text/plain"}
+		json.NewEncoder(w).Encode(&c)
+	})
+	agent := httptest.NewServer(mux)
+	t.Cleanup(agent.Close)
+	agentURL = agent.URL + "/a2a"
+	return agentURL
+}
+
 // TestA2AAndMCPThroughOneWarden: an a2a-go agent and the MCP demo server
 // behind one gateway. The agent's card is served rewritten to point at
 // warden; A2A requests are relayed and a malformed one is refused before the
 // agent sees it; both protocols are audited in one hash chain.
 func TestA2AAndMCPThroughOneWarden(t *testing.T) {
 	ctx := testCtx(t)
-	var agentURL string
 	var hits atomic.Int64
-	rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(echoAgent{}))
-	mux := http.NewServeMux()
-	mux.HandleFunc("/a2a", func(w http.ResponseWriter, r *http.Request) { hits.Add(1); rpc.ServeHTTP(w, r) })
-	mux.HandleFunc("/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		card := &a2a.AgentCard{Name: "echo", Description: "echoes", Version: "1.0.0",
-			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(agentURL, a2a.TransportProtocolJSONRPC)},
-			DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-			Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}}}
-		json.NewEncoder(w).Encode(card)
-	})
-	agent := httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
-	agentURL = agent.URL + "/a2a"
+	agentURL := serveA2AAgent(t, echoAgent{}, a2a.AgentCard{Name: "echo", Description: "echoes",
+		Skills: []a2a.AgentSkill{{ID: "echo", Name: "echo", Description: "echo", Tags: []string{"echo"}}}},
+		func(rpc http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1); rpc.ServeHTTP(w, r) })
+		})
 
 	up, _ := demoUpstream(t, false)
 	auditPath := filepath.Join(t.TempDir(), "audit.db")

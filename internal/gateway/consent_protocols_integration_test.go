@@ -136,19 +136,8 @@ func TestConsentAcrossProtocols(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 
-	var agentURL string
-	rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(bankAgent{mcpURL: srv.URL + "/mcp", key: bankKey}))
-	mux := http.NewServeMux()
-	mux.Handle("/a2a", rpc)
-	mux.HandleFunc("/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(&a2a.AgentCard{Name: "bank", Description: "moves money", Version: "1.0.0",
-			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(agentURL, a2a.TransportProtocolJSONRPC)},
-			DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-			Skills: []a2a.AgentSkill{{ID: "transfer", Name: "transfer", Description: "transfer funds", Tags: []string{"bank"}}}})
-	})
-	agent := httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
-	agentURL = agent.URL + "/a2a"
+	agentURL := serveA2AAgent(t, bankAgent{mcpURL: srv.URL + "/mcp", key: bankKey}, a2a.AgentCard{Name: "bank", Description: "moves money",
+		Skills: []a2a.AgentSkill{{ID: "transfer", Name: "transfer", Description: "transfer funds", Tags: []string{"bank"}}}}, nil)
 
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:

@@ -27,17 +27,7 @@ func TestFailSecure(t *testing.T) {
 	t.Run("audit write failure denies", func(t *testing.T) {
 		ctx := testCtx(t)
 		up, _ := demoUpstream(t, false)
-		cfg, err := config.Parse([]byte(fmt.Sprintf("version: 1\ngateway:\n  upstreams: [{name: demo, url: %s}]\n", up)), "t.yaml")
-		if err == nil {
-			err = cfg.Validate()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, opts := optionsFromYAML(t, fmt.Sprintf("version: 1\ngateway:\n  upstreams: [{name: demo, url: %s}]\n", up))
 		l, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(t.TempDir(), "audit.db"), audit.Options{})
 		if err != nil {
 			t.Fatal(err)

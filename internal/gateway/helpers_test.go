@@ -8,9 +8,9 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
-// gatewayFromYAML builds a gateway from a configuration the way the CLI
-// does: parse, validate, FromConfig, New. The caller closes it.
-func gatewayFromYAML(t *testing.T, yaml string) *gateway.Gateway {
+// optionsFromYAML turns a configuration into gateway options the way the
+// CLI does: parse, validate, FromConfig. It returns the configuration too.
+func optionsFromYAML(t *testing.T, yaml string) (*config.Config, gateway.Options) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(yaml), "test.yaml")
 	if err == nil {
@@ -23,6 +23,14 @@ func gatewayFromYAML(t *testing.T, yaml string) *gateway.Gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, opts
+}
+
+// gatewayFromYAML builds a gateway from a configuration the way the CLI
+// does: parse, validate, FromConfig, New. The caller closes it.
+func gatewayFromYAML(t *testing.T, yaml string) *gateway.Gateway {
+	t.Helper()
+	_, opts := optionsFromYAML(t, yaml)
 	g, err := gateway.New(opts)
 	if err != nil {
 		t.Fatal(err)

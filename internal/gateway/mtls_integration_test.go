@@ -11,7 +11,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -25,7 +24,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -98,23 +96,13 @@ func TestMutualTLS(t *testing.T) {
 
 	up, _ := demoUpstream(t, false)
 	auditPath := filepath.Join(dir, "audit.jsonl")
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	cfg, opts := optionsFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   listen: {tls: {cert_file: %q, key_file: %q, client_ca_file: %q}}
   audit: {backend: jsonl, path: %q}
   upstreams: [{name: demo, url: %s}]
-`, certFile, keyFile, caFile, auditPath, up)), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+`, certFile, keyFile, caFile, auditPath, up))
 	tlsConfig, err := gateway.TLSConfig(cfg.Gateway.Listen.TLS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

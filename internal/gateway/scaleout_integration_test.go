@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -36,7 +35,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentwarden/warden/internal/approval"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/testenv"
@@ -678,21 +676,11 @@ func (rr *roundRobin) served(host string) int {
 func TestSessionEndRevokes(t *testing.T) {
 	ctx := testCtx(t)
 	up, ledger := demoUpstream(t, false)
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	_, opts := optionsFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust: {data_dir: %q, store: memory, subject: alice, hold_for_approval: true, approval_channels: [admin]}
   upstreams: [{name: demo, url: %s, require_token: [transfer_funds]}]
-`, keyedDataDir(t), up)), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+`, keyedDataDir(t), up))
 	q := opts.Approvals
 	g, err := gateway.New(opts)
 	if err != nil {

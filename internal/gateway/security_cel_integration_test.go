@@ -5,7 +5,6 @@ package gateway_test
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,9 +13,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
-	"github.com/agentwarden/warden/internal/gateway"
 )
 
 // TestSecurityCELRules runs CEL rules of gateway.security.rules through
@@ -45,21 +42,7 @@ func TestSecurityCELRules(t *testing.T) {
 				yaml += rules
 			}
 			yaml += fmt.Sprintf("\n  upstreams: [{name: demo, url: %s}]\n", up.URL)
-			cfg, err := config.Parse([]byte(yaml), "cel.yaml")
-			if err == nil {
-				err = cfg.Validate()
-			}
-			if err != nil {
-				t.Fatalf("config: %v", err)
-			}
-			opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := gateway.New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g := gatewayFromYAML(t, yaml)
 			srv := httptest.NewServer(g.Handler())
 			t.Cleanup(func() { srv.Close(); g.Close() })
 			cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
@@ -81,7 +64,7 @@ func TestSecurityCELRules(t *testing.T) {
 			if _, err := call("transfer_funds", map[string]any{"account_id": "acct-1", "recipient": "bob", "amount": 50}); err != nil {
 				t.Fatalf("a small transfer: %v", err)
 			}
-			_, err = call("transfer_funds", transfer)
+			_, err := call("transfer_funds", transfer)
 			stage, rule, msg := refused(err)
 			if on && (stage != "security" || rule != "custom/big-transfer") {
 				t.Fatalf("a big transfer: refusal %q/%q (%s), want security/custom/big-transfer", stage, rule, msg)

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"iter"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,7 +22,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/approval"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
 )
@@ -95,40 +93,19 @@ func newTaintFixture(t *testing.T, extra string) *taintFixture {
 	up := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	t.Cleanup(up.Close)
 
-	var agentURL string
-	rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(f.agent))
-	mux := http.NewServeMux()
-	mux.Handle("/a2a", rpc)
-	mux.HandleFunc("/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(&a2a.AgentCard{Name: "planner", Description: "plans", Version: "1.0.0",
-			SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(agentURL, a2a.TransportProtocolJSONRPC)},
-			DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
-			Skills: []a2a.AgentSkill{{ID: "plan", Name: "plan", Description: "plan", Tags: []string{"plan"}}}})
-	})
-	agent := httptest.NewServer(mux)
-	t.Cleanup(agent.Close)
-	agentURL = agent.URL + "/a2a"
+	agentURL := serveA2AAgent(t, f.agent, a2a.AgentCard{Name: "planner", Description: "plans",
+		Skills: []a2a.AgentSkill{{ID: "plan", Name: "plan", Description: "plan", Tags: []string{"plan"}}}}, nil)
 
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
 	f.url = srv.URL
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	_, opts := optionsFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust: {public_url: %q, data_dir: %q, store: memory, subject: alice%s}
   upstreams: [{name: docs, url: %s, require_token: [transfer_funds]}]
   a2a: [{name: planner, url: %s%s}]
-%s`, srv.URL, keyedDataDir(t), holdFor(extra), up.URL+"/", agentURL, consentFor(extra), extra)), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+%s`, srv.URL, keyedDataDir(t), holdFor(extra), up.URL+"/", agentURL, consentFor(extra), extra))
 	f.queue = opts.Approvals
 	g, err := gateway.New(opts)
 	if err != nil {

@@ -243,41 +243,36 @@ func (r *Redis) hashes(ctx context.Context, key func(string) string, upstream st
 
 // Pins implements Store.
 func (r *Redis) Pins(ctx context.Context, upstream string) ([]Record, error) {
-	all, err := r.hashes(ctx, pinsKey, upstream)
-	if err != nil {
-		return nil, err
-	}
-	var out []Record
-	for u, tools := range all {
-		for t, s := range tools {
-			rec, err := decodePin(u, t, s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, rec)
-		}
-	}
+	out, err := decodeAll(ctx, r, pinsKey, upstream, decodePin)
 	sortRecords(out)
-	return out, nil
+	return out, err
 }
 
 // Pendings implements Store.
 func (r *Redis) Pendings(ctx context.Context, upstream string) ([]Pending, error) {
-	all, err := r.hashes(ctx, pendingKey, upstream)
+	out, err := decodeAll(ctx, r, pendingKey, upstream, decodePending)
+	sortPendings(out)
+	return out, err
+}
+
+// decodeAll reads the hashes that key names (of upstream, or of every
+// upstream when it is "") and decodes each of their entries.
+func decodeAll[T any](ctx context.Context, r *Redis, key func(string) string, upstream string,
+	decode func(upstream, tool, s string) (T, error)) ([]T, error) {
+	all, err := r.hashes(ctx, key, upstream)
 	if err != nil {
 		return nil, err
 	}
-	var out []Pending
+	var out []T
 	for u, tools := range all {
 		for t, s := range tools {
-			p, err := decodePending(u, t, s)
+			v, err := decode(u, t, s)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, p)
+			out = append(out, v)
 		}
 	}
-	sortPendings(out)
 	return out, nil
 }
 
