@@ -25,8 +25,11 @@ func BenchmarkInspectToolCall(b *testing.B) {
 }
 
 // BenchmarkInspectToolResult measures a 4 KiB text result.
-func BenchmarkInspectToolResult(b *testing.B) {
-	p, err := New(CorpusConfig())
+func BenchmarkInspectToolResult(b *testing.B) { benchToolResult(b, CorpusConfig()) }
+
+// benchToolResult inspects a clean 4 KiB text result under cfg.
+func benchToolResult(b *testing.B, cfg Config) {
+	p, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

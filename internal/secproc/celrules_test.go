@@ -243,21 +243,5 @@ func only(t *testing.T, fs []Finding, rule string) Finding {
 func BenchmarkInspectCELRules(b *testing.B) {
 	cfg := CorpusConfig()
 	cfg.Rules = append(cfg.Rules, celRules...)
-	p, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	text := ""
-	for len(text) < 4096 {
-		text += "The build finished in 12.3s; 240 tests passed and 0 failed. See the report for details.\n"
-	}
-	c, _ := json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}})
-	ev := Event{Kind: KindToolResult, Upstream: "files", Session: "s", Tool: "run_tests", Content: c}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if fs := p.Inspect(ctx, ev); len(fs) != 0 {
-			b.Fatal(fs)
-		}
-	}
+	benchToolResult(b, cfg)
 }
