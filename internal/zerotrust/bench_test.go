@@ -36,7 +36,7 @@ func benchRing(b *testing.B) *KeyRing {
 // the issue's target is a ratio of at most 1.3.
 func BenchmarkVerify(b *testing.B) {
 	r := benchRing(b)
-	tok, _, err := Issue(r, IssueRequest{Sub: "alice", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs)})
+	tok, _, err := Issue(r, IssueRequest{Sub: "alice", Upstream: "bank", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func BenchmarkVerifyTier2(b *testing.B) {
 	r := benchRing(b)
 	client, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	jkt, _ := Thumbprint(&jose.JSONWebKey{Key: client.Public()})
-	tok, _, err := Issue(r, IssueRequest{Sub: "alice", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs), DPoPJKT: jkt})
+	tok, _, err := Issue(r, IssueRequest{Sub: "alice", Upstream: "bank", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs), DPoPJKT: jkt})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -141,6 +141,8 @@ func decodeClaimsJSON(data []byte, c *Claims) error {
 			return intMember(name, raw, &c.Expiry)
 		case "jti":
 			return stringMember(name, raw, &c.ID)
+		case "upstream":
+			return stringMember(name, raw, &c.Upstream)
 		case "tool":
 			return stringMember(name, raw, &c.Tool)
 		case "parameters_hash":
@@ -151,6 +153,8 @@ func decodeClaimsJSON(data []byte, c *Claims) error {
 			return stringMember(name, raw, &c.BindingMode)
 		case "schema_hash":
 			return stringMember(name, raw, &c.SchemaHash)
+		case "session_hash":
+			return stringMember(name, raw, &c.SessionHash)
 		case "persona":
 			return stringMember(name, raw, &c.Persona)
 		case "classification":

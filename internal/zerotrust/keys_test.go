@@ -49,7 +49,7 @@ func TestRotationKeepsOldKeyForVerification(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := Issue(r, IssueRequest{Sub: "alice", Tool: "t"}); err == nil {
+	if _, _, err := Issue(r, IssueRequest{Sub: "alice", Upstream: "u", Tool: "t"}); err == nil {
 		t.Fatal("an empty ring issued a token")
 	}
 	first, err := r.Rotate(AlgEdDSA)

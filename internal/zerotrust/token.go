@@ -1,13 +1,21 @@
 package zerotrust
 
-// An invocation token authorizes one call of one tool, with exactly the
-// approved arguments, by one subject, for at most 30 seconds. It is a compact
-// JWS signed by the key ring's active key:
+// An invocation token authorizes one call of one tool on one upstream, with
+// exactly the approved arguments, by one subject, for at most 30 seconds,
+// and, when it was obtained through a client session, on that session only.
+// It is a compact JWS signed by the key ring's active key:
 //
 //	header   {"alg":"EdDSA"|"ES256", "kid":<thumbprint>, "typ":"wzt+jwt"}
-//	payload  {"iss","aud","sub","iat","nbf","exp","jti","tool",
+//	payload  {"iss","aud","sub","iat","nbf","exp","jti","upstream","tool",
 //	          "parameters_hash","hash_alg":"SHA256","binding_mode",
-//	          "persona"?, "classification"?, "cnf":{"jkt"}?, "txn":{"id","timestamp"}}
+//	          "session_hash"?, "schema_hash"?, "persona"?, "classification"?,
+//	          "cnf":{"jkt"}?, "txn":{"id","timestamp"}}
+//
+// upstream is the name of the gateway upstream the call was approved for:
+// the same tool name on another server is another tool (D8). session_hash,
+// in a token warden issued inside a client session, is SessionHash(the
+// session id): the token names its session without carrying the id, which
+// is a credential of its own.
 //
 // typ is "wzt+jwt" (warden zero-trust token; explicit typing, RFC 8725 §3.11)
 // so that no other JWT signed by the same key, and no DPoP proof (dpop+jwt)
@@ -19,9 +27,13 @@ package zerotrust
 //
 //	1  signature, iss, aud           "signature" | "claims"
 //	2  sub == authenticated subject  INV-1
-//	3  tool == requested tool        INV-1
+//	3  upstream, tool == the call's  INV-1
+//	   session_hash == the call's
+//	   session, when present
 //	3a persona (when expected)       "claims"
-//	4  nbf ≤ now < exp, exp-iat≤30s  INV-2
+//	4  nbf ≤ now < exp (± skew),     INV-2
+//	   iat < exp, nbf ≤ exp,
+//	   exp-iat ≤ 30s (no skew)
 //	5  parameters_hash               INV-3
 //
 // DPoP (INV-5, cnf.jkt) and the single-use consumption of jti (INV-4) come
@@ -36,6 +48,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,6 +92,7 @@ type Claims struct {
 	NotBefore      int64  `json:"nbf"`
 	Expiry         int64  `json:"exp"`
 	ID             string `json:"jti"`
+	Upstream       string `json:"upstream"` // the gateway upstream the call was approved for
 	Tool           string `json:"tool"`
 	ParametersHash string `json:"parameters_hash"`
 	HashAlg        string `json:"hash_alg"`
@@ -87,7 +101,10 @@ type Claims struct {
 	// tool's inputSchema as the server defined it when the token was
 	// issued: the token then binds the server's schema and the client's
 	// values, and a changed tool definition voids it.
-	SchemaHash     string        `json:"schema_hash,omitempty"`
+	SchemaHash string `json:"schema_hash,omitempty"`
+	// SessionHash, in a token obtained through a client session, is
+	// SessionHash of that session's id: the token is valid on it only.
+	SessionHash    string        `json:"session_hash,omitempty"`
 	Persona        string        `json:"persona,omitempty"`
 	Classification int           `json:"classification,omitempty"`
 	Confirmation   *Confirmation `json:"cnf,omitempty"`
@@ -109,8 +126,13 @@ type Transaction struct {
 
 // IssueRequest describes the one call a token authorizes.
 type IssueRequest struct {
-	Sub       string // the authenticated user
-	Tool      string // the canonical upstream tool (D8), not a client-visible alias
+	Sub      string // the authenticated user
+	Upstream string // the gateway upstream the call goes to (required)
+	Tool     string // the canonical upstream tool (D8), not a client-visible alias
+	// Session, if not "", is the client session the token is obtained
+	// through: the token then verifies on that session only. It is carried
+	// as SessionHash(Session), never as the id itself.
+	Session   string
 	Arguments []byte // the approved arguments; nil or empty means {}
 
 	TTL            time.Duration // lifetime; zero means MaxTTL (30 s)
@@ -135,8 +157,8 @@ type IssueRequest struct {
 // its claims.
 func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 	var c Claims
-	if req.Sub == "" || req.Tool == "" {
-		return "", c, errors.New("issuing a token needs a subject and a tool")
+	if req.Sub == "" || req.Tool == "" || req.Upstream == "" {
+		return "", c, errors.New("issuing a token needs a subject, an upstream and a tool")
 	}
 	maxTTL := max(req.UnsafeMaxTTL, MaxTTL)
 	ttl := req.TTL
@@ -191,11 +213,13 @@ func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 		NotBefore:      now.Unix(),
 		Expiry:         now.Unix() + int64(ttl/time.Second),
 		ID:             jti,
+		Upstream:       req.Upstream,
 		Tool:           req.Tool,
 		ParametersHash: hash,
 		HashAlg:        HashAlgSHA256,
 		BindingMode:    mode,
 		SchemaHash:     req.SchemaHash,
+		SessionHash:    sessionHashOf(req.Session),
 		Persona:        req.Persona,
 		Classification: req.Classification,
 		Transaction:    Transaction{ID: txn, Timestamp: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
@@ -236,6 +260,23 @@ func orDefault(v, def string) string {
 	return v
 }
 
+// SessionHash is what a token bound to the client session id carries in
+// session_hash: the lowercase hex SHA-256 of the id. warden's session ids
+// are 128 random bits, so the hash cannot be turned back into the id, and a
+// token that leaks (a log, a trace) does not leak its session.
+func SessionHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// sessionHashOf is SessionHash, and "" for no session.
+func sessionHashOf(id string) string {
+	if id == "" {
+		return ""
+	}
+	return SessionHash(id)
+}
+
 func validBindingMode(m string) bool {
 	return m == BindingAdHoc || m == BindingPreDefined || m == BindingHybrid
 }
@@ -251,8 +292,13 @@ func randomID() (string, error) {
 
 // Expect is the call a token is verified against.
 type Expect struct {
-	Sub       string // the authenticated principal (D7); empty never matches
-	Tool      string // the canonical upstream tool; empty never matches
+	Sub      string // the authenticated principal (D7); empty never matches
+	Upstream string // the gateway upstream the call goes to; empty never matches
+	Tool     string // the canonical upstream tool; empty never matches
+	// Session is the client session the call arrives on, "" for none. A
+	// token bound to a session (session_hash) verifies on that session
+	// only; a token without session_hash on any.
+	Session   string
 	Arguments []byte // the arguments that will be forwarded; nil or empty means {}
 	// ParametersHash, when set, is ParamsHash(Arguments) already computed by
 	// the caller (the gateway hashes once per call and forwards the canonical
@@ -424,7 +470,7 @@ func decodeClaims(payload []byte) (*Claims, *VerifyError) {
 	}{
 		{"iss", c.Issuer != ""}, {"aud", c.Audience != ""}, {"sub", c.Subject != ""},
 		{"iat", c.IssuedAt != 0}, {"nbf", c.NotBefore != 0}, {"exp", c.Expiry != 0},
-		{"jti", c.ID != ""}, {"tool", c.Tool != ""}, {"parameters_hash", c.ParametersHash != ""},
+		{"jti", c.ID != ""}, {"upstream", c.Upstream != ""}, {"tool", c.Tool != ""}, {"parameters_hash", c.ParametersHash != ""},
 		{"hash_alg", c.HashAlg != ""}, {"binding_mode", c.BindingMode != ""},
 		{"txn.id", c.Transaction.ID != ""},
 	} {
@@ -443,6 +489,9 @@ func decodeClaims(payload []byte) (*Claims, *VerifyError) {
 	}
 	if c.Confirmation != nil && c.Confirmation.JKT == "" {
 		return nil, fail(inv, step, "cnf has no jkt")
+	}
+	if c.SessionHash != "" && !isHexSHA256(c.SessionHash) {
+		return nil, fail(inv, step, "session_hash %q is not a lowercase hex SHA-256", c.SessionHash)
 	}
 	return &c, nil
 }
@@ -467,7 +516,8 @@ func strictJSON(data []byte, v any, strict bool) error {
 
 // knownNames are the member names of token headers and claims, at any level.
 var knownNames = []string{"alg", "kid", "typ", "crit", "b64", "iss", "aud", "sub", "iat", "nbf", "exp", "jti",
-	"tool", "parameters_hash", "hash_alg", "binding_mode", "schema_hash", "persona", "classification", "cnf", "jkt", "txn", "id", "timestamp"}
+	"upstream", "tool", "parameters_hash", "hash_alg", "binding_mode", "schema_hash", "session_hash", "persona",
+	"classification", "cnf", "jkt", "txn", "id", "timestamp"}
 
 // exactNames refuses, in valid JSON, any object member whose name equals a
 // known name only when case is ignored.
@@ -504,8 +554,19 @@ func checkClaims(c *Claims, want Expect) *VerifyError {
 	if c.Subject != want.Sub {
 		return fail("INV-1", "2", "sub %q is not the authenticated user %q", c.Subject, want.Sub)
 	}
+	if want.Upstream == "" || c.Upstream != want.Upstream {
+		return fail("INV-1", "3", "upstream %q is not the upstream %q the call goes to", c.Upstream, want.Upstream)
+	}
 	if want.Tool == "" || c.Tool != want.Tool {
 		return fail("INV-1", "3", "tool %q is not the requested tool %q", c.Tool, want.Tool)
+	}
+	if c.SessionHash != "" {
+		switch {
+		case want.Session == "":
+			return fail("INV-1", "3", "the token is bound to a client session, and the call arrives on none")
+		case subtle.ConstantTimeCompare([]byte(SessionHash(want.Session)), []byte(c.SessionHash)) != 1:
+			return fail("INV-1", "3", "the token is bound to another client session than the one the call arrives on")
+		}
 	}
 	if want.Persona != "" && c.Persona != want.Persona {
 		return fail("claims", "3a", "persona %q is not the authorized role %q", c.Persona, want.Persona)
@@ -538,7 +599,11 @@ func checkClaims(c *Claims, want Expect) *VerifyError {
 }
 
 // checkTime is step 4, INV-2: nbf ≤ now < exp within skew, iat not in the
-// future, and a lifetime of at most 30 s (D5).
+// future, iat < exp, nbf ≤ exp, and a lifetime of at most 30 s (D5).
+//
+// Skew widens only the comparisons with now (the verifier's clock against
+// the issuer's). The lifetime is the issuer's own difference exp-iat, on one
+// clock: no skew applies to it, or a 30 s cap would admit 35 s tokens.
 func checkTime(c *Claims, want Expect) *VerifyError {
 	const inv, step = "INV-2", "4"
 	now := want.Now
@@ -549,14 +614,18 @@ func checkTime(c *Claims, want Expect) *VerifyError {
 	maxTTL := max(want.UnsafeMaxTTL, MaxTTL)
 	exp, nbf, iat := time.Unix(c.Expiry, 0), time.Unix(c.NotBefore, 0), time.Unix(c.IssuedAt, 0)
 	switch {
+	case !iat.Before(exp):
+		return fail(inv, step, "token expires (exp %s) no later than it was issued (iat %s)", exp.UTC().Format(time.RFC3339), iat.UTC().Format(time.RFC3339))
+	case nbf.After(exp):
+		return fail(inv, step, "token becomes valid (nbf %s) after it expires (exp %s)", nbf.UTC().Format(time.RFC3339), exp.UTC().Format(time.RFC3339))
+	case exp.Sub(iat) > maxTTL:
+		return fail(inv, step, "lifetime exp-iat of %v exceeds %v", exp.Sub(iat), maxTTL)
 	case !now.Add(-skew).Before(exp):
 		return fail(inv, step, "token expired at %s (now %s)", exp.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	case now.Add(skew).Before(nbf):
 		return fail(inv, step, "token is not valid before %s (now %s)", nbf.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	case now.Add(skew).Before(iat):
 		return fail(inv, step, "token was issued in the future (iat %s)", iat.UTC().Format(time.RFC3339))
-	case exp.Sub(iat) > maxTTL+skew:
-		return fail(inv, step, "lifetime exp-iat of %v exceeds %v", exp.Sub(iat), maxTTL)
 	}
 	return nil
 }

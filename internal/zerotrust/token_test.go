@@ -38,6 +38,9 @@ func issue(t *testing.T, r *KeyRing, req IssueRequest) (string, Claims) {
 	if req.Tool == "" {
 		req.Tool = "payments/transfer_funds"
 	}
+	if req.Upstream == "" {
+		req.Upstream = "bank"
+	}
 	if req.Arguments == nil {
 		req.Arguments = []byte(exampleArgs)
 	}
@@ -49,7 +52,7 @@ func issue(t *testing.T, r *KeyRing, req IssueRequest) (string, Claims) {
 }
 
 func expect() Expect {
-	return Expect{Sub: "alice", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs)}
+	return Expect{Sub: "alice", Upstream: "bank", Tool: "payments/transfer_funds", Arguments: []byte(exampleArgs)}
 }
 
 // decodeSegment decodes one base64url part of a compact JWS into a map.
@@ -93,7 +96,7 @@ func TestIssueVerifyRoundTrip(t *testing.T) {
 			if h["alg"] != alg || h["typ"] != TokenType || h["kid"] != activeKid(t, r) {
 				t.Errorf("header = %v, want alg %s, typ %s, kid %s", h, alg, TokenType, activeKid(t, r))
 			}
-			c, verr := Verify(r, tok, Expect{Sub: "alice", Tool: "payments/transfer_funds",
+			c, verr := Verify(r, tok, Expect{Sub: "alice", Upstream: "bank", Tool: "payments/transfer_funds",
 				Arguments: []byte(exampleArgs), Persona: "personaAgenticProvider"})
 			if verr != nil {
 				t.Fatalf("Verify: %v", verr)
@@ -139,6 +142,9 @@ func TestVerifyNamesTheViolatedInvariant(t *testing.T) {
 		{"wrong sub", func(e *Expect) { e.Sub = "mallory" }, "INV-1", "2"},
 		{"no authenticated sub", func(e *Expect) { e.Sub = "" }, "INV-1", "2"},
 		{"wrong tool", func(e *Expect) { e.Tool = "payments/delete_account" }, "INV-1", "3"},
+		{"the same tool on another upstream", func(e *Expect) { e.Upstream = "other-bank" }, "INV-1", "3"},
+		{"no upstream to compare with", func(e *Expect) { e.Upstream = "" }, "INV-1", "3"},
+		{"an unbound token on any session", func(e *Expect) { e.Session = "s1" }, "", ""},
 		{"wrong persona", func(e *Expect) { e.Persona = "personaGovernance" }, "claims", "3a"},
 		{"one byte changed in params", func(e *Expect) {
 			e.Arguments = []byte(strings.Replace(exampleArgs, "1000", "1001", 1))
@@ -190,7 +196,7 @@ func TestVerifyErrorLine(t *testing.T) {
 
 func TestIssueCapsTTLAt30s(t *testing.T) {
 	r := newRing(t, AlgEdDSA)
-	req := IssueRequest{Sub: "alice", Tool: "t", TTL: 31 * time.Second}
+	req := IssueRequest{Sub: "alice", Upstream: "u", Tool: "t", TTL: 31 * time.Second}
 	if _, _, err := Issue(r, req); err == nil || !strings.Contains(err.Error(), "30s") {
 		t.Fatalf("Issue with TTL 31s: err = %v, want a refusal naming the 30s cap", err)
 	}
@@ -202,7 +208,7 @@ func TestIssueCapsTTLAt30s(t *testing.T) {
 	if c.Expiry-c.IssuedAt != 31 {
 		t.Errorf("lifetime %d s, want 31", c.Expiry-c.IssuedAt)
 	}
-	want := Expect{Sub: "alice", Tool: "t", Now: time.Unix(c.IssuedAt, 0)}
+	want := Expect{Sub: "alice", Upstream: "u", Tool: "t", Now: time.Unix(c.IssuedAt, 0)}
 	if _, verr := Verify(r, tok, want); verr == nil || verr.Invariant != "INV-2" {
 		t.Errorf("a 31 s token verified without the verifier's consent: %v", verr)
 	}
@@ -211,12 +217,13 @@ func TestIssueCapsTTLAt30s(t *testing.T) {
 		t.Errorf("with Expect.UnsafeMaxTTL: %v", verr)
 	}
 	for _, bad := range []IssueRequest{
-		{Tool: "t"}, {Sub: "alice"},
-		{Sub: "alice", Tool: "t", BindingMode: "whatever"},
-		{Sub: "alice", Tool: "t", Classification: 6},
-		{Sub: "alice", Tool: "t", DPoPJKT: "not-a-thumbprint"},
-		{Sub: "alice", Tool: "t", Arguments: []byte(`{"a":1,"a":2}`)},
-		{Sub: "alice", Tool: "t", TTL: time.Millisecond},
+		{Upstream: "u", Tool: "t"}, {Sub: "alice", Upstream: "u"},
+		{Sub: "alice", Tool: "t"}, // no upstream
+		{Sub: "alice", Upstream: "u", Tool: "t", BindingMode: "whatever"},
+		{Sub: "alice", Upstream: "u", Tool: "t", Classification: 6},
+		{Sub: "alice", Upstream: "u", Tool: "t", DPoPJKT: "not-a-thumbprint"},
+		{Sub: "alice", Upstream: "u", Tool: "t", Arguments: []byte(`{"a":1,"a":2}`)},
+		{Sub: "alice", Upstream: "u", Tool: "t", TTL: time.Millisecond},
 	} {
 		if _, _, err := Issue(r, bad); err == nil {
 			t.Errorf("Issue(%+v) succeeded", bad)
@@ -428,9 +435,9 @@ func TestHybridToken(t *testing.T) {
 		t.Errorf("an ad-hoc token and a changed schema: %v", err)
 	}
 	for name, req := range map[string]IssueRequest{
-		"hybrid without a schema hash": {Sub: "a", Tool: "t", BindingMode: BindingHybrid},
-		"ad-hoc with a schema hash":    {Sub: "a", Tool: "t", SchemaHash: sh},
-		"a schema hash that is not":    {Sub: "a", Tool: "t", BindingMode: BindingHybrid, SchemaHash: "abc"},
+		"hybrid without a schema hash": {Sub: "a", Upstream: "u", Tool: "t", BindingMode: BindingHybrid},
+		"ad-hoc with a schema hash":    {Sub: "a", Upstream: "u", Tool: "t", SchemaHash: sh},
+		"a schema hash that is not":    {Sub: "a", Upstream: "u", Tool: "t", BindingMode: BindingHybrid, SchemaHash: "abc"},
 	} {
 		if _, _, err := Issue(r, req); err == nil {
 			t.Errorf("%s: issued", name)
