@@ -11,11 +11,47 @@ package store
 //	Redis    the value of warden:epoch, created when missing; read and
 //	         written in the same script as the consumption, so a reset
 //	         between the two is impossible
+//
+// Epochs are kept in milliseconds, rounded up: an epoch is never earlier
+// than the instant the store's memory really began.
+//
+// # Which credentials an epoch refuses
+//
+// A credential could have been consumed in the lost state only if it was
+// issued before the epoch. Its iat is in whole seconds, read from the
+// issuer's clock: the reading at the real issue instant r lies in
+// [iat, iat+1), and the issuer's clock may run up to skew ahead of the
+// clocks that set the epoch and verify (the gateways'), so
+//
+//	r ≥ iat − skew
+//
+// and r < epoch is possible exactly when iat − skew < epoch. [IssuedBefore]
+// therefore refuses iat < epoch + skew: with no skew, a token issued in the
+// epoch's own second, before the epoch, is refused (comparing whole seconds
+// let it through), and with an issuer clock ahead by up to skew, a token it
+// stamped after the epoch but really issued before is refused too. An
+// issuer clock that runs behind only lowers iat, so it is refused sooner,
+// never later. The price is a window of up to skew (plus the rest of the
+// epoch's second) after a new epoch in which no credential issued before
+// it is accepted, and fresh credentials are accepted only once their iat
+// reaches epoch + skew: after a memory store's restart, or when a Redis
+// server comes back empty, clients must wait that long or get refusals.
 
 import (
 	"context"
 	"time"
 )
+
+// IssuedBefore reports whether a credential whose iat (Unix seconds) is iat
+// may have been issued before epoch by an issuer whose clock runs up to
+// skew ahead: iat < epoch + skew (see the reasoning above). A zero epoch
+// (a store that keeps none) refuses nothing.
+func IssuedBefore(iat int64, epoch time.Time, skew time.Duration) bool {
+	if epoch.IsZero() {
+		return false
+	}
+	return time.Unix(iat, 0).Before(epoch.Add(max(skew, 0)))
+}
 
 // EpochStore is a Store that knows its epoch.
 type EpochStore interface {

@@ -76,7 +76,7 @@ var errMemFull = errors.New("store: memory store is full")
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory {
-	m := &Memory{seed: maphash.MakeSeed(), epoch: time.Now().Truncate(time.Millisecond)}
+	m := &Memory{seed: maphash.MakeSeed(), epoch: time.UnixMilli(ceilMilli(time.Now()))}
 	for i := range m.shards {
 		m.shards[i].index.init(memIndexMin)
 		m.shards[i].slots = make([]memSlot, 1)

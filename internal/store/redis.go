@@ -50,7 +50,7 @@ func OpenRedis(ctx context.Context, url string) (*Redis, error) {
 	// The epoch begins when the first gateway opens the data, not at its
 	// first consumption: a token issued in between is one the data has
 	// seen the whole life of. SET NX keeps an epoch that already exists.
-	if err := c.SetNX(ctx, redisEpochKey, time.Now().UnixMilli(), 0).Err(); err != nil {
+	if err := c.SetNX(ctx, redisEpochKey, ceilMilli(time.Now()), 0).Err(); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("store: redis %s: starting the epoch: %w", c.Options().Addr, err)
 	}
@@ -121,7 +121,7 @@ func (r *Redis) ConsumeSince(ctx context.Context, ns, id string, expires time.Ti
 		return false, time.Time{}, err
 	}
 	key := redisKeyPrefix + ns + ":" + id
-	res, err := consumeScript.Run(ctx, r.client, []string{key, redisEpochKey}, ceilMilli(expires), now.UnixMilli()).Slice()
+	res, err := consumeScript.Run(ctx, r.client, []string{key, redisEpochKey}, ceilMilli(expires), ceilMilli(now)).Slice()
 	if err != nil {
 		if r.closed.Load() {
 			return false, time.Time{}, ErrClosed

@@ -162,7 +162,7 @@ func OpenSQLite(path string) (*SQLite, error) {
 	// The epoch is the database's creation: the first opener writes it.
 	var epochMs int64
 	if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO warden_meta (key, value) VALUES ('epoch', ?)`,
-		strconv.FormatInt(time.Now().UnixMilli(), 10)); err != nil {
+		strconv.FormatInt(ceilMilli(time.Now()), 10)); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: sqlite %s: epoch: %w", path, err)
 	}
