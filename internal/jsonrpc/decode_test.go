@@ -142,7 +142,7 @@ var badCases = []badCase{
 
 	// member-case
 	{name: "Method", in: `{"jsonrpc":"2.0","id":1,` + mark + `"Method":"tools/call"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.Method"},
-	{name: "METHOD next to method", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list",` + mark + `"METHOD":"tools/call"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.METHOD"},
+	{name: "METHOD next to method", in: `{"jsonrpc":"2.0","id":1,"method":"tools/list",` + mark + `"METHOD":"tools/call"}`, code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.METHOD"},
 	{name: "ID", in: `{"jsonrpc":"2.0",` + mark + `"ID":1,"method":"m"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.ID"},
 	{name: "Params", in: req(`"method":"m",` + mark + `"Params":{}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.Params"},
 	{name: "JSONRPC", in: `{` + mark + `"JSONRPC":"2.0","id":1,"method":"m"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.JSONRPC"},
@@ -150,6 +150,39 @@ var badCases = []badCase{
 	{name: "Error", in: `{"jsonrpc":"2.0","id":1,` + mark + `"Error":{"code":1,"message":"m"}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.Error"},
 	{name: "escaped METHOD", in: `{"jsonrpc":"2.0","id":1,` + mark + `"\u004dethod":"m"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.Method"},
 	{name: "long s folds to s", in: `{"jsonrpc":"2.0","id":1,"method":"m",` + mark + `"param\u017f":{}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: `$["paramſ"]`},
+
+	// member-case below the envelope: names warden interprets in params,
+	// params._meta, result, result.tools[i] and its annotations, content
+	{name: "params Name alone", in: req(`"method":"tools/call","params":{` + mark + `"Name":"transfer_funds","arguments":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.Name"},
+	{name: "params ARGUMENTS alone", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"ARGUMENTS":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.ARGUMENTS"},
+	{name: "params _Meta", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"_Meta":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params._Meta"},
+	{name: "params Kelvin-sign", in: req(`"method":"m","params":{` + mark + `"tasK":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params[\"tas\u212a\"]"},
+	{name: "params dotted capital I", in: req(`"method":"m","params":{` + mark + `"İd":1}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: `$.params["İd"]`},
+	{name: "params uri in capitals", in: req(`"method":"resources/read","params":{` + mark + `"URI":"file:///etc/passwd"}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.URI"},
+	{name: "meta progress token case", in: req(`"method":"m","params":{"_meta":{` + mark + `"ProgressToken":1}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params._meta.ProgressToken"},
+	{name: "meta warden namespace case", in: req(`"method":"m","params":{"_meta":{` + mark + `"IO.AgentWarden/token":"t"}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: `$.params._meta["IO.AgentWarden/token"]`},
+	{name: "meta warden namespace dotless i", in: req(`"method":"m","params":{"_meta":{` + mark + `"ıo.agentwarden/token":"t"}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: `$.params._meta["ıo.agentwarden/token"]`},
+	{name: "result Tools", in: `{"jsonrpc":"2.0","id":1,"result":{` + mark + `"Tools":[]}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.result.Tools"},
+	{name: "tool Description alone", in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x",` + mark + `"Description":"evil"}]}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.result.tools[0].Description"},
+	{name: "tool annotation hint case", in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x","annotations":{` + mark + `"ReadOnlyHint":true}}]}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.result.tools[0].annotations.ReadOnlyHint"},
+	{name: "content Text", in: `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text",` + mark + `"Text":"x"}]}}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.result.content[0].Text"},
+
+	// folded-duplicate-key: at any depth, in either direction
+	{name: "params NAME next to name", in: req(`"method":"tools/call","params":{"name":"safe","arguments":{},` + mark + `"NAME":"transfer_funds"}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.NAME", msg: `"name"`},
+	{name: "long s arguments", in: req(`"method":"tools/call","params":{"name":"x","arguments":{},` + mark + `"argumentſ":{"amount":1}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: `$.params["argumentſ"]`},
+	{name: "fold duplicate in arguments", in: req(`"method":"tools/call","params":{"name":"x","arguments":{"to":"alice",` + mark + `"TO":"mallory"}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.arguments.TO"},
+	{name: "fold duplicate escaped", in: req(`"method":"m","params":{"a":{"amount":1,` + mark + `"\u0041mount":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a.Amount"},
+	{name: "fold duplicate NFD", in: req(`"method":"m","params":{"a":{"caf\u00e9":1,` + mark + `"cafe\u0301":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a[\"cafe\u0301\"]"},
+	{name: "fold duplicate sharp s", in: req(`"method":"m","params":{"a":{"stra\u00dfe":1,` + mark + `"STRASSE":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a.STRASSE"},
+	{name: "fold duplicate among many", in: req(`"method":"m","params":{` + manyKeys(40) + `,` + mark + `"K7":0}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.K7", msg: `"k7"`},
+	{name: "fold duplicate in result", in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x","inputSchema":{"type":"object",` + mark + `"TYPE":"string"}}]}}`, code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.result.tools[0].inputSchema.TYPE"},
+
+	// method-case and request-as-notification
+	{name: "method Tools/Call", in: `{"jsonrpc":"2.0","id":1,"method":` + mark + `"Tools/Call","params":{"name":"x"}}`, code: CodeInvalidRequest, rule: RuleMethodCase, path: "$.method"},
+	{name: "method with long s", in: `{"jsonrpc":"2.0","id":1,"method":` + mark + `"toolſ/call","params":{"name":"x"}}`, code: CodeInvalidRequest, rule: RuleMethodCase, path: "$.method"},
+	{name: "notification method case", in: `{"jsonrpc":"2.0","method":` + mark + `"Notifications/Initialized"}`, code: CodeInvalidRequest, rule: RuleMethodCase, path: "$.method"},
+	{name: "tools/call as notification", in: `{"jsonrpc":"2.0","method":` + mark + `"tools/call","params":{"name":"transfer_funds","arguments":{}}}`, code: CodeInvalidRequest, rule: RuleRequestAsNotification, path: "$.method"},
+	{name: "A2A request as notification", in: `{"jsonrpc":"2.0","method":` + mark + `"message/send","params":{}}`, code: CodeInvalidRequest, rule: RuleRequestAsNotification, path: "$.method"},
 
 	// unknown-member
 	{name: "method with NUL", in: `{"jsonrpc":"2.0","id":1,` + mark + `"method\u0000":"tools/call"}`, code: CodeInvalidRequest, rule: RuleUnknownMember, path: `$["method\u0000"]`},

@@ -14,7 +14,7 @@ const lookupDoc = `{
 	"arguments": {"city": "Paris", "deep": {"k": [1, 2]}, "num": -1.5e3, "t": true, "n": null},
 	"\u00e9t\u00e9": "summer",
 	"😀": 1,
-	"Name": "case variant",
+	"Title": "case variant",
 	"last": {}
 }`
 
@@ -38,9 +38,11 @@ func TestLookup(t *testing.T) {
 		{[]string{"arguments", "n"}, `null`, true},
 		{[]string{"été"}, `"summer"`, true},
 		{[]string{"😀"}, `1`, true},
-		{[]string{"Name"}, `"case variant"`, true},
+		{[]string{"Title"}, `"case variant"`, true},
+		{[]string{"title"}, "", false},
 		{[]string{"last"}, `{}`, true},
 		{[]string{"NAME"}, "", false},
+		{[]string{"TITLE"}, "", false},
 		{[]string{"nam"}, "", false},
 		{[]string{"name\x00"}, "", false},
 		{[]string{"missing"}, "", false},
@@ -77,7 +79,7 @@ func TestMembers(t *testing.T) {
 		names = append(names, name)
 		values = append(values, string(raw))
 	})
-	wantNames := []string{"name", "name2", "skip", "arguments", "été", "😀", "Name", "last"}
+	wantNames := []string{"name", "name2", "skip", "arguments", "été", "😀", "Title", "last"}
 	if !ok || strings.Join(names, ",") != strings.Join(wantNames, ",") {
 		t.Fatalf("Members = %q, %v; want %q", names, ok, wantNames)
 	}

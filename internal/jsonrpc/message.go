@@ -107,6 +107,11 @@ type Message struct {
 	// never serialized. The zero ID means unknown.
 	Related ID
 
+	// WardenMeta is set when params._meta has a member in warden's
+	// namespace (WardenNamespace): a credential for warden that must be
+	// removed before the message is forwarded.
+	WardenMeta bool
+
 	// Header holds transport headers that travel with this message on
 	// streamable HTTP (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*).
 	// Nil on stdio. Keys are canonical MIME header keys.

@@ -15,18 +15,21 @@ const (
 	RuleDuplicateKey = "duplicate-key" // an object has the same member twice (after unescaping), at any depth
 	RuleDepth        = "depth"         // arrays/objects nested deeper than Limits.MaxDepth
 
-	RuleSize           = "size"            // larger than Limits.MaxBytes
-	RuleNotObject      = "not-object"      // a message (or batch element) that is not an object
-	RuleVersion        = "jsonrpc-version" // "jsonrpc" missing or not the string "2.0"
-	RuleIDType         = "id-type"         // id not a string or an int64 integer literal; null where not allowed
-	RuleMemberCase     = "member-case"     // "Method", "ID", ...: a known member spelled in another case
-	RuleUnknownMember  = "unknown-member"  // any other top-level member
-	RuleMethodType     = "method-type"     // method not a non-empty string
-	RuleParamsType     = "params-type"     // params not an object or array
-	RuleShape          = "shape"           // not exactly one of request, notification, response
-	RuleErrorShape     = "error-shape"     // error member not {"code": int, "message": string, "data"?: any}
-	RuleBatchForbidden = "batch-forbidden" // a batch where batches are not allowed
-	RuleBatchEmpty     = "batch-empty"     // an empty batch
+	RuleSize                  = "size"                    // larger than Limits.MaxBytes
+	RuleNotObject             = "not-object"              // a message (or batch element) that is not an object
+	RuleVersion               = "jsonrpc-version"         // "jsonrpc" missing or not the string "2.0"
+	RuleIDType                = "id-type"                 // id not a string or an int64 integer literal; null where not allowed
+	RuleMemberCase            = "member-case"             // "Method", "ID", params "Name", ...: a member warden interprets there, spelled in another case
+	RuleFoldedDuplicate       = "folded-duplicate-key"    // two members of one object equal under Unicode case folding and NFC, at any depth
+	RuleMethodCase            = "method-case"             // a method name that folds to a known method ("Tools/Call")
+	RuleRequestAsNotification = "request-as-notification" // a request method (tools/call, ...) without an id
+	RuleUnknownMember         = "unknown-member"          // any other top-level member
+	RuleMethodType            = "method-type"             // method not a non-empty string
+	RuleParamsType            = "params-type"             // params not an object or array
+	RuleShape                 = "shape"                   // not exactly one of request, notification, response
+	RuleErrorShape            = "error-shape"             // error member not {"code": int, "message": string, "data"?: any}
+	RuleBatchForbidden        = "batch-forbidden"         // a batch where batches are not allowed
+	RuleBatchEmpty            = "batch-empty"             // an empty batch
 )
 
 // wireError is one rejection, before it becomes the *Error on the wire.

@@ -48,8 +48,13 @@ type scanner struct {
 	moreKeys []keySpan
 
 	// Set by scanString and scanNumber for the token just read.
-	esc   bool // the string had at least one escape
-	isInt bool // the number had no fraction and no exponent
+	esc      bool // the string had at least one escape
+	nonASCII bool // the string had a byte of 0x80 or above
+	isInt    bool // the number had no fraction and no exponent
+
+	// wardenMeta is set when params._meta of the message being read has a
+	// member in warden's namespace (WardenNamespace, spelled exactly).
+	wardenMeta bool
 
 	sem *wireError // first -32600 problem found
 }
@@ -61,15 +66,20 @@ type frame struct {
 	index int     // arrays: index of the current element
 	key   keySpan // objects: name of the current member
 	// keysBase is the index of this object's first name among the scanner's
-	// keys; names is the set of them once there are more than dupLinear.
+	// keys; names maps their Fold keys to the names themselves once there
+	// are more than dupLinear.
 	keysBase int
-	names    map[string]struct{}
+	names    map[string]string
+	// zone says which member names of this container warden interprets
+	// (see interpret.go); zoneData, the zero value, is none.
+	zone zone
 }
 
 // keySpan is a member name: the raw bytes between its quotes.
 type keySpan struct {
 	start, end int
 	esc        bool
+	plain      bool // no escapes and ASCII only: the raw bytes are the name
 }
 
 // raw returns the bytes of k between the quotes, escapes not decoded.
@@ -186,7 +196,9 @@ func (s *scanner) separator() (want bool, err *wireError) {
 }
 
 // member reads `"name" :` at s.pos into the innermost frame, an object, and
-// rejects a name the object already has.
+// rejects a name the object already has, exactly (a parse error) or under
+// folding (see fold.go), and a name warden interprets in this place that is
+// not spelled exactly (see interpret.go).
 func (s *scanner) member() *wireError {
 	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
 		return s.unexpected(s.pos, "expected a member name")
@@ -195,13 +207,21 @@ func (s *scanner) member() *wireError {
 	if err := s.scanString(); err != nil {
 		return err
 	}
-	k := keySpan{start: off + 1, end: s.pos - 1, esc: s.esc}
+	k := keySpan{start: off + 1, end: s.pos - 1, esc: s.esc, plain: !s.esc && !s.nonASCII}
 	f := s.top()
-	if s.seen(f, k) {
+	dup, earlier := s.seen(f, k)
+	if dup == dupExact {
 		return &wireError{code: CodeParseError, rule: RuleDuplicateKey, off: off, path: s.path(),
 			msg: "duplicate key " + quoteJSON(s.text(k))}
 	}
 	f.key, f.cur = k, true
+	if dup == dupFolded {
+		s.semantic(RuleFoldedDuplicate, off, "member "+quoteJSON(s.text(k))+" and member "+quoteJSON(earlier)+
+			" are one name to parsers that ignore case")
+	}
+	if f.zone != zoneData {
+		s.interpret(f, k, off)
+	}
 	s.skipWS()
 	if s.pos >= len(s.data) || s.data[s.pos] != ':' {
 		return s.unexpected(s.pos, "expected ':' after member name")
@@ -210,32 +230,66 @@ func (s *scanner) member() *wireError {
 	return nil
 }
 
-// seen reports whether the object f already has a member named k, and
-// remembers k otherwise.
-func (s *scanner) seen(f *frame, k keySpan) bool {
+// How a member name repeats one the object already has.
+type dupKind uint8
+
+const (
+	dupNone   dupKind = iota
+	dupExact          // the same name, after unescaping
+	dupFolded         // the same Fold key
+)
+
+// seen reports whether the object f already has a member named k, exactly
+// or under folding, with the earlier name when it does, and remembers k
+// otherwise. Plain ASCII names compare with ASCII case ignored, without
+// allocating; any other name is compared by its Fold key.
+func (s *scanner) seen(f *frame, k keySpan) (dupKind, string) {
 	if f.names == nil {
+		var kf string // Fold key of k, once needed
 		for i := f.keysBase; i < s.nkeys; i++ {
-			if s.sameKey(*s.key(i), k) {
-				return true
+			e := *s.key(i)
+			if e.plain && k.plain {
+				ra, rb := s.raw(e), s.raw(k)
+				if len(ra) != len(rb) || !asciiEqualFold(ra, rb) {
+					continue
+				}
+				if string(ra) == string(rb) {
+					return dupExact, ""
+				}
+				return dupFolded, string(ra)
+			}
+			if s.sameKey(e, k) {
+				return dupExact, ""
+			}
+			if kf == "" {
+				kf = Fold(s.text(k))
+			}
+			if et := s.text(e); Fold(et) == kf {
+				return dupFolded, et
 			}
 		}
 		if s.nkeys-f.keysBase < dupLinear {
 			s.addKey(k)
-			return false
+			return dupNone, ""
 		}
-		// Many members: a set from here on.
-		f.names = make(map[string]struct{}, 2*dupLinear)
+		// Many members: a map from here on.
+		f.names = make(map[string]string, 2*dupLinear)
 		for i := f.keysBase; i < s.nkeys; i++ {
-			f.names[s.text(*s.key(i))] = struct{}{}
+			name := s.text(*s.key(i))
+			f.names[Fold(name)] = name
 		}
 		s.nkeys = f.keysBase
 	}
 	name := s.text(k)
-	if _, dup := f.names[name]; dup {
-		return true
+	key := Fold(name)
+	if earlier, dup := f.names[key]; dup {
+		if earlier == name {
+			return dupExact, ""
+		}
+		return dupFolded, earlier
 	}
-	f.names[name] = struct{}{}
-	return false
+	f.names[key] = name
+	return dupNone, ""
 }
 
 // sameKey compares two member names after unescaping.
@@ -267,6 +321,11 @@ func (s *scanner) push(array bool) *wireError {
 			msg: "nesting deeper than " + strconv.Itoa(s.maxDepth)}
 	}
 	f := frame{array: array, cur: array, keysBase: s.nkeys}
+	if s.depth > 0 {
+		if p := s.top(); p.zone != zoneData {
+			f.zone = s.childZone(p, array)
+		}
+	}
 	if i := s.depth - len(s.frames); i < 0 {
 		s.frames[s.depth] = f
 	} else if i < len(s.deep) {
@@ -337,7 +396,7 @@ func plain8(x uint64) bool {
 func (s *scanner) scanString() *wireError {
 	data := s.data
 	i := s.pos + 1
-	s.esc = false
+	s.esc, s.nonASCII = false, false
 	for {
 		// Short strings byte by byte, long ones 8 bytes at a time.
 		short := min(i+16, len(data))
@@ -369,6 +428,7 @@ func (s *scanner) scanString() *wireError {
 		case c < 0x20:
 			return s.syntax(i, "control character "+hexRune(rune(c))+" in string")
 		default:
+			s.nonASCII = true
 			r, size := utf8.DecodeRune(data[i:])
 			if r == utf8.RuneError && size == 1 {
 				return &wireError{code: CodeParseError, rule: RuleUTF8, off: i, path: s.path(),

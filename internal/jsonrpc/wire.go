@@ -122,6 +122,9 @@ var memberNames = [...]string{
 type seenMembers struct {
 	jsonrpc, id, idNull, method, result, error bool
 	idOff                                      int
+	// knownMethod: the method is one of knownMethods, exactly.
+	knownMethod bool
+	methodOff   int
 }
 
 // message reads the object at s.pos as one message into m. Offsets in m are
@@ -131,6 +134,8 @@ func (s *scanner) message(m *Message, base int) *wireError {
 	if err := s.push(false); err != nil {
 		return err
 	}
+	s.top().zone = zoneEnvelope
+	s.wardenMeta = false
 	s.pos++
 	var seen seenMembers
 	s.skipWS()
@@ -154,6 +159,7 @@ func (s *scanner) message(m *Message, base int) *wireError {
 	// The message's frame is gone: s.path() is now the message's own path.
 	s.shape(m, &seen, start)
 	m.Raw = s.data[base:s.pos:s.pos]
+	m.WardenMeta = s.wardenMeta
 	return nil
 }
 
@@ -189,7 +195,8 @@ func (s *scanner) memberValue(m *Message, seen *seenMembers, base int) *wireErro
 		if kind != '"' || len(v) == 2 {
 			s.semantic(RuleMethodType, off, `"method" must be a non-empty string`)
 		} else {
-			m.Method = methodName(v[1:len(v)-1], s.esc)
+			m.Method, seen.knownMethod = methodName(v[1:len(v)-1], s.esc)
+			seen.methodOff = off
 		}
 	case memParams:
 		if kind != '{' && kind != '[' {
@@ -252,8 +259,14 @@ func (s *scanner) shape(m *Message, seen *seenMembers, off int) {
 		s.semantic(RuleShape, off, `"method" together with "result" or "error"`)
 	case seen.method && seen.idNull:
 		s.semanticAt(RuleIDType, seen.idOff, ".id", "the id of a request cannot be null")
+	case seen.method && !seen.knownMethod && foldsToKnownMethod(m.Method):
+		s.semanticAt(RuleMethodCase, seen.methodOff, ".method", "method "+quoteJSON(m.Method)+
+			" differs from "+quoteJSON(knownFolded[Fold(m.Method)])+" only in case")
 	case seen.method && seen.id:
 		m.Kind = KindRequest
+	case seen.method && seen.knownMethod && !isNotificationMethod(m.Method):
+		s.semanticAt(RuleRequestAsNotification, seen.methodOff, ".method", "request method "+quoteJSON(m.Method)+
+			" sent as a notification (no id): a peer would run it without an answer")
 	case seen.method:
 		m.Kind = KindNotification
 	case seen.result && seen.error:
@@ -399,15 +412,38 @@ func idFromRaw(v []byte) ID {
 }
 
 // methodName returns the decoded method name body, without allocating for
-// the methods of MCP and A2A.
-func methodName(body []byte, esc bool) string {
+// the methods of MCP and A2A, and whether it is one of those.
+func methodName(body []byte, esc bool) (string, bool) {
 	if esc {
 		body, _ = appendUnescaped(nil, body)
 	}
 	if name, ok := knownMethods[string(body)]; ok {
-		return name
+		return name, true
 	}
-	return string(body)
+	return string(body), false
+}
+
+// knownFolded maps the Fold key of each known method to the method.
+var knownFolded = func() map[string]string {
+	m := make(map[string]string, len(knownMethods))
+	for n := range knownMethods {
+		m[Fold(n)] = n
+	}
+	return m
+}()
+
+// foldsToKnownMethod reports whether method, not a known method itself, is
+// one under folding ("Tools/Call", "tools/caLL").
+func foldsToKnownMethod(method string) bool {
+	_, ok := knownFolded[Fold(method)]
+	return ok
+}
+
+// isNotificationMethod reports whether a known method is a notification.
+// Every other known method is a request, which a notification must not
+// carry: a peer could run it, and nobody would see its answer.
+func isNotificationMethod(method string) bool {
+	return strings.HasPrefix(method, "notifications/")
 }
 
 var knownMethods = func() map[string]string {
