@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // elicitSchema is the form the client shows its user: one required yes/no
@@ -62,7 +63,7 @@ func (z ZeroTrust) askUser(ctx context.Context, c *Call, p approval.Pending, onl
 	}
 	var a elicitAnswer
 	if err == nil {
-		if jerr := json.Unmarshal(m.Result, &a); jerr != nil {
+		if jerr := jsonrpc.Unmarshal(m.Result, &a); jerr != nil {
 			err = errors.New("its answer is not an elicitation result: " + jerr.Error())
 		}
 	}

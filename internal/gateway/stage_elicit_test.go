@@ -79,6 +79,10 @@ func TestUserDeclinesThroughElicitation(t *testing.T) {
 	for _, result := range []string{
 		`{"action":"decline"}`,
 		`{"action":"accept","content":{"approve":false,"reason":"wrong recipient"}}`,
+		// Only the exact member is the form's field: encoding/json would
+		// have read either spelling as approve.
+		`{"action":"accept","content":{"Approve":true}}`,
+		`{"action":"accept","content":{"APPROVE":true,"reason":"folded"}}`,
 	} {
 		t.Run(result, func(t *testing.T) {
 			_, h := newElicitFixture(t, false)

@@ -152,8 +152,8 @@ func (s Security) toolsList(ctx context.Context, upstream, session string, msg *
 	if !ok {
 		return msg, nil
 	}
-	var elems []json.RawMessage // the bytes passed the strict decoder: no second reading
-	if json.Unmarshal(tools, &elems) != nil {
+	var elems []json.RawMessage // each element's bytes as the upstream sent them
+	if jsonrpc.Unmarshal(tools, &elems) != nil {
 		return msg, nil
 	}
 	var all []secproc.Finding

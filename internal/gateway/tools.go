@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -39,9 +40,10 @@ func (x *toolIndex) learn(method string, result []byte) {
 			Description string          `json:"description"`
 		} `json:"tools"`
 	}
-	// The bytes passed the strict decoder already, so encoding/json cannot
-	// read them differently (no duplicate keys, no invalid UTF-8).
-	if json.Unmarshal(result, &page) != nil {
+	// Member names are matched exactly, as the pin and security stages
+	// read them: a "Description" or "annotationſ" fills nothing here, so an
+	// approver is shown only what the stages inspected.
+	if jsonrpc.Unmarshal(result, &page) != nil {
 		return
 	}
 	x.mu.Lock()
