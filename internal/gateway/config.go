@@ -120,7 +120,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
-			ToolPolicy{List: u.Tools},
+			ToolPolicy{List: newAllForms(u.Tools), Names: configuredTools(u)},
 		}
 		if pins != nil {
 			stages = append(stages, *pins)
@@ -137,12 +137,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		if classify != nil || len(u.RequireToken.Allow) > 0 || len(u.RequireSignature.Allow) > 0 ||
 			(security != nil && security.CanHold) || (taintStage != nil && taintStage.CanHold) {
 			z := zt
-			z.Requires = u.RequireToken
+			z.Requires = newAnyForm(u.RequireToken)
 			if len(u.RequireToken.Allow) == 0 {
 				z.Requires = permitNone{} // only classified calls need a token
 			}
 			if len(u.RequireSignature.Allow) > 0 {
-				z.Signatures = u.RequireSignature
+				z.Signatures = newAnyForm(u.RequireSignature)
 			}
 			if len(u.Mandates) > 0 {
 				z.Mandates = map[string]bool{}

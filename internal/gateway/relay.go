@@ -295,6 +295,11 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 			d.Msg = call.Forward
 		}
 	}
+	// warden's credentials never reach an upstream, whatever the message
+	// and whether or not a stage looked at them (the wire contract,
+	// docs/errors.md): a token sent along a call that needs none would
+	// otherwise be handed to the server.
+	d.Msg = d.Msg.WithoutWardenMeta()
 	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method, call) {
 		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}

@@ -180,7 +180,7 @@ func TestRelayMethodPolicyAndMalformedToolCall(t *testing.T) {
 		t.Errorf("numeric tool name: code %d detail %+v", code, d)
 	}
 	// A denied notification is dropped; nothing reaches the upstream.
-	h.send(h.client, `{"jsonrpc":"2.0","method":"resources/subscribe"}`)
+	h.send(h.client, `{"jsonrpc":"2.0","method":"resources/custom_note"}`)
 	h.nothing(h.upstream, "denied calls and notifications")
 }
 

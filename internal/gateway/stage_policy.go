@@ -34,9 +34,14 @@ func (p MethodPolicy) Check(_ context.Context, c *Call) *Denial {
 }
 
 // ToolPolicy is the "tool-policy" stage: it checks the tool name of every
-// tools/call against the upstream's allow/deny list.
+// tools/call against the upstream's allow/deny list, and refuses a name that
+// only looks like a tool the upstream listed or the configuration names
+// (toolname.go).
 type ToolPolicy struct {
 	List Permitter
+	// Names are the tool names the configuration lists literally (allow,
+	// deny, require_token, require_signature, mandates).
+	Names toolNames
 }
 
 // Name implements Stage.
@@ -46,6 +51,14 @@ func (ToolPolicy) Name() string { return "tool-policy" }
 func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
 	if c.Msg.Method != mcp.MethodToolsCall {
 		return nil
+	}
+	listed, variant := p.Names.variantOf(c.Tool)
+	if !variant && c.tools.Variant != nil {
+		listed, variant = c.tools.Variant(c.Tool)
+	}
+	if variant {
+		return &Denial{Rule: "tool-name-variant", Reason: "tool " + quote(c.Tool) + " is not " + quote(listed) +
+			", but looks like it (case, invisible characters or confusable letters); call it by its exact name"}
 	}
 	if ok, rule := p.List.Permits(c.Tool); !ok {
 		return &Denial{Rule: rule, Reason: "tool " + quote(c.Tool) + " is not allowed on upstream " + quote(c.Upstream)}

@@ -221,8 +221,8 @@ func ParseTools(result []byte) ([]Definition, error) {
 	if !ok {
 		return nil, errors.New("tools/list result has no tools member")
 	}
-	var elems []json.RawMessage // already validated: no second reading
-	if err := json.Unmarshal(tools, &elems); err != nil {
+	var elems []json.RawMessage // each element's bytes as the upstream sent them
+	if err := jsonrpc.Unmarshal(tools, &elems); err != nil {
 		return nil, fmt.Errorf("tools/list result: tools is not an array: %w", err)
 	}
 	defs := make([]Definition, len(elems))
