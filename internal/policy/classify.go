@@ -35,7 +35,6 @@
 package policy
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -43,6 +42,8 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // Levels and tiers.
@@ -231,15 +232,14 @@ func (c *Classifier) Classify(in Input) (Result, error) {
 	return Result{}, nil
 }
 
-// decodeArgs decodes the call's arguments for CEL. The gateway's strict
-// decoder has validated the bytes (no duplicate keys, valid UTF-8), so
-// encoding/json reads them the same way.
+// decodeArgs decodes the call's arguments for CEL, numbers as doubles,
+// with the gateway's one strict decoder.
 func decodeArgs(raw []byte) (any, error) {
 	if len(raw) == 0 {
 		return map[string]any{}, nil
 	}
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := jsonrpc.Unmarshal(raw, &v); err != nil {
 		return nil, err
 	}
 	return v, nil
