@@ -28,6 +28,8 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // RuleCostLimit bounds the work of one CEL rule on one event: each
@@ -258,7 +260,7 @@ func (a *celEvent) Parent() interpreter.Activation { return nil }
 // latter are still each a rule's content.
 func decodeArguments(raw json.RawMessage) any {
 	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil || m == nil {
+	if jsonrpc.Unmarshal(raw, &m) != nil || m == nil {
 		return map[string]any{}
 	}
 	return m

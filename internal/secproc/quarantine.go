@@ -85,7 +85,7 @@ func Rewrite(raw []byte, path string, targets map[string]string, mark func(old [
 		b.WriteByte('}')
 	case len(raw) > 0 && raw[0] == '[':
 		var elems []json.RawMessage
-		if json.Unmarshal(raw, &elems) != nil {
+		if jsonrpc.Unmarshal(raw, &elems) != nil {
 			return raw
 		}
 		b.WriteByte('[')

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // walk limits: an event is inspected up to this many strings and this
@@ -57,10 +59,8 @@ func walkJSON(root string, raw json.RawMessage) ([]str, any) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	var v any // numbers as json.Number: the privilege detector reads their text
+	if err := (jsonrpc.UnmarshalOptions{UseNumber: true}).Unmarshal(raw, &v); err != nil {
 		return []str{{path: root, key: root, index: -1, value: string(raw)}}, nil
 	}
 	w := &walker{}
