@@ -61,7 +61,7 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `file`")
-	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform, attack, scale (results.json and BENCHMARKS.md are then not written)")
+	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform, attack, scale, wire (results.json and BENCHMARKS.md are then not written)")
 	flag.Parse()
 	run := func(section string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), section) }
 	if *memprofile != "" {
@@ -111,6 +111,9 @@ func main() {
 	}
 	if run("scale") {
 		benchScale(ctx, add, *rounds, *perWorker)
+	}
+	if run("wire") {
+		benchWire(add, *rounds)
 	}
 	if run("stdio") {
 		bin := buildWarden()
