@@ -2,10 +2,13 @@ package taint
 
 import (
 	"bytes"
-	"encoding/json"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // normalized is a string reduced to its lower-cased letters and digits,
@@ -53,60 +56,61 @@ const maxDepth = 64
 
 // walkStrings calls fn with the JSON path and value of each string in the
 // JSON value v (member names are not content), in document order, until fn
-// returns false. A v that is not JSON is one string at "$". Strings nested
-// deeper than maxDepth are not visited.
+// returns false. A v that the strict decoder refuses (not JSON, or JSON
+// with a duplicate member or an unpaired surrogate) is one string at "$".
+// Strings nested deeper than maxDepth are not visited.
 func walkStrings(v []byte, fn func(path, s string) bool) {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
 		return
 	}
-	if !json.Valid(v) {
+	if jsonrpc.Unmarshal(v, new(jsontext.Value)) != nil {
 		fn("$", string(v))
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(v))
-	dec.UseNumber()
-	w := walker{dec: dec, fn: fn}
+	w := walker{dec: jsontext.NewDecoder(bytes.NewReader(v)), fn: fn}
 	w.value("$", 0)
 }
 
+// walker reads a value jsonrpc.Unmarshal accepted, token by token, with
+// the decoder under it.
 type walker struct {
-	dec  *json.Decoder
+	dec  *jsontext.Decoder
 	fn   func(path, s string) bool
 	stop bool
 }
 
 // value reads one value at path and reports whether reading can go on.
 func (w *walker) value(path string, depth int) bool {
-	tok, err := w.dec.Token()
+	tok, err := w.dec.ReadToken()
 	if err != nil {
 		return false
 	}
-	switch tok := tok.(type) {
-	case string:
-		if !w.stop && !w.fn(path, tok) {
+	switch tok.Kind() {
+	case '"':
+		if !w.stop && !w.fn(path, tok.String()) {
 			w.stop = true
 		}
-	case json.Delim:
-		if tok == '[' {
-			for i := 0; w.dec.More(); i++ {
-				if !w.child(path+"["+strconv.Itoa(i)+"]", depth) {
-					return false
-				}
-			}
-		} else {
-			for w.dec.More() {
-				key, err := w.dec.Token()
-				if err != nil {
-					return false
-				}
-				name, _ := key.(string)
-				if !w.child(path+memberPath(name), depth) {
-					return false
-				}
+	case '[':
+		for i := 0; w.dec.PeekKind() != ']'; i++ {
+			if !w.child(path+"["+strconv.Itoa(i)+"]", depth) {
+				return false
 			}
 		}
-		if _, err := w.dec.Token(); err != nil { // the closing delimiter
+		if _, err := w.dec.ReadToken(); err != nil { // the closing bracket
+			return false
+		}
+	case '{':
+		for w.dec.PeekKind() != '}' {
+			name, err := w.dec.ReadToken()
+			if err != nil {
+				return false
+			}
+			if !w.child(path+memberPath(name.String()), depth) {
+				return false
+			}
+		}
+		if _, err := w.dec.ReadToken(); err != nil { // the closing brace
 			return false
 		}
 	}
@@ -116,8 +120,7 @@ func (w *walker) value(path string, depth int) bool {
 // child reads a nested value; beyond maxDepth it is skipped unread.
 func (w *walker) child(path string, depth int) bool {
 	if depth+1 > maxDepth {
-		var skip json.RawMessage
-		return w.dec.Decode(&skip) == nil
+		return w.dec.SkipValue() == nil
 	}
 	return w.value(path, depth+1)
 }
