@@ -9,9 +9,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// Readers of MCP params and results. Member names are matched exactly
-// (jsonrpc.Lookup), as the gateway's decoder does; only arrays are split
-// with encoding/json, where case folding cannot arise.
+// Readers of MCP params and results, through the gateway's one strict
+// decoder: member names matched exactly (jsonrpc.Lookup), arrays split by
+// jsonrpc.Unmarshal.
 
 // array returns the elements of the JSON array at path in raw.
 func array(raw []byte, path ...string) []json.RawMessage {
@@ -20,7 +20,7 @@ func array(raw []byte, path ...string) []json.RawMessage {
 		return nil
 	}
 	var elems []json.RawMessage
-	if json.Unmarshal(v, &elems) != nil {
+	if jsonrpc.Unmarshal(v, &elems) != nil {
 		return nil
 	}
 	return elems
