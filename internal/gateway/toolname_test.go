@@ -140,3 +140,25 @@ func TestRelayNeverForwardsWardenMeta(t *testing.T) {
 		t.Errorf("params forwarded as %s", got.Params)
 	}
 }
+
+// TestRelayRefusesLookAlikesOfListedTools: with no policy naming it, a tool
+// the upstream listed cannot be called under a look-alike name, and a name
+// the upstream listed itself is never a look-alike.
+func TestRelayRefusesLookAlikesOfListedTools(t *testing.T) {
+	idx := newToolIndex()
+	idx.learn("tools/list", []byte(`{"tools":[{"name":"transfer_funds","inputSchema":{"type":"object"}},`+
+		`{"name":"getUser","inputSchema":{"type":"object"}},{"name":"getuser","inputSchema":{"type":"object"}}]}`))
+	h := newHarness(t, RelayOptions{Tools: idx.info(), Pipeline: NewPipeline(NewToolPolicy(config.Upstream{}))})
+	h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer_fund\u0455","arguments":{}}}`)
+	if code, d := detailOf(t, h.recv(h.client)); code != jsonrpc.CodeDenied || d.Rule != "tool-name-variant" {
+		t.Errorf("Cyrillic look-alike: code %d detail %+v", code, d)
+	}
+	h.nothing(h.upstream, "a look-alike of a listed tool")
+	for i, name := range []string{"transfer_funds", "getUser", "getuser"} {
+		id := string(rune('2' + i))
+		h.send(h.client, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`)
+		if got := h.recv(h.upstream); got.ID.Raw() != id {
+			t.Fatalf("%s: upstream got %s", name, got.Raw)
+		}
+	}
+}

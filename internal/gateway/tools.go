@@ -20,11 +20,12 @@ type toolIndex struct {
 	annotations map[string]map[string]any     // by tool name; guarded by mu
 	description map[string]string             // by tool name; guarded by mu
 	schemaHash  map[string]string             // SchemaHash of inputSchema, by tool name; guarded by mu
+	names       toolNames                     // the listed names by toolKey, for look-alikes; guarded by mu
 }
 
 func newToolIndex() *toolIndex {
 	return &toolIndex{bindings: make(map[string][]mcp.ParamBinding), annotations: make(map[string]map[string]any),
-		description: make(map[string]string), schemaHash: make(map[string]string)}
+		description: make(map[string]string), schemaHash: make(map[string]string), names: toolNames{}}
 }
 
 // learn records the tools of one tools/list result (one page of it).
@@ -50,6 +51,7 @@ func (x *toolIndex) learn(method string, result []byte) {
 	defer x.mu.Unlock()
 	for _, t := range page.Tools {
 		if t.Name != "" {
+			x.names.add(t.Name)
 			x.bindings[t.Name] = mcp.ParamBindings(t.InputSchema)
 			x.annotations[t.Name] = t.Annotations
 			x.description[t.Name] = t.Description
@@ -93,7 +95,19 @@ func (x *toolIndex) toolSchemaHash(tool string) string {
 	return x.schemaHash[tool]
 }
 
+// variant returns the listed tool that tool only looks like: another name
+// with its toolKey. A name the upstream listed itself is no variant.
+func (x *toolIndex) variant(tool string) (string, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if _, listed := x.description[tool]; listed {
+		return "", false
+	}
+	return x.names.variantOf(tool)
+}
+
 // info is what stages may look up about the upstream's tools.
 func (x *toolIndex) info() ToolInfo {
-	return ToolInfo{Annotations: x.toolAnnotations, Description: x.toolDescription, SchemaHash: x.toolSchemaHash}
+	return ToolInfo{Annotations: x.toolAnnotations, Description: x.toolDescription, SchemaHash: x.toolSchemaHash,
+		Variant: x.variant}
 }
