@@ -121,9 +121,7 @@ func VerifyCard(card []byte, keys []jose.JSONWebKey) (kid string, err error) {
 		return "", errUnsigned
 	}
 	var sigs []cardSignature
-	dec := json.NewDecoder(bytes.NewReader(rawSigs))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&sigs); err != nil {
+	if err := (jsonrpc.UnmarshalOptions{RejectUnknownMembers: true}).Unmarshal(rawSigs, &sigs); err != nil {
 		return "", fmt.Errorf(`"signatures" must be a list of {protected, signature, header?}: %v`, err)
 	}
 	if len(sigs) == 0 {
@@ -246,10 +244,8 @@ func rewriteCard(card []byte, publicURL string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(content))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
+	var m map[string]any // numbers keep their text through the rewrite
+	if err := (jsonrpc.UnmarshalOptions{UseNumber: true}).Unmarshal(content, &m); err != nil {
 		return nil, err
 	}
 	version := "1.0"

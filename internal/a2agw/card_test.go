@@ -51,6 +51,15 @@ func TestSignAndVerifyCard(t *testing.T) {
 	if _, err := VerifyCard(critCard, public(key)); err == nil {
 		t.Error("a signature with a crit header verified")
 	}
+	// A signature's members are named exactly: encoding/json would have
+	// taken "Protected" for "protected".
+	folded := bytes.Replace(signed, []byte(`"protected":`), []byte(`"Protected":`), 1)
+	if bytes.Equal(folded, signed) {
+		t.Fatal("the signed card has no protected member")
+	}
+	if _, err := VerifyCard(folded, public(key)); err == nil || err == errUnsigned {
+		t.Errorf(`a signature with "Protected" verified: %v`, err)
+	}
 	if _, err := CardHash([]byte(`{"name":"a","name":"b"}`)); err == nil {
 		t.Error("a card with a duplicate member was hashed")
 	}
@@ -103,6 +112,7 @@ func TestRewriteCard(t *testing.T) {
 		"additionalInterfaces":[{"url":"http://127.0.0.1:9/a2a","transport":"JSONRPC"},{"url":"127.0.0.1:10","transport":"GRPC"}],
 		"supportedInterfaces":[{"url":"http://127.0.0.1:9/a2a","protocolBinding":"JSONRPC","protocolVersion":"0.3"},
 		                       {"url":"http://127.0.0.1:9/rest","protocolBinding":"HTTP+JSON","protocolVersion":"0.3"}],
+		"capabilities":{"x-limit":12345678901234567891,"x-ratio":0.1000000000000000055511151231257827},
 		"signatures":[{"protected":"e30","signature":"AA"}]}`), "https://gw.example/a2a")
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +120,10 @@ func TestRewriteCard(t *testing.T) {
 	s := string(out)
 	if strings.Contains(s, "127.0.0.1") || strings.Contains(s, "GRPC") || strings.Contains(s, "HTTP+JSON") || strings.Contains(s, "signatures") {
 		t.Errorf("rewritten card still points past the gateway: %s", s)
+	}
+	// Numbers come out as numbers, in their RFC 8785 form.
+	if !strings.Contains(s, `"capabilities":{"x-limit":12345678901234567000,"x-ratio":0.1}`) {
+		t.Errorf("numbers changed: %s", s)
 	}
 	if strings.Count(s, `"https://gw.example/a2a"`) != 3 {
 		t.Errorf("want the gateway URL in url, additionalInterfaces and supportedInterfaces: %s", s)

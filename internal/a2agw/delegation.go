@@ -131,7 +131,7 @@ func ParseChain(raw []byte, maxHops int) (tokens []string, hops []Hop, err error
 		return nil, nil, refuse("malformed", -1, "not valid JSON: %v", err)
 	}
 	var list []json.RawMessage
-	if r := bytes.TrimSpace(raw); len(r) == 0 || r[0] != '[' || json.Unmarshal(r, &list) != nil {
+	if r := bytes.TrimSpace(raw); len(r) == 0 || r[0] != '[' || jsonrpc.Unmarshal(r, &list) != nil {
 		return nil, nil, refuse("malformed", -1, "want a JSON array of compact JWS strings")
 	}
 	if len(list) == 0 || len(list) > maxHops {
@@ -225,32 +225,15 @@ func checkHopHeader(header []byte) error {
 // decodeHop decodes a payload strictly: exactly the members of Hop, with
 // their JSON types, scopes an array.
 func decodeHop(payload []byte) (Hop, error) {
-	if err := jsonrpc.Validate(payload, jsonrpc.Limits{MaxBytes: maxHopBytes, MaxDepth: 3}); err != nil {
+	// A member not named exactly as one of Hop's ("Scopes", "ISS") is
+	// unknown, and refused.
+	strict := jsonrpc.UnmarshalOptions{Limits: jsonrpc.Limits{MaxBytes: maxHopBytes, MaxDepth: 3}, RejectUnknownMembers: true}
+	var h Hop
+	if err := strict.Unmarshal(payload, &h); err != nil {
 		return Hop{}, err
 	}
 	if raw, ok := jsonrpc.Lookup(payload, "scopes"); !ok || len(raw) == 0 || raw[0] != '[' {
 		return Hop{}, errors.New(`"scopes" must be an array`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	var h Hop
-	if err := dec.Decode(&h); err != nil {
-		return Hop{}, err
-	}
-	// encoding/json matches member names case-insensitively; warden's
-	// readers do not. Refuse any spelling but the exact one.
-	var bad error
-	jsonrpc.Members(payload, func(name string, _ []byte) {
-		switch name {
-		case "iss", "agent", "principal", "scopes", "parent", "iat", "exp":
-		default:
-			if bad == nil {
-				bad = fmt.Errorf("member %q is not allowed", name)
-			}
-		}
-	})
-	if bad != nil {
-		return Hop{}, bad
 	}
 	switch {
 	case h.Issuer == "" || h.Agent == "" || h.Principal == "":

@@ -158,6 +158,8 @@ func TestVerifyChainRefuses(t *testing.T) {
 		{"embedded key", chainJSON(unsigned(`{"alg":"EdDSA","jwk":{}}`, `{}`)), "alice", "malformed", 0},
 		{"member case variant", chainJSON(unsigned(`{"alg":"EdDSA"}`,
 			`{"iss":"alice","agent":"booker","principal":"alice","scopes":[],"Scopes":["*"],"iat":1,"exp":2}`)), "alice", "malformed", 0},
+		{"lone member case variant", chainJSON(unsigned(`{"alg":"EdDSA"}`,
+			`{"iss":"alice","agent":"booker","principal":"alice","scopes":[],"Parent":"x","iat":1,"exp":2}`)), "alice", "malformed", 0},
 		{"duplicate claim", chainJSON(unsigned(`{"alg":"EdDSA"}`,
 			`{"iss":"alice","agent":"booker","principal":"alice","scopes":[],"scopes":["*"],"iat":1,"exp":2}`)), "alice", "malformed", 0},
 		{"scopes missing", chainJSON(unsigned(`{"alg":"EdDSA"}`, `{"iss":"alice","agent":"booker","principal":"alice","iat":1,"exp":2}`)),
