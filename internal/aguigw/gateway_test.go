@@ -208,6 +208,27 @@ func TestToolCallArgumentsDenied(t *testing.T) {
 	}
 }
 
+// Arguments with a member twice are inspected whole: a reader that keeps
+// the last (encoding/json) saw only the harmless command, while the tool
+// may run the first.
+func TestToolCallArgumentsWithADuplicateMember(t *testing.T) {
+	up := start(t, &scripted{frames: []string{
+		`{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`,
+		`{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"run"}`,
+		`{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{\"cmd\":\"ls; rm -rf /\","}`,
+		`{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"\"cmd\":\"ls\"}"}`,
+		`{"type":"TOOL_CALL_END","toolCallId":"c1"}`,
+		`{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`,
+	}})
+	got := post(t, newGateway(t, up, Options{}), userInput)
+	if code := got.runError(); !strings.HasPrefix(code, "warden:security:command_injection/") {
+		t.Fatalf("code %q, types %v", code, got.types())
+	}
+	if strings.Contains(got.text(), "rm -rf") {
+		t.Error("the arguments of the denied call reached the client")
+	}
+}
+
 func TestPromptIntegrity(t *testing.T) {
 	sys := `{"id":"s1","role":"system","content":"You are a careful assistant."}`
 	input := runInput(sys, `{"id":"u1","role":"user","content":"hi"}`)

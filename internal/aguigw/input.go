@@ -138,7 +138,7 @@ func (h *Handler) parseInput(body []byte) (*input, *denial) {
 		return bad(f.name + " must be a non-empty string")
 	}
 	raw, ok := jsonrpc.Lookup(body, "messages")
-	if !ok || json.Unmarshal(raw, &in.messages) != nil {
+	if !ok || jsonrpc.Unmarshal(raw, &in.messages) != nil {
 		return bad("messages must be an array")
 	}
 	for i, m := range in.messages {

@@ -1,12 +1,12 @@
 package aguigw
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strconv"
 	"strings"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 )
 
@@ -128,10 +128,8 @@ func encode(v any) string {
 
 // decodeAny decodes validated JSON with numbers kept as json.Number.
 func decodeAny(raw []byte) any {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
 	var v any
-	if dec.Decode(&v) != nil {
+	if (jsonrpc.UnmarshalOptions{UseNumber: true}).Unmarshal(raw, &v) != nil {
 		return nil
 	}
 	return v

@@ -259,7 +259,7 @@ func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
 		return d
 	}
 	var msgs []json.RawMessage
-	if json.Unmarshal(raw, &msgs) != nil {
+	if jsonrpc.Unmarshal(raw, &msgs) != nil {
 		return &denial{Stage: StageWire, Rule: "shape", Reason: "MESSAGES_SNAPSHOT: messages is not an array"}
 	}
 	v := &verdict{}
@@ -305,7 +305,10 @@ func (rn *run) release(ctx context.Context, key string) error {
 	}
 	text := m.text.String()
 	var raw []byte
-	if m.kind == secproc.KindToolCall && json.Valid([]byte(text)) {
+	// Arguments the strict decoder refuses (a duplicate member, which
+	// readers resolve differently) are inspected as one string, whole.
+	_, maxDepth := rn.h.limits()
+	if m.kind == secproc.KindToolCall && jsonrpc.Validate([]byte(text), jsonrpc.Limits{MaxBytes: len(text), MaxDepth: maxDepth}) == nil {
 		raw = []byte(text)
 	} else {
 		raw = jsonrpc.Quote(text)
