@@ -487,6 +487,10 @@ type ZeroTrustConfig struct {
 	Subject string
 	// Skew is the clock tolerance for a token's nbf and exp; 0..60s.
 	Skew time.Duration
+	// StoreTimeout is the longest each consumption of a token's or a DPoP
+	// proof's id waits for Store; 10ms..30s. Past it the call is refused
+	// (store-timeout) and the token counts as used on this gateway.
+	StoreTimeout time.Duration
 	// Audience and Issuer are what tokens must carry; "" means warden's
 	// defaults ("warden-gateway", "warden").
 	Audience, Issuer string
@@ -575,6 +579,14 @@ var Personas = []string{"personaEndUser", "personaApplicationDeveloper", "person
 
 // DefaultSkew is the default clock tolerance for tokens.
 const DefaultSkew = 5 * time.Second
+
+// DefaultStoreTimeout is how long a consumption waits for the replay store
+// by default, and MinStoreTimeout..MaxStoreTimeout the range allowed.
+const (
+	DefaultStoreTimeout = 500 * time.Millisecond
+	MinStoreTimeout     = 10 * time.Millisecond
+	MaxStoreTimeout     = 30 * time.Second
+)
 
 // RequiresTokens reports whether any upstream requires zero-trust tokens.
 func (g GatewayConfig) RequiresTokens() bool {
@@ -781,7 +793,7 @@ func Default() *Config {
 				RequestTimeout:     DefaultRequestTimeout,
 				SessionIdleTimeout: DefaultSessionIdleTimeout,
 			},
-			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew},
+			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew, StoreTimeout: DefaultStoreTimeout},
 			Admin:     AdminConfig{Addr: DefaultAdminAddr},
 			Audit:     AuditConfig{Backend: "sqlite"},
 		},

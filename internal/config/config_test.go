@@ -136,7 +136,7 @@ func TestDefaults(t *testing.T) {
 				Command:         []string{"a"},
 				ShutdownTimeout: 2 * time.Second,
 			}},
-			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second},
+			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second, StoreTimeout: 500 * time.Millisecond},
 			Admin:     AdminConfig{Addr: "127.0.0.1:8788"},
 			Audit:     AuditConfig{Backend: "sqlite"},
 		},
@@ -533,7 +533,7 @@ func TestLoadMissingFile(t *testing.T) {
 func TestZeroTrustConfig(t *testing.T) {
 	good := `version: 1
 gateway:
-  zero_trust: {subject: alice, store: memory, skew: 2s}
+  zero_trust: {subject: alice, store: memory, skew: 2s, store_timeout: 250ms}
   upstreams:
     - name: pay
       command: [pay-server]
@@ -552,10 +552,13 @@ gateway:
 	if ok, _ := cfg.Gateway.Upstreams[0].RequireToken.Permits("echo"); ok {
 		t.Error("require_token matched a tool it does not list")
 	}
+	if got := cfg.Gateway.ZeroTrust.StoreTimeout; got != 250*time.Millisecond {
+		t.Errorf("store_timeout = %v, want 250ms", got)
+	}
 
 	bad := `version: 1
 gateway:
-  zero_trust: {store: redis, skew: 2m, store_path: /x.db, approval_channels: [admin, slack]}
+  zero_trust: {store: redis, skew: 2m, store_path: /x.db, approval_channels: [admin, slack], store_timeout: 5ms}
   upstreams:
     - name: pay
       command: [pay-server]
@@ -569,6 +572,7 @@ gateway:
 		"gateway.zero_trust.redis_url: store: redis needs redis_url",
 		"gateway.zero_trust.store_path: store_path is only for store: sqlite",
 		"gateway.zero_trust.skew: skew must be between 0s and 60s",
+		"gateway.zero_trust.store_timeout: store_timeout must be between 10ms and 30s, not 5ms",
 		"gateway.zero_trust.subject: an upstream has require_token",
 		`gateway.zero_trust.approval_channels[1]: unknown approval channel "slack" (admin, elicitation)`,
 	} {

@@ -712,6 +712,7 @@ func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
 		{"redis_url", func(n *yaml.Node, p string) { d.str(n, p, &z.RedisURL) }},
 		{"subject", func(n *yaml.Node, p string) { d.str(n, p, &z.Subject) }},
 		{"skew", func(n *yaml.Node, p string) { d.duration(n, p, &z.Skew) }},
+		{"store_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.StoreTimeout) }},
 		{"audience", func(n *yaml.Node, p string) { d.str(n, p, &z.Audience) }},
 		{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &z.Issuer) }},
 		{"require_dpop", func(n *yaml.Node, p string) { d.bool(n, p, &z.RequireDPoP) }},

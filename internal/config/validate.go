@@ -384,6 +384,9 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	if z.Skew < 0 || z.Skew > time.Minute {
 		v.errorf(join(p, "skew"), "skew must be between 0s and 60s, not %s", z.Skew)
 	}
+	if z.StoreTimeout < MinStoreTimeout || z.StoreTimeout > MaxStoreTimeout {
+		v.errorf(join(p, "store_timeout"), "store_timeout must be between %s and %s, not %s", MinStoreTimeout, MaxStoreTimeout, z.StoreTimeout)
+	}
 	if z.PublicURL != "" {
 		if u, err := url.Parse(z.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 			v.errorf(join(p, "public_url"), "public_url must be an http or https URL with a host and nothing after the path, e.g. https://gw.example.com")

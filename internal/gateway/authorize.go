@@ -5,11 +5,21 @@ package gateway
 // platform provider that issues tokens).
 //
 //	POST /warden/v1/authorize {"upstream","tool","arguments"}  [DPoP: proof]
+//	                                       [Mcp-Session-Id: the client's session]
 //	  ─► Host/Origin check, strict JSON (no duplicate keys, limits)
 //	  ─► the upstream's stages before zero-trust (tool policy, classify)
 //	  ─► ZeroTrust.Authorize: a mandate issues at once; otherwise an
 //	     operator approves the exact arguments (the admin API, the console)
 //	  ─► 200 {"token", "jti", "parameters_hash", "expires_at", ...}
+//
+// The token names the upstream (claim upstream): it is refused on any
+// other. With Mcp-Session-Id, it is bound to that session of the upstream
+// (session_hash) and recorded with it in the revocation registry: refused
+// on any other session, and once the session closed. Without, it is bound
+// to none, like one from warden token issue (a stateless client has no
+// session to name). Naming a session that is not the caller's gains
+// nothing: the token still needs the caller's own principal (sub), so it
+// could only become unusable.
 //
 // With a DPoP proof (for POST on this endpoint, no ath), the token is bound
 // to the proof's key (cnf.jkt): the client must then prove possession of the
@@ -32,6 +42,7 @@ import (
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/revoke"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -124,13 +135,32 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 		return "", nil, &Denial{Rule: "approval-unavailable",
 			Reason: "no mandate covers this call, and this gateway has no operator approval (hold_for_approval with the admin channel)"}
 	}
-	token, claims, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level, DPoPJKT: jkt, BindingMode: mode,
-		SchemaHash: schemaHash})
+	token, claims, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
+		Session: c.Session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
+		Classification: c.Level, DPoPJKT: jkt, BindingMode: mode, SchemaHash: schemaHash})
 	if err != nil {
 		return "", nil, &Denial{Rule: "issue", Reason: "warden could not issue the token: " + err.Error()}
 	}
+	if c.Session != "" && z.Revocations != nil {
+		// The session's end revokes the token wherever it is presented,
+		// on every gateway sharing the registry. Unrecorded, it is not
+		// handed out.
+		until := time.Unix(claims.Expiry, 0).Add(z.Skew)
+		if err := z.Revocations.Bind(ctx, c.Session, claims.ID, until); err != nil {
+			return "", nil, &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the token could not be bound to its session in the revocation registry, so it is not issued: " + err.Error()}
+		}
+	}
 	return token, &claims, nil
+}
+
+// zeroTrust returns the pipeline's zero-trust stage, if it has one.
+func (p *Pipeline) zeroTrust() (ZeroTrust, bool) {
+	for _, s := range p.stages {
+		if z, ok := s.(ZeroTrust); ok {
+			return z, true
+		}
+	}
+	return ZeroTrust{}, false
 }
 
 // authorizeRequest is the body of POST /warden/v1/authorize.
@@ -232,7 +262,13 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 			Reason: "no upstream " + quote(req.Upstream)})
 		return
 	}
-	jkt, d := g.authorizeProof(r)
+	session, d := authorizeSession(r)
+	if d != nil {
+		fail(http.StatusBadRequest, d)
+		return
+	}
+	z, _ := u.Pipeline.zeroTrust()
+	jkt, d := g.authorizeProof(r, z.StoreTimeout)
 	if d != nil {
 		fail(http.StatusUnauthorized, d)
 		return
@@ -242,7 +278,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 		params = append(append(params, `,"arguments":`...), req.Arguments...)
 	}
 	msg := jsonrpc.NewRequest(jsonrpc.IntID(0), mcp.MethodToolsCall, append(params, '}'))
-	c, d := newCall(msg, u.Name, "")
+	c, d := newCall(msg, u.Name, session)
 	if d == nil {
 		c.tools, c.Principal = u.tools.info(), principal
 		var token string
@@ -279,9 +315,34 @@ func writeAPIError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 	_, _ = w.Write(append(body, "}}\n"...))
 }
 
+// authorizeSession returns the client session an authorize request names
+// in Mcp-Session-Id, "" for none. A session id is visible ASCII (MCP,
+// streamable HTTP); two headers are refused, as warden will not guess.
+func authorizeSession(r *http.Request) (string, *Denial) {
+	values := r.Header.Values(mcp.HeaderSessionID)
+	bad := func(reason string) (string, *Denial) {
+		return "", &Denial{Stage: "authorize", Rule: "session", Code: jsonrpc.CodeInvalidRequest, Reason: reason}
+	}
+	switch {
+	case len(values) == 0:
+		return "", nil
+	case len(values) > 1:
+		return bad("the request has more than one " + mcp.HeaderSessionID + " header")
+	case values[0] == "" || len(values[0]) > revoke.MaxIDLen:
+		return bad(mcp.HeaderSessionID + " must name a session")
+	}
+	for i := 0; i < len(values[0]); i++ {
+		if b := values[0][i]; b < 0x21 || b > 0x7e {
+			return bad(mcp.HeaderSessionID + " may only contain visible ASCII characters")
+		}
+	}
+	return values[0], nil
+}
+
 // authorizeProof checks the request's DPoP proof, if any, and returns the
-// thumbprint of its key ("" without a proof). The proof is consumed.
-func (g *Gateway) authorizeProof(r *http.Request) (string, *Denial) {
+// thumbprint of its key ("" without a proof). The proof is consumed, within
+// timeout (0: store.DefaultTimeout).
+func (g *Gateway) authorizeProof(r *http.Request, timeout time.Duration) (string, *Denial) {
 	if len(r.Header.Values(dpop.HeaderName)) == 0 {
 		return "", nil
 	}
@@ -295,7 +356,7 @@ func (g *Gateway) authorizeProof(r *http.Request) (string, *Denial) {
 	if perr != nil {
 		return deny("%s", perr.Error())
 	}
-	fresh, err := g.opts.ProofStore.Consume(r.Context(), store.NSProof, proof.JTI, proof.IAT.Add(2*dpop.DefaultIATWindow))
+	fresh, err := undecided.Consume(r.Context(), g.opts.ProofStore, store.NSProof, proof.JTI, proof.IAT.Add(2*dpop.DefaultIATWindow), timeout)
 	if err != nil {
 		return deny("the replay store could not decide: %v", err)
 	}

@@ -115,11 +115,11 @@ func TestAuthorizeWithApproval(t *testing.T) {
 		t.Fatalf("status %d: %v", r.status, r.out)
 	}
 	token, _ := r.out["token"].(string)
-	if _, err := zerotrust.Verify(f.ring, token, zerotrust.Expect{Sub: "alice", Tool: "transfer_funds",
+	if _, err := zerotrust.Verify(f.ring, token, zerotrust.Expect{Sub: "alice", Upstream: "pay", Tool: "transfer_funds",
 		Arguments: []byte(transferArgs), Now: time.Now()}); err != nil {
 		t.Fatalf("the issued token does not verify for the approved call: %v", err)
 	}
-	if _, err := zerotrust.Verify(f.ring, token, zerotrust.Expect{Sub: "alice", Tool: "transfer_funds",
+	if _, err := zerotrust.Verify(f.ring, token, zerotrust.Expect{Sub: "alice", Upstream: "pay", Tool: "transfer_funds",
 		Arguments: []byte(`{"recipient":"vendor@example.com","amount":1001,"account_id":"ACC_123"}`), Now: time.Now()}); err == nil {
 		t.Fatal("the issued token verifies for other arguments")
 	}
@@ -155,7 +155,7 @@ func TestAuthorizeBindsTier2ToDPoP(t *testing.T) {
 	if out["cnf_jkt"] != alice.jkt || out["tier"] != float64(2) {
 		t.Fatalf("token for a Tier 2 call: %v", out)
 	}
-	claims, err := zerotrust.Verify(f.ring, out["token"].(string), zerotrust.Expect{Sub: "alice", Tool: "transfer_funds",
+	claims, err := zerotrust.Verify(f.ring, out["token"].(string), zerotrust.Expect{Sub: "alice", Upstream: "pay", Tool: "transfer_funds",
 		Arguments: []byte(`{"account_id":"ACC_123","amount":20000,"recipient":"vendor@example.com"}`), Now: time.Now()})
 	if err != nil || claims.Confirmation == nil || claims.Confirmation.JKT != alice.jkt || claims.Classification != 2 {
 		t.Fatalf("claims %+v %v: want cnf.jkt of alice's key and classification 2", claims, err)

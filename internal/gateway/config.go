@@ -278,6 +278,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 		Subject:  subjectOf(subject),
 		Audience: z.Audience, Issuer: z.Issuer, Skew: z.Skew,
 		RequireDPoP: z.RequireDPoP, Persona: z.Persona,
+		StoreTimeout: z.StoreTimeout,
 	}
 	stage.Signer = ring // issues tokens for mandates and approved calls
 	// Revocations and approvals follow the replay store (config_scale.go).

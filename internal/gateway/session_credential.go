@@ -117,6 +117,24 @@ func newSessionScope(ctx context.Context, session string) (context.Context, *ses
 	return context.WithValue(ctx, sessionScopeKey{}, s), s
 }
 
+// bindingSession is the session a token obtained through c is bound to,
+// and the one a session-bound token presented on c must name: c's session
+// id; for a call without one (stdio, a stateless HTTP request) the id of the
+// connection ServeConn serves it on. A stdio gateway process serves one
+// connection, so it is one session; a stateless request is a session of its
+// own, and a token bound to a stateful session is refused on it. "" for a
+// call checked outside ServeConn without a session id (tests): tokens are
+// then issued unbound, and only unbound ones verify.
+func bindingSession(ctx context.Context, c *Call) string {
+	if c.Session != "" {
+		return c.Session
+	}
+	if s, ok := ctx.Value(sessionScopeKey{}).(*sessionScope); ok {
+		return s.id
+	}
+	return ""
+}
+
 // scopeFrom returns the scope in ctx, or a fresh one.
 func scopeFrom(ctx context.Context) *sessionScope {
 	if s, ok := ctx.Value(sessionScopeKey{}).(*sessionScope); ok {

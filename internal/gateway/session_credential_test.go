@@ -100,7 +100,7 @@ func TestIntrospection(t *testing.T) {
 	if err := endSession(context.Background(), nil, reg, "closed"); err != nil {
 		t.Fatal(err)
 	}
-	invocation, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "t"})
+	invocation, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "up", Tool: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

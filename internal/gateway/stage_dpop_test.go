@@ -65,7 +65,7 @@ func (f *ztFixture) boundToken(t *testing.T, jkt string) string {
 // boundTokenFor is a token for transfer_funds with args, bound to jkt.
 func (f *ztFixture) boundTokenFor(t *testing.T, args, jkt string) string {
 	t.Helper()
-	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "up", Tool: "transfer_funds",
 		Arguments: []byte(args), DPoPJKT: jkt})
 	if err != nil {
 		t.Fatal(err)

@@ -25,7 +25,7 @@ func TestZeroTrustClientSignature(t *testing.T) {
 	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
 	hash, _, _ := zerotrust.ParamsHash([]byte(transferArgs))
 	issue := func() (string, string) {
-		tok, claims, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(transferArgs)})
+		tok, claims, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "up", Tool: "transfer_funds", Arguments: []byte(transferArgs)})
 		if err != nil {
 			t.Fatal(err)
 		}

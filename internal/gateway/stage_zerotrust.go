@@ -2,12 +2,14 @@ package gateway
 
 // The zero-trust stage enforces the Zero-Trust Tool Invocation Standard on
 // tools/call: a call to a tool that requires it must carry a short-lived
-// token bound to the caller, the tool and the hash of these exact arguments,
-// and usable once.
+// token bound to the caller, the upstream, the tool and the hash of these
+// exact arguments (and, when it was obtained through a session, to that
+// session), and usable once.
 //
 //	token from params._meta["io.agentwarden/token"]
-//	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+tool, persona,
-//	     INV-2 time, INV-3 parameters_hash over the call's arguments
+//	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+upstream+tool and
+//	     session, persona, INV-2 time, INV-3 parameters_hash over the
+//	     call's arguments
 //	  ─► INV-5 DPoP, when the token is bound to a key (cnf.jkt) or RequireDPoP:
 //	     the proof in the HTTP DPoP header must be valid for POST on one of
 //	     the upstream's URLs, carry ath of this token, and be signed by the
@@ -16,14 +18,28 @@ package gateway
 //	     pinned key signed this jti, tool and parameters_hash
 //	  ─► store.Consume(proof jti, then token jti)   LAST (D4): nobody can burn
 //	                          a token they could not use; a store error denies
+//	     each with its own deadline (StoreTimeout, store.Guard): past it the
+//	     call is refused (store-timeout) and the token counts as used here
+//	  ─► epoch: a token that may have been issued before the store's memory
+//	     began (store.IssuedBefore: iat < epoch + skew) is refused
 //	  ─► forward: arguments replaced by the canonical bytes that were hashed
 //	     (D1), warden's _meta key removed, everything else unchanged
 //
-// Until authentication lands (AASM P1), the principal a call acts for comes
-// from ZeroTrust.Subject.
+// Session binding. A token warden issues inside a client session (a
+// mandate, an approval by an operator or by elicitation, the authorize API
+// named with Mcp-Session-Id) carries session_hash of that session and is
+// refused on any other, and once the session closed (its revocation covers
+// it). A call without a session id, on stdio or a stateless HTTP request,
+// is bound to its connection instead (bindingSession): a stdio gateway
+// process serves one connection, so it is one session; a stateless request
+// is its own. Tokens issued outside any session (warden token issue, the
+// authorize API without Mcp-Session-Id) are bound to none.
+//
+// The principal a call acts for comes from ZeroTrust.Subject.
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -119,16 +135,30 @@ type ZeroTrust struct {
 	// refused before it is consumed. A registry that cannot decide refuses
 	// the call.
 	Revocations revoke.Registry
+
+	// StoreTimeout is the longest each consumption (the DPoP proof's jti,
+	// the token's jti) waits for Store; 0 means store.DefaultTimeout. Past
+	// it the call is refused (store-timeout) and the token counts as used
+	// on this gateway, whatever the store answers later.
+	StoreTimeout time.Duration
 }
+
+// undecided remembers, for every ZeroTrust stage of the process, the proof
+// and token ids whose consumption timed out: they count as used until they
+// expire. One set serves all stages because ids are random and single-use
+// everywhere; it bounds the memory per process.
+var undecided = store.NewGuard(store.DefaultGuardSize)
 
 // checkRevoked refuses a token that was revoked (P8), or that the registry
 // cannot decide on (fail-secure).
-func (z ZeroTrust) checkRevoked(ctx context.Context, c *Call, claims *zerotrust.Claims) *Denial {
+// session is the session the call is bound to (bindingSession): a token
+// bound to a session verified only on it, so it is also the token's.
+func (z ZeroTrust) checkRevoked(ctx context.Context, session string, claims *zerotrust.Claims) *Denial {
 	if z.Revocations == nil {
 		return nil
 	}
 	revoked, reason, err := z.Revocations.Check(ctx, revoke.Token{ID: claims.ID, Subject: claims.Subject,
-		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: c.Session})
+		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: session})
 	switch {
 	case err != nil:
 		return &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused: " + err.Error()}
@@ -181,6 +211,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
 	c.Subject = sub
+	session := bindingSession(ctx, c)
 	token, d := presented(c, MetaTokenKey, HeaderToken)
 	if d != nil {
 		return d
@@ -195,7 +226,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 				" needs a token and the client's own signature of the invocation (Tier 3); an approval cannot stand in for them"}
 		}
 		var d *Denial
-		if token, d = z.tokenFor(ctx, c, sub); d != nil {
+		if token, d = z.tokenFor(ctx, c, sub, session); d != nil {
 			return d
 		}
 	}
@@ -211,7 +242,8 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.ParamsHash = hash
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
-		Sub: sub, Tool: c.Tool, Arguments: c.Arguments, ParametersHash: hash, SchemaHash: c.SchemaHash(),
+		Sub: sub, Upstream: c.Upstream, Tool: c.Tool, Session: session,
+		Arguments: c.Arguments, ParametersHash: hash, SchemaHash: c.SchemaHash(),
 		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Now: now, Skew: z.Skew,
 	})
 	if verr != nil {
@@ -239,52 +271,85 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 			return verifyDenial(verr)
 		}
 	}
-	if d := z.checkRevoked(ctx, c, claims); d != nil {
+	if d := z.checkRevoked(ctx, session, claims); d != nil {
 		return d
 	}
 	// Build what will be forwarded before consuming, so that nothing after
 	// the consume can fail.
 	forward := canonicalCall(c.Msg, canonical)
-	// Last: consume the proof, then the token. An undecided store denies.
-	if proof != nil {
-		window := z.DPoP.IATWindow
-		if window <= 0 {
-			window = dpop.DefaultIATWindow
-		}
-		fresh, err := z.Store.Consume(ctx, store.NSProof, proof.JTI, proof.IAT.Add(2*window))
-		if err != nil {
-			return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
-		}
-		if !fresh {
-			return &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
-		}
-	}
-	fresh, epoch, err := consumeToken(ctx, z.Store, claims.ID, time.Unix(claims.Expiry, 0).Add(z.Skew))
-	if err != nil {
-		return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
-	}
-	if claims.IssuedAt < epoch.Unix() {
-		// The store's memory begins after the token was issued (a restart
-		// of a memory store, a Redis that lost its data): it may have been
-		// used before, and nobody can tell.
-		return &Denial{Rule: "epoch", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: the token was issued before the replay store's epoch (" +
-			epoch.UTC().Format(time.RFC3339) + "), so its single use cannot be proven; get a new one (step 6)"}
-	}
-	if !fresh {
-		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
+	if d := z.consume(ctx, claims, proof, held); d != nil {
+		return d
 	}
 	c.Forward = forward
 	return nil
 }
 
+// consume is the last step: the proof's jti, then the token's, each within
+// StoreTimeout. An undecided store denies; so does a token the store's
+// epoch cannot vouch for, unless held: warden minted that one in this very
+// call, with a fresh random jti, so no lost state can have seen it.
+func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof *dpop.Proof, held bool) *Denial {
+	expires := time.Unix(claims.Expiry, 0).Add(z.Skew)
+	if proof != nil {
+		window := z.DPoP.IATWindow
+		if window <= 0 {
+			window = dpop.DefaultIATWindow
+		}
+		fresh, err := undecided.Consume(ctx, z.Store, store.NSProof, proof.JTI, proof.IAT.Add(2*window), z.StoreTimeout)
+		if err != nil {
+			if errors.Is(err, store.ErrTimeout) {
+				// The proof's fate is unknown, and so the token's: a proof
+				// goes with one token, and the call is refused.
+				undecided.Remember(store.NSToken, claims.ID, expires)
+			}
+			return storeDenial("the DPoP proof", err)
+		}
+		if !fresh {
+			return &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
+		}
+	}
+	fresh, epoch, err := undecided.ConsumeSince(ctx, z.Store, store.NSToken, claims.ID, expires, z.StoreTimeout)
+	if err != nil {
+		return storeDenial("the token", err)
+	}
+	if !held && store.IssuedBefore(claims.IssuedAt, epoch, z.Skew) {
+		// The store's memory may begin after the token was issued (a
+		// restart of a memory store, a Redis that lost its data), taking
+		// into account that iat has whole seconds and that the issuer's
+		// clock may run up to the skew ahead: it may have been used in
+		// the state the store lost, and nobody can tell.
+		return &Denial{Rule: "epoch", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: the token may have been issued before the replay store's epoch (" +
+			epoch.UTC().Format(time.RFC3339Nano) + ", allowing " + z.Skew.String() + " of clock skew), so its single use cannot be proven; get a new one (step 6)"}
+	}
+	if !fresh {
+		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
+	}
+	return nil
+}
+
+// storeDenial refuses a call whose consumption of what (a proof, a token)
+// the replay store could not decide.
+func storeDenial(what string, err error) *Denial {
+	switch {
+	case errors.Is(err, store.ErrUndecided):
+		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: " + what +
+			" counts as used: an earlier use on this gateway got no answer from the replay store in time (step 6)"}
+	case errors.Is(err, store.ErrTimeout):
+		return &Denial{Rule: "store-timeout", Reason: "the replay store did not answer in time for " + what +
+			", so the call is refused and the token counts as used: " + err.Error()}
+	}
+	return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
+}
+
 // tokenFor finds a token for a call that brought none: warden issues one
 // for a pre-approved invocation (a mandate), or holds the call for a
 // person's approval; otherwise the call is refused.
-func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub string) (string, *Denial) {
+func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
 	if z.Signer != nil && len(z.Mandates) > 0 {
 		if hash, _, err := zerotrust.ParamsHash(c.Arguments); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
-			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: c.Arguments,
-				Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
+			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
+				Session: session, Arguments: c.Arguments, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
+				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
 				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token: " + err.Error()}
 			}
@@ -292,15 +357,16 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub string) (string, *
 		}
 	}
 	if z.MayBlock() {
-		return z.hold(ctx, c, sub)
+		return z.hold(ctx, c, sub, session)
 	}
 	return "", &Denial{Rule: "token-missing",
 		Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
 }
 
 // hold submits the call for approval and waits. On approval it returns a
-// token warden issued for exactly the arguments the approver saw.
-func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Denial) {
+// token warden issued for exactly the arguments the approver saw, on this
+// upstream and session.
+func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
 	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
 	if err != nil {
 		return "", &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
@@ -308,8 +374,8 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub string) (string, *Deni
 	if d := z.approve(ctx, c, sub, hash, canonical); d != nil {
 		return "", d
 	}
-	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Tool: c.Tool, Arguments: canonical,
-		Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
+	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
+		Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
 	if err != nil {
 		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
 	}
@@ -492,14 +558,4 @@ func withoutNamespace(obj []byte, prefix string) []byte {
 // appendJSONString appends s as a JSON string.
 func appendJSONString(b []byte, s string) []byte {
 	return append(b, jsonrpc.Quote(s)...)
-}
-
-// consumeToken consumes a token id, with the store's epoch when it keeps
-// one (the zero time otherwise: every token is then after it).
-func consumeToken(ctx context.Context, st store.Store, jti string, expires time.Time) (bool, time.Time, error) {
-	if es, ok := st.(store.EpochStore); ok {
-		return es.ConsumeSince(ctx, store.NSToken, jti, expires)
-	}
-	ok, err := st.Consume(ctx, store.NSToken, jti, expires)
-	return ok, time.Time{}, err
 }

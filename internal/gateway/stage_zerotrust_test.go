@@ -38,16 +38,28 @@ func newZT(t *testing.T, st store.Store) *ztFixture {
 		t.Cleanup(func() { st.Close() })
 	}
 	return &ztFixture{ring: ring, stage: ZeroTrust{
-		Keys: ring, Store: st,
+		Keys: ring, Store: establishedStore{st},
 		Requires: mustList(t, []string{"transfer_funds"}, nil),
 		Subject:  func(*Call) (string, bool) { return "alice", true },
 		Skew:     2 * time.Second,
 	}}
 }
 
+// establishedStore is st as if it had been running for an hour: its epoch
+// lies an hour back. The stage's tests present tokens issued a moment after
+// their store was made, which the epoch rule rightly refuses (they are
+// within the skew of a new epoch); they test everything else, and
+// zerotrust_binding_test.go tests the epoch.
+type establishedStore struct{ store.Store }
+
+func (s establishedStore) ConsumeSince(ctx context.Context, ns, id string, expires time.Time) (bool, time.Time, error) {
+	ok, err := s.Consume(ctx, ns, id, expires)
+	return ok, time.Now().Add(-time.Hour), err
+}
+
 func (f *ztFixture) token(t *testing.T, sub, tool, args string) string {
 	t.Helper()
-	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: sub, Tool: tool, Arguments: []byte(args)})
+	tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: sub, Upstream: "up", Tool: tool, Arguments: []byte(args)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +290,7 @@ func TestZeroTrustPersona(t *testing.T) {
 	f.stage.Persona = "personaAgenticProvider"
 	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(f.stage)})
 	issue := func(persona string) string {
-		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "up", Tool: "transfer_funds",
 			Arguments: []byte(transferArgs), Persona: persona})
 		if err != nil {
 			t.Fatal(err)
@@ -369,7 +381,7 @@ func TestHybridTokenAndAChangedTool(t *testing.T) {
 	idx.learn("tools/list", []byte(`{"tools":[{"name":"transfer_funds","inputSchema":`+schema+`}]}`))
 	sh, _ := zerotrust.SchemaHash([]byte(schema))
 	hybrid := func() string {
-		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "up", Tool: "transfer_funds",
 			Arguments: []byte(transferArgs), BindingMode: zerotrust.BindingHybrid, SchemaHash: sh})
 		if err != nil {
 			t.Fatal(err)
