@@ -63,25 +63,29 @@ Error codes are listed in docs/errors.md.
       code 2: duplicate keys, invalid UTF-8, lone surrogates, and numbers
       beyond ±2^53 (send those as strings).
 
-  warden token issue --sub USER --tool TOOL --params JSON [--ttl 30s]
-                     [--dpop-jkt JKT] [--aud A] [--iss I] [--persona P]
+  warden token issue --sub USER --upstream NAME --tool TOOL --params JSON
+                     [--ttl 30s] [--dpop-jkt JKT] [--aud A] [--iss I] [--persona P]
                      [--classification 1..5] [--binding-mode M] [--schema JSON]
                      [--data-dir DIR]
       Prints a compact JWS (typ "wzt+jwt") signed with the active key of
-      'warden keys', authorizing USER to call TOOL once with exactly these
-      arguments. Claims: iss, aud, sub, iat, nbf, exp, jti, tool,
+      'warden keys', authorizing USER to call TOOL on the gateway upstream
+      NAME (gateway.upstreams[].name) once with exactly these arguments.
+      Claims: iss, aud, sub, iat, nbf, exp, jti, upstream, tool,
       parameters_hash, hash_alg, binding_mode, schema_hash, persona,
-      classification, cnf.jkt, txn. The lifetime is at most 30s. With
+      classification, cnf.jkt, txn. It is bound to no client session (tokens
+      warden issues inside a session carry session_hash and are valid on
+      that session only). The lifetime is at most 30s. With
       --schema (the tool's inputSchema as its server declares it) the token
       is hybrid (binding mode C): it also binds the schema's hash, and a
       gateway refuses it once the tool's definition changes.
 
-  warden token verify --token T|- --sub USER --tool TOOL --params JSON
-                      [--aud A] [--iss I] [--persona P] [--skew 5s] [--schema JSON]
-                      [--data-dir DIR]
+  warden token verify --token T|- --sub USER --upstream NAME --tool TOOL --params JSON
+                      [--session ID] [--aud A] [--iss I] [--persona P] [--skew 5s]
+                      [--schema JSON] [--data-dir DIR]
       Checks the token against exactly that call: signature (EdDSA or ES256
-      only), iss and aud, INV-1 sub and tool, persona, INV-2 nbf/exp, INV-3
-      parameters_hash. Exit code 0 when valid, 1 with the failed invariant,
+      only), iss and aud, INV-1 sub, upstream, tool and session, persona,
+      INV-2 nbf/exp/iat, INV-3 parameters_hash. Exit code 0 when valid, 1
+      with the failed invariant,
       for example
         INV-3 parameter integrity: parameters_hash does not match the arguments (step 5)
       It does not consume the jti (INV-4) or check DPoP (INV-5).

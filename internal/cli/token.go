@@ -71,8 +71,9 @@ func readArg(env *Env, v string) ([]byte, error) {
 
 // runTokenIssue signs a token for one call with the active key.
 func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "token issue", "--sub USER --tool TOOL --params JSON|- [--ttl D] [--dpop-jkt JKT] [--aud A] [--data-dir DIR]")
+	fs := newFlags(env, "token issue", "--sub USER --upstream NAME --tool TOOL --params JSON|- [--ttl D] [--dpop-jkt JKT] [--aud A] [--data-dir DIR]")
 	sub := fs.String("sub", "", "the user the token is for (required)")
+	upstream := fs.String("upstream", "", "the gateway upstream (gateway.upstreams[].name) the call goes to (required)")
 	tool := fs.String("tool", "", "the canonical upstream tool it authorizes (required)")
 	params := fs.String("params", "", "the approved `arguments` as JSON, or - for stdin (absent: {})")
 	ttl := fs.Duration("ttl", zerotrust.MaxTTL, "lifetime, at most 30s")
@@ -89,6 +90,9 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 	}
 	if *sub == "" || *tool == "" {
 		return ExitUsage, errors.New("--sub and --tool are required")
+	}
+	if *upstream == "" {
+		return ExitUsage, errors.New("--upstream is required: a token authorizes a call on one upstream, named as in gateway.upstreams[].name")
 	}
 	if *jkt != "" && !isThumbprint(*jkt) {
 		return ExitUsage, fmt.Errorf("--dpop-jkt %q is not a JWK thumbprint: want the RFC 7638 SHA-256 thumbprint of the client's DPoP public key, 43 base64url characters without padding", *jkt)
@@ -114,7 +118,7 @@ func runTokenIssue(_ context.Context, env *Env, args []string) (int, error) {
 		return ExitConfig, errors.New("no signing key: run 'warden keys generate' first")
 	}
 	tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{
-		Sub: *sub, Tool: *tool, Arguments: in, TTL: *ttl, Aud: *aud, Iss: *iss,
+		Sub: *sub, Upstream: *upstream, Tool: *tool, Arguments: in, TTL: *ttl, Aud: *aud, Iss: *iss,
 		Persona: *persona, Classification: *class, DPoPJKT: *jkt, BindingMode: *mode, SchemaHash: schemaHash,
 	})
 	if err != nil {
@@ -134,10 +138,12 @@ func isThumbprint(s string) bool {
 // runTokenVerify checks a token against exactly one call. It exits 0 when
 // the token authorizes the call, 1 naming the failed invariant when not.
 func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "token verify", "--token T|- --sub USER --tool TOOL --params JSON [--data-dir DIR]")
+	fs := newFlags(env, "token verify", "--token T|- --sub USER --upstream NAME --tool TOOL --params JSON [--session ID] [--data-dir DIR]")
 	token := fs.String("token", "", "the token, or - for stdin (required)")
 	sub := fs.String("sub", "", "the authenticated user (required)")
+	upstream := fs.String("upstream", "", "the gateway upstream the call goes to (required)")
 	tool := fs.String("tool", "", "the tool being called (required)")
+	session := fs.String("session", "", "the client session the call arrives on, for a session-bound token")
 	params := fs.String("params", "", "the call's `arguments` as JSON (absent: {})")
 	aud := fs.String("aud", zerotrust.DefaultAudience, "expected audience")
 	iss := fs.String("iss", zerotrust.DefaultIssuer, "expected issuer")
@@ -148,8 +154,8 @@ func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
-	if *token == "" || *sub == "" || *tool == "" {
-		return ExitUsage, errors.New("--token, --sub and --tool are required")
+	if *token == "" || *sub == "" || *upstream == "" || *tool == "" {
+		return ExitUsage, errors.New("--token, --sub, --upstream and --tool are required")
 	}
 	if *token == "-" && *params == "-" {
 		return ExitUsage, errors.New("only one of --token and --params can read stdin")
@@ -173,7 +179,8 @@ func runTokenVerify(_ context.Context, env *Env, args []string) (int, error) {
 		}
 	}
 	c, verr := zerotrust.Verify(ring, strings.TrimSpace(string(tok)), zerotrust.Expect{
-		Sub: *sub, Tool: *tool, Arguments: in, Aud: *aud, Iss: *iss, Persona: *persona, Skew: *skew, SchemaHash: schemaHash,
+		Sub: *sub, Upstream: *upstream, Tool: *tool, Session: *session, Arguments: in, Aud: *aud, Iss: *iss,
+		Persona: *persona, Skew: *skew, SchemaHash: schemaHash,
 	})
 	if verr != nil {
 		fmt.Fprintln(env.Stdout, verr.Error())

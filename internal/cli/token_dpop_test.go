@@ -31,7 +31,7 @@ func TestTokenIssueDPoPJKT(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	code, tok, stderr := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer",
+	code, tok, stderr := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer",
 		"--params", transferArgs, "--dpop-jkt", jkt, "--data-dir", dir)
 	tok = strings.TrimSpace(tok)
 	if code != ExitOK || strings.Count(tok, ".") != 2 {
@@ -51,7 +51,7 @@ func TestTokenIssueDPoPJKT(t *testing.T) {
 		t.Errorf("cnf = %v, want exactly {jkt: %s}; claims %s", claims.Cnf, jkt, claimsJSON)
 	}
 
-	code, out, stderr := run(t, "token", "verify", "--token", tok, "--sub", "alice", "--tool", "transfer",
+	code, out, stderr := run(t, "token", "verify", "--token", tok, "--sub", "alice", "--upstream", "bank", "--tool", "transfer",
 		"--params", transferArgs, "--data-dir", dir)
 	if code != ExitOK || !strings.HasPrefix(out, "valid") ||
 		!strings.Contains(out, "INV-5 DPoP proof for cnf.jkt "+jkt) {
@@ -63,12 +63,12 @@ func TestTokenIssueDPoPJKT(t *testing.T) {
 	}
 
 	// Without --dpop-jkt there is no cnf at all, so verify claims nothing about INV-5.
-	_, plain, _ := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer", "--params", transferArgs, "--data-dir", dir)
+	_, plain, _ := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--params", transferArgs, "--data-dir", dir)
 	code, out, _ = run(t, "token", "inspect", strings.TrimSpace(plain))
 	if code != ExitOK || strings.Contains(out, `"cnf"`) {
 		t.Errorf("a token issued without --dpop-jkt carries cnf (%d): %s", code, out)
 	}
-	code, out, _ = run(t, "token", "verify", "--token", strings.TrimSpace(plain), "--sub", "alice", "--tool", "transfer",
+	code, out, _ = run(t, "token", "verify", "--token", strings.TrimSpace(plain), "--sub", "alice", "--upstream", "bank", "--tool", "transfer",
 		"--params", transferArgs, "--data-dir", dir)
 	if code != ExitOK || strings.Contains(out, "INV-5") {
 		t.Errorf("verify of an unbound token mentions INV-5 (%d): %s", code, out)
@@ -81,7 +81,7 @@ func TestTokenIssueDPoPJKT(t *testing.T) {
 		{"hex SHA-256", strings.Repeat("ab", 32)},
 		{"the whole JWK", `{"kty":"OKP"}`},
 	} {
-		code, out, stderr := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer",
+		code, out, stderr := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer",
 			"--params", transferArgs, "--dpop-jkt", bad.jkt, "--data-dir", dir)
 		if code != ExitUsage || strings.TrimSpace(out) != "" ||
 			!strings.Contains(stderr, "--dpop-jkt") || !strings.Contains(stderr, "thumbprint") {

@@ -18,7 +18,7 @@ const transferArgs = `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@
 func TestKeysAndTokenCommands(t *testing.T) {
 	dir := t.TempDir()
 
-	code, _, stderr := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer", "--data-dir", dir)
+	code, _, stderr := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--data-dir", dir)
 	if code != ExitConfig || !strings.Contains(stderr, "keys generate") {
 		t.Errorf("issue without a key (%d): %s", code, stderr)
 	}
@@ -40,7 +40,7 @@ func TestKeysAndTokenCommands(t *testing.T) {
 		t.Errorf("keys jwks (%d): %s", code, out)
 	}
 
-	code, tok, stderr := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer", "--params", transferArgs, "--data-dir", dir)
+	code, tok, stderr := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--params", transferArgs, "--data-dir", dir)
 	tok = strings.TrimSpace(tok)
 	if code != ExitOK || strings.Count(tok, ".") != 2 {
 		t.Fatalf("token issue (%d): %q %s", code, tok, stderr)
@@ -51,7 +51,7 @@ func TestKeysAndTokenCommands(t *testing.T) {
 		code, out, stderr := run(t, append([]string{"token", "verify", "--token", tok, "--data-dir", dir}, args...)...)
 		return code, out + stderr
 	}
-	if code, out := verify("--sub", "alice", "--tool", "transfer",
+	if code, out := verify("--sub", "alice", "--upstream", "bank", "--tool", "transfer",
 		"--params", `{"recipient":"vendor@example.com","amount":1000.00,"account_id":"ACC_123"}`); code != ExitOK || !strings.HasPrefix(out, "valid") {
 		t.Errorf("verify of the approved call (%d): %s", code, out)
 	}
@@ -60,10 +60,12 @@ func TestKeysAndTokenCommands(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"changed params", []string{"--sub", "alice", "--tool", "transfer", "--params", strings.Replace(transferArgs, "1000", "1001", 1)},
+		{"changed params", []string{"--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--params", strings.Replace(transferArgs, "1000", "1001", 1)},
 			"INV-3 parameter integrity: parameters_hash does not match the arguments (step 5)"},
-		{"other user", []string{"--sub", "mallory", "--tool", "transfer", "--params", transferArgs}, "INV-1 identity-tool binding"},
-		{"other tool", []string{"--sub", "alice", "--tool", "delete", "--params", transferArgs}, "(step 3)"},
+		{"other user", []string{"--sub", "mallory", "--upstream", "bank", "--tool", "transfer", "--params", transferArgs}, "INV-1 identity-tool binding"},
+		{"other tool", []string{"--sub", "alice", "--upstream", "bank", "--tool", "delete", "--params", transferArgs}, "(step 3)"},
+		{"other upstream", []string{"--sub", "alice", "--upstream", "other-bank", "--tool", "transfer", "--params", transferArgs},
+			`INV-1 identity-tool binding: upstream "bank" is not the upstream "other-bank" the call goes to (step 3)`},
 	} {
 		code, out := verify(tc.args...)
 		if code != ExitFindings || !strings.Contains(out, tc.want) {
@@ -77,10 +79,10 @@ func TestKeysAndTokenCommands(t *testing.T) {
 	if code != ExitOK || kid2 == kid {
 		t.Fatalf("second keys generate (%d): %q", code, kid2)
 	}
-	if code, out := verify("--sub", "alice", "--tool", "transfer", "--params", transferArgs); code != ExitOK {
+	if code, out := verify("--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--params", transferArgs); code != ExitOK {
 		t.Errorf("verify after rotation (%d): %s", code, out)
 	}
-	_, tok2, _ := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer", "--data-dir", dir)
+	_, tok2, _ := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--data-dir", dir)
 	code, out, _ = run(t, "token", "inspect", strings.TrimSpace(tok2))
 	if code != ExitOK || !strings.Contains(out, "UNVERIFIED") || !strings.Contains(out, kid2) ||
 		!strings.Contains(out, `"typ": "wzt+jwt"`) || !strings.Contains(out, `"sub": "alice"`) {
@@ -100,10 +102,10 @@ func TestTokenCommandsRefuse(t *testing.T) {
 		{[]string{"keys", "generate", "--alg", "HS256", "--data-dir", dir}, ExitUsage},
 		{[]string{"keys", "rotate"}, ExitUsage},
 		{[]string{"token", "issue", "--tool", "t", "--data-dir", dir}, ExitUsage},
-		{[]string{"token", "issue", "--sub", "a", "--tool", "t", "--ttl", "31s", "--data-dir", dir}, ExitUsage},
-		{[]string{"token", "issue", "--sub", "a", "--tool", "t", "--params", `{"a":1,"a":2}`, "--data-dir", dir}, ExitUsage},
-		{[]string{"token", "verify", "--sub", "a", "--tool", "t", "--data-dir", dir}, ExitUsage},
-		{[]string{"token", "verify", "--token", "x.y.z", "--sub", "a", "--tool", "t", "--data-dir", dir}, ExitFindings},
+		{[]string{"token", "issue", "--sub", "a", "--upstream", "bank", "--tool", "t", "--ttl", "31s", "--data-dir", dir}, ExitUsage},
+		{[]string{"token", "issue", "--sub", "a", "--upstream", "bank", "--tool", "t", "--params", `{"a":1,"a":2}`, "--data-dir", dir}, ExitUsage},
+		{[]string{"token", "verify", "--sub", "a", "--upstream", "bank", "--tool", "t", "--data-dir", dir}, ExitUsage},
+		{[]string{"token", "verify", "--token", "x.y.z", "--sub", "a", "--upstream", "bank", "--tool", "t", "--data-dir", dir}, ExitFindings},
 		{[]string{"token", "inspect"}, ExitUsage},
 		{[]string{"token", "inspect", "garbage"}, ExitUsage},
 	} {
@@ -120,9 +122,35 @@ func TestTokenCommandsRefuse(t *testing.T) {
 		t.Fatalf("key files: %v", keyFiles)
 	}
 	os.Chmod(keyFiles[0], 0o644)
-	code, _, stderr := run(t, "token", "issue", "--sub", "a", "--tool", "t", "--data-dir", dir)
+	code, _, stderr := run(t, "token", "issue", "--sub", "a", "--upstream", "bank", "--tool", "t", "--data-dir", dir)
 	if code != ExitConfig || !strings.Contains(stderr, keyFiles[0]) {
 		t.Errorf("issue with a world-readable key (%d): %s", code, stderr)
+	}
+}
+
+// A token names the upstream it is for: issue cannot leave it out, and
+// says how to name it.
+func TestTokenIssueNeedsTheUpstream(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, _ := run(t, "keys", "generate", "--data-dir", dir); code != ExitOK {
+		t.Fatal("keys generate failed")
+	}
+	code, out, stderr := run(t, "token", "issue", "--sub", "alice", "--tool", "transfer", "--params", transferArgs, "--data-dir", dir)
+	if code != ExitUsage || strings.TrimSpace(out) != "" || !strings.Contains(stderr, "--upstream is required") ||
+		!strings.Contains(stderr, "gateway.upstreams[].name") {
+		t.Errorf("issue without --upstream: exit %d, stdout %q, stderr %q; want exit %d naming --upstream, no token", code, out, stderr, ExitUsage)
+	}
+	code, tok, stderr := run(t, "token", "issue", "--sub", "alice", "--upstream", "bank", "--tool", "transfer", "--data-dir", dir)
+	if code != ExitOK {
+		t.Fatalf("issue: %d %s", code, stderr)
+	}
+	code, out, stderr = run(t, "token", "verify", "--token", strings.TrimSpace(tok), "--sub", "alice", "--tool", "transfer", "--data-dir", dir)
+	if code != ExitUsage || !strings.Contains(stderr, "--upstream") {
+		t.Errorf("verify without --upstream: exit %d, %s%s", code, out, stderr)
+	}
+	_, claims, _ := run(t, "token", "inspect", strings.TrimSpace(tok))
+	if !strings.Contains(claims, `"upstream": "bank"`) || strings.Contains(claims, "session_hash") {
+		t.Errorf("claims of a CLI token: %s; want upstream bank and no session", claims)
 	}
 }
 
@@ -150,7 +178,7 @@ func TestClientSignatureCommands(t *testing.T) {
 		t.Fatalf("private client key: %v %v, want mode 0600", fi, err)
 	}
 	args := `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`
-	code, token, stderr := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--tool", "transfer_funds", "--params", args)
+	code, token, stderr := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--upstream", "bank", "--tool", "transfer_funds", "--params", args)
 	if code != ExitOK {
 		t.Fatalf("token issue: %d %s", code, stderr)
 	}
@@ -186,13 +214,13 @@ func TestTokenHybridRoundTrip(t *testing.T) {
 		t.Fatalf("keys generate: %s", errOut)
 	}
 	schema := `{"type":"object","properties":{"amount":{"type":"number"}}}`
-	code, tok, errOut := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
+	code, tok, errOut := run(t, "token", "issue", "--data-dir", dir, "--sub", "alice", "--upstream", "bank", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
 	if code != ExitOK {
 		t.Fatalf("issue: %s", errOut)
 	}
 	tok = strings.TrimSpace(tok)
 	verify := func(schema string) (int, string) {
-		code, out, _ := run(t, "token", "verify", "--data-dir", dir, "--token", tok, "--sub", "alice", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
+		code, out, _ := run(t, "token", "verify", "--data-dir", dir, "--token", tok, "--sub", "alice", "--upstream", "bank", "--tool", "pay", "--params", `{"amount":5}`, "--schema", schema)
 		return code, out
 	}
 	if code, out := verify(`{"properties":{"amount":{"type":"number"}},"type":"object"}`); code != ExitOK {
