@@ -32,6 +32,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
 )
 
@@ -147,7 +148,7 @@ func (r *RedisBackend) Load(ctx context.Context, id string) (Pending, *Decision,
 		return Pending{}, nil, ErrUnknown
 	}
 	if rerr == nil {
-		if err := json.Unmarshal(reqData, &p); err != nil {
+		if err := jsonrpc.Unmarshal(reqData, &p); err != nil {
 			return Pending{}, nil, fmt.Errorf("redis: request %s: %w", id, err)
 		}
 	} else {
@@ -157,7 +158,7 @@ func (r *RedisBackend) Load(ctx context.Context, id string) (Pending, *Decision,
 		return p, nil, nil
 	}
 	var d Decision
-	if err := json.Unmarshal(decData, &d); err != nil {
+	if err := jsonrpc.Unmarshal(decData, &d); err != nil {
 		return Pending{}, nil, fmt.Errorf("redis: decision %s: %w", id, err)
 	}
 	return p, &d, nil
@@ -271,7 +272,7 @@ func (r *RedisBackend) List(ctx context.Context) ([]Pending, error) {
 			continue
 		}
 		var p Pending
-		if err := json.Unmarshal(data, &p); err != nil {
+		if err := jsonrpc.Unmarshal(data, &p); err != nil {
 			return nil, fmt.Errorf("redis: request %s: %w", id, err)
 		}
 		out = append(out, p)
@@ -298,7 +299,7 @@ func (r *RedisBackend) History(ctx context.Context) ([]Decided, error) {
 			Decision Decision `json:"decision"`
 			At       int64    `json:"at"`
 		}
-		if err := json.Unmarshal([]byte(it), &rec); err != nil {
+		if err := jsonrpc.Unmarshal([]byte(it), &rec); err != nil {
 			return nil, fmt.Errorf("redis: history: %w", err)
 		}
 		out = append(out, Decided{Pending: rec.Pending, Decision: rec.Decision, At: time.UnixMilli(rec.At)})
