@@ -45,6 +45,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/store"
 )
 
@@ -181,7 +182,7 @@ func encodePin(r Record) string {
 
 func decodePin(upstream, tool, s string) (Record, error) {
 	var w redisPin
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
+	if err := jsonrpc.Unmarshal([]byte(s), &w); err != nil {
 		return Record{}, fmt.Errorf("pin: redis: the pin of %s/%s: %w", upstream, tool, err)
 	}
 	return Record{Upstream: upstream, Tool: tool, Hash: w.Hash, Definition: w.Def, Source: w.Source,
@@ -196,7 +197,7 @@ func encodePending(p Pending) string {
 
 func decodePending(upstream, tool, s string) (Pending, error) {
 	var w redisPending
-	if err := json.Unmarshal([]byte(s), &w); err != nil {
+	if err := jsonrpc.Unmarshal([]byte(s), &w); err != nil {
 		return Pending{}, fmt.Errorf("pin: redis: the pending definition of %s/%s: %w", upstream, tool, err)
 	}
 	return Pending{Upstream: upstream, Tool: tool, Kind: w.Kind, OldHash: w.OldHash, Old: w.Old, NewHash: w.NewHash,
