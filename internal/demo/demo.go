@@ -182,7 +182,11 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	replay := store.NewMemory()
+	// The replay store keeps no epoch (a bare store.Store): the key ring is
+	// new in this process and the demo issues every token itself, so no
+	// token can predate the store, and the epoch rule (whole-second iat,
+	// 5 s of skew) would only refuse the demo's first seconds.
+	var replay store.Store = struct{ store.Store }{store.NewMemory()}
 	s.queue = approval.New(time.Minute)
 	zt := gateway.ZeroTrust{
 		Keys: ring, Store: replay,

@@ -199,7 +199,7 @@ func (s *scene) elicited(ctx context.Context, cs *mcp.ClientSession, amount int)
 // issue plays the platform provider: a token for sub to call tool with
 // exactly args.
 func (s *scene) issue(sub, tool, args string) (string, error) {
-	token, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: sub, Tool: tool, Arguments: []byte(args)})
+	token, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: sub, Upstream: "demo", Tool: tool, Arguments: []byte(args)})
 	return token, err
 }
 

@@ -106,7 +106,7 @@ func (t proofTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (s *scene) tiers(ctx context.Context, cs *mcp.ClientSession) error {
 	big := transferArgs(20000)
 	issue := func(amount int, jkt string) (string, error) {
-		tok, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+		tok, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds",
 			Arguments: []byte(transferJSON(amount)), DPoPJKT: jkt})
 		return tok, err
 	}
@@ -136,7 +136,7 @@ func (s *scene) tiers(ctx context.Context, cs *mcp.ClientSession) error {
 	s.useProof(bound, s.keys.dpop)
 	s.callWith(ctx, cs, "transfer_funds of 75000 (Tier 3 by rule huge-transfer): token and proof, no client signature",
 		"transfer_funds", huge, bound, "refused")
-	bound, claims, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+	bound, claims, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds",
 		Arguments: []byte(transferJSON(75000)), DPoPJKT: s.keys.jkt})
 	if err != nil {
 		return err
