@@ -233,7 +233,7 @@ func benchTier2(add func(Result), dir string) {
 	}
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	jkt, _ := dpop.Thumbprint(&jose.JSONWebKey{Key: &key.PublicKey})
-	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(benchArgs), DPoPJKT: jkt})
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(benchArgs), DPoPJKT: jkt})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -243,7 +243,7 @@ func benchTier2(add func(Result), dir string) {
 		log.Fatal(err)
 	}
 	hdr := http.Header{"Dpop": {proof}}
-	expect := zerotrust.Expect{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(benchArgs), Now: time.Now(), Skew: time.Second}
+	expect := zerotrust.Expect{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(benchArgs), Now: time.Now(), Skew: time.Second}
 	full := testing.Benchmark(func(b *testing.B) {
 		for b.Loop() {
 			claims, verr := zerotrust.Verify(ring, token, expect)

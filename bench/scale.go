@@ -140,9 +140,10 @@ func runScale(ctx context.Context, add func(Result), procs *scaleProcs, rounds, 
 			scaleConfig{"2 wardens on one Redis", urls[:2]},
 			scaleConfig{"3 wardens on one Redis", urls})
 	}
-	// Tokens issued in the second the Redis epoch began could be taken for
-	// older than it (iat has second precision).
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	// Tokens that may predate the Redis epoch, begun before now, are
+	// refused: iat has whole seconds, and the issuer's clock may be ahead
+	// by the skew (store.IssuedBefore).
+	pastEpoch(time.Now(), soakSkew)
 
 	// A round's tokens are issued before it starts and live 30 s: keep
 	// rounds to a few seconds.
@@ -308,9 +309,10 @@ func soakOne(ctx context.Context, ring *zerotrust.KeyRing, st soakStore, upstrea
 		return nil, err
 	}
 	defer stop()
-	// A memory store's epoch is its creation: tokens issued in that second
-	// could be taken for older than it (iat has second precision).
-	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
+	// A memory store's epoch is its creation: tokens that may predate it
+	// are refused (iat has whole seconds, the issuer's clock may be ahead
+	// by the skew).
+	pastEpoch(time.Now(), soakSkew)
 
 	// Samples every interval; the warm-up is a fifth of the soak, but at
 	// least a token's lifetime and the store's skew (as long as that
@@ -551,7 +553,7 @@ func scaleHTTPClient() *http.Client {
 }
 
 func scaleToken(ring *zerotrust.KeyRing) (string, error) {
-	tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "echo", Arguments: []byte(`{"message":"bench"}`)})
+	tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "echo", Arguments: []byte(`{"message":"bench"}`)})
 	return tok, err
 }
 
