@@ -8,6 +8,7 @@
 #   $D/everything/node_modules/.bin/mcp-server-everything              @modelcontextprotocol/server-everything
 #   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
+#   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
 #   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
@@ -33,6 +34,7 @@ NODE_VERSION=22.23.3
 EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
+MCP_SDK_VERSION=1.32.2
 # The collector builder; the component versions are in tools/otelcol/builder.yaml.
 OCB_VERSION=v0.160.0
 
@@ -71,6 +73,7 @@ NODE22=$D/node22/node_modules/$NODE_PKG/bin/node
 EVERYTHING_BIN=$D/everything/node_modules/.bin/mcp-server-everything
 CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
+MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
 GO_EVERYTHING_SERVER=$D/bin/everything-server
 STATICCHECK=$D/bin/staticcheck
 GOVULNCHECK=$D/bin/govulncheck
@@ -227,6 +230,9 @@ install_npm_pkg conformance "$D/conformance" \
 	"@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" "$CONFORMANCE_JS"
 # aimock: the OATF attack runtime's AG-UI and MCP target (internal/attack).
 install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK_BIN"
+# The TypeScript MCP SDK on its own: the differential test's Node upstream
+# (internal/difftest) requires it through NODE_PATH.
+install_npm_pkg mcpsdk "$D/mcp-sdk" "@modelcontextprotocol/sdk@$MCP_SDK_VERSION" "$MCP_SDK"
 install_go_tools
 # otelcol: the OTLP receiver of the collector integration test (internal/gateway).
 install_otelcol
@@ -241,7 +247,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
-		WARDEN_AIMOCK_BIN:AIMOCK_BIN \
+		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
 		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM WARDEN_OTELCOL:OTELCOL; do

@@ -11,6 +11,7 @@
 //	ConformanceJS      WARDEN_CONFORMANCE_JS        npm @modelcontextprotocol/conformance, run with Node22
 //	GoEverythingServer WARDEN_GO_EVERYTHING_SERVER  go-sdk conformance/everything-server
 //	Aimock             WARDEN_AIMOCK_BIN            npm @copilotkit/aimock (AG-UI, A2A, MCP mock)
+//	TypeScriptSDK      WARDEN_MCP_SDK               npm @modelcontextprotocol/sdk (its package.json)
 //	Otelcol            WARDEN_OTELCOL               OpenTelemetry Collector built with ocb (StartOtelcol runs it)
 //
 // When a program cannot be found the test is skipped with a message saying
@@ -49,6 +50,7 @@ const (
 	EnvGoEverythingServer = "WARDEN_GO_EVERYTHING_SERVER"
 	EnvSharedDir          = "WARDEN_SHARED_DIR"
 	EnvAimockBin          = "WARDEN_AIMOCK_BIN"
+	EnvMCPSDK             = "WARDEN_MCP_SDK"
 )
 
 // dep describes one program installed by scripts/deps.sh.
@@ -68,6 +70,8 @@ var (
 	goEverything = dep{"go-sdk conformance everything-server", EnvGoEverythingServer,
 		"bin/everything-server"}
 	aimock = dep{"@copilotkit/aimock", EnvAimockBin, "aimock/node_modules/.bin/aimock"}
+	mcpSDK = dep{"@modelcontextprotocol/sdk", EnvMCPSDK,
+		"mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json"}
 )
 
 // Node22 returns the path of a Node 22 executable.
@@ -91,6 +95,17 @@ func GoEverythingServer(t testing.TB) string { t.Helper(); return find(t, goEver
 // it as `Node22(t) <path> -c CONFIG -p PORT`). It binds 127.0.0.1 by
 // default.
 func Aimock(t testing.TB) string { t.Helper(); return find(t, aimock) }
+
+// TypeScriptSDK returns the node_modules folder that holds the TypeScript
+// MCP SDK (@modelcontextprotocol/sdk) and its dependencies: a CommonJS
+// script run with Node22 finds the SDK with this folder in NODE_PATH.
+// WARDEN_MCP_SDK names the SDK's package.json.
+func TypeScriptSDK(t testing.TB) string {
+	t.Helper()
+	p := find(t, mcpSDK)
+	// p is NODE_MODULES/@modelcontextprotocol/sdk/package.json.
+	return filepath.Dir(filepath.Dir(filepath.Dir(p)))
+}
 
 // Paths returns the paths of Node 22 and aimock for programs that are not
 // tests (the bench), or why one is missing.
