@@ -155,6 +155,9 @@ var badCases = []badCase{
 	// params._meta, result, result.tools[i] and its annotations, content
 	{name: "params Name alone", in: req(`"method":"tools/call","params":{` + mark + `"Name":"transfer_funds","arguments":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.Name"},
 	{name: "params ARGUMENTS alone", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"ARGUMENTS":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.ARGUMENTS"},
+	{name: "params arguments with a dash", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"Argu-ments":{"amount":1000}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: `$.params["Argu-ments"]`},
+	{name: "params name with an underscore", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"na_me":"get_env"}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.na_me"},
+	{name: "params meta without underscore", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"meta":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params.meta"},
 	{name: "params _Meta", in: req(`"method":"tools/call","params":{"name":"x",` + mark + `"_Meta":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params._Meta"},
 	{name: "params Kelvin-sign", in: req(`"method":"m","params":{` + mark + `"tasK":{}}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.params[\"tas\u212a\"]"},
 	{name: "params dotted capital I", in: req(`"method":"m","params":{` + mark + `"İd":1}`), code: CodeInvalidRequest, rule: RuleMemberCase, path: `$.params["İd"]`},

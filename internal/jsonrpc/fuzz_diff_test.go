@@ -60,6 +60,9 @@ var readingsSeeds = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","argumentſ":{"text":"rm -rf /"}}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":1},"Arguments":{"a":2}}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","ARGUMENTS":{"a":2}}}`,
+	// go-json-experiment's case-insensitive matching also ignores '_' and '-'.
+	`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","Argu-ments":{}}}`,
+	`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo","na_me":"get_env"}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"\u212Aey":"x","key":"y"}}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":null}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","na_me":"get_env","argu-ments":{}}}`,

@@ -69,7 +69,33 @@ var interpretedNames = [...][]string{
 		"name", "title", "description", "size"},
 }
 
-// interpreted maps, per zone, the Fold key of each interpreted name to the
+// nameKey is the key under which a folded name is compared with the names
+// warden interprets: the Fold key without '_' and '-', since
+// go-json-experiment's case-insensitive matching (MatchCaseInsensitiveNames,
+// `case:ignore`) ignores them too ("Argu-ments" fills Arguments there).
+func nameKey(folded string) string {
+	if !strings.ContainsAny(folded, "_-") {
+		return folded
+	}
+	return strings.NewReplacer("_", "", "-", "").Replace(folded)
+}
+
+// appendNameKey appends the nameKey of name, plain ASCII, without
+// allocating.
+func appendNameKey(dst, name []byte) []byte {
+	for _, c := range name {
+		switch {
+		case c == '_' || c == '-':
+			continue
+		case 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// interpreted maps, per zone, the nameKey of each interpreted name to the
 // name.
 var interpreted = func() (t [len(interpretedNames)]map[string]string) {
 	for z, names := range interpretedNames {
@@ -78,7 +104,7 @@ var interpreted = func() (t [len(interpretedNames)]map[string]string) {
 		}
 		t[z] = make(map[string]string, len(names))
 		for _, n := range names {
-			t[z][Fold(n)] = n
+			t[z][nameKey(Fold(n))] = n
 		}
 	}
 	return t
@@ -152,7 +178,7 @@ func (s *scanner) interpret(f *frame, k keySpan, off int) {
 	if raw := s.raw(k); k.plain && len(raw) <= 64 {
 		// The usual case, without allocating: ASCII folds to upper case.
 		var buf [64]byte
-		exact, ok := names[string(appendASCIIUpper(buf[:0], raw))]
+		exact, ok := names[string(appendNameKey(buf[:0], raw))]
 		switch {
 		case ok && exact != string(raw):
 			s.refuseCase(off, string(raw), exact)
@@ -166,7 +192,7 @@ func (s *scanner) interpret(f *frame, k keySpan, off int) {
 	}
 	name := s.text(k)
 	folded := Fold(name)
-	exact, ok := names[folded]
+	exact, ok := names[nameKey(folded)]
 	switch {
 	case ok && exact != name:
 		s.refuseCase(off, name, exact)
@@ -183,5 +209,6 @@ func (s *scanner) interpret(f *frame, k keySpan, off int) {
 // refuseCase records that the member name differs from exact, a name warden
 // interprets in this place, only in case.
 func (s *scanner) refuseCase(off int, name, exact string) {
-	s.semantic(RuleMemberCase, off, "member "+quoteJSON(name)+" differs from "+quoteJSON(exact)+" only in case")
+	s.semantic(RuleMemberCase, off, "member "+quoteJSON(name)+" is not "+quoteJSON(exact)+
+		", but a parser that ignores case (or '_' and '-') reads it as that")
 }
