@@ -1,0 +1,31 @@
+// Package difftest runs warden against real MCP server SDKs with messages
+// built to be read differently by warden and by the server behind it, and
+// judges each run by what the servers actually did.
+//
+// It has no code outside its tests. The corpus (corpus_test.go, written to
+// testdata/corpus.jsonl with -update) is a few hundred adversarial messages
+// generated from templates: member names in other cases and Unicode folds
+// (ſ, the Kelvin sign, İ, fullwidth), duplicates, escapes, NFC and NFD,
+// tool-name look-alikes, number spellings, requests sent as notifications,
+// batches, deep and oversize messages, and warden's invocation token in
+// every carrier. The integration test (tag integration) sends each of them,
+// as raw bytes over warden's streamable HTTP listener, to three upstreams
+// built on three SDKs, each run as a stdio child of the real warden binary:
+//
+//	go-sdk   github.com/modelcontextprotocol/go-sdk      testdata/upstream -sdk go-sdk
+//	mcp-go   github.com/mark3labs/mcp-go                 testdata/upstream -sdk mcp-go
+//	ts-sdk   @modelcontextprotocol/sdk on Node 22         testdata/tsserver/server.cjs
+//
+// Each upstream appends every stdin line it reads and every tool handler
+// it runs to an oracle file. After the run the oracle compares that with
+// warden's audit log and with the tokens the test issued: whatever a
+// handler ran, warden must have recorded forwarding (same tool, same
+// parameters_hash); transfer_funds never runs without a valid token for
+// exactly what it did; no upstream ever sees a member of warden's
+// io.agentwarden/ namespace in params._meta; every request is answered; and
+// each message the specification says warden refuses never reaches an
+// upstream, while the legitimate calls run on every SDK.
+//
+//	go test -tags integration -count=1 -v ./internal/difftest/
+//	go test ./internal/difftest/ -run TestCorpusFile -update   # rewrite testdata/corpus.jsonl
+package difftest
