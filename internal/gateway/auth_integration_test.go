@@ -80,10 +80,11 @@ func TestAuthenticatedSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	establishSQLite(t, keysDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   auth: {issuer: %q, audience: %q, jwks_file: %q}
-  zero_trust: {data_dir: %q, store: memory}
+  zero_trust: {data_dir: %q}
   upstreams:
     - name: demo
       url: %s
@@ -133,7 +134,7 @@ gateway:
 	// The zero-trust token must be alice's: her principal, not a setting.
 	transfer := func(sub string) error {
 		args := `{"account_id":"ACC_123","amount":100,"recipient":"vendor@example.com"}`
-		zt, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: sub, Tool: "transfer_funds", Arguments: []byte(args)})
+		zt, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: sub, Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(args)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -139,10 +139,11 @@ func TestConsentAcrossProtocols(t *testing.T) {
 	agentURL := serveA2AAgent(t, bankAgent{mcpURL: srv.URL + "/mcp", key: bankKey}, a2a.AgentCard{Name: "bank", Description: "moves money",
 		Skills: []a2a.AgentSkill{{ID: "transfer", Name: "transfer", Description: "transfer funds", Tags: []string{"bank"}}}}, nil)
 
+	establishSQLite(t, dataDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   auth: {api_keys: {alice: %s, bank: %s}}
-  zero_trust: {public_url: %q, data_dir: %q, store: memory}
+  zero_trust: {public_url: %q, data_dir: %q}
   audit: {backend: jsonl, path: %q}
   upstreams: [{name: demo, url: %s, require_token: [transfer_funds]}]
   a2a: [{name: bank, url: %s}]
@@ -207,7 +208,7 @@ gateway:
 	// 3. Control: with a token for exactly these arguments, issued to the
 	// caller warden sees (the bank agent), the A2A request goes through
 	// once; the token's replay is refused.
-	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "bank", Tool: "transfer_funds", Arguments: rawArgs})
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "bank", Upstream: "demo", Tool: "transfer_funds", Arguments: rawArgs})
 	if err != nil {
 		t.Fatal(err)
 	}

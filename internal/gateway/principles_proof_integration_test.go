@@ -126,12 +126,12 @@ func newHigherTierFixture(t *testing.T, taint string) *higherTierFixture {
 		t.Fatal(err)
 	}
 	f.ring = ring
+	establishSQLite(t, dataDir)
 	url := startGateway(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust:
     data_dir: %q
     subject: alice
-    store: memory
     classification:
       - {name: writes, level: 4, when: 'tool.name == "write_file"'}
       - {name: notes, level: 4, when: 'tool.name == "read_file" && args.path == "notes.txt"'}
@@ -148,7 +148,7 @@ func (f *higherTierFixture) call(t *testing.T, tool string, args map[string]any,
 	raw, _ := json.Marshal(args)
 	p := &mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(raw)}
 	if token {
-		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Tool: tool, Arguments: raw})
+		tok, _, err := zerotrust.Issue(f.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "docs", Tool: tool, Arguments: raw})
 		if err != nil {
 			t.Fatal(err)
 		}

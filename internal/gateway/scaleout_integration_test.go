@@ -72,7 +72,7 @@ func startGWProcess(t *testing.T, name, dataDir, redisURL, demo, shifty string) 
 gateway:
   listen: {addr: %q}
   admin: {addr: %q}
-  zero_trust: {data_dir: %q, subject: alice, store: redis, redis_url: %q, hold_for_approval: true, approval_timeout: 60s}
+  zero_trust: {data_dir: %q, subject: alice, store: redis, redis_url: %q, hold_for_approval: true, approval_timeout: 60s, skew: 1s}
   pinning: {}
   default_upstream: demo
   upstreams:
@@ -137,6 +137,7 @@ func TestScaleOutThreeGatewaysOneRedis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rd := testenv.StartRedis(t, true)
+	establishRedis(t, rd.URL)
 	dataDir := keyedDataDir(t)
 	// The instances share the data dir (keys and admin token), as they
 	// would share a mounted secret; the token exists before they start.
@@ -186,7 +187,7 @@ func TestScaleOutThreeGatewaysOneRedis(t *testing.T) {
 	}
 	issue := func(t *testing.T) string {
 		t.Helper()
-		tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args)})
+		tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(args)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -588,6 +589,9 @@ func TestScaleOutThreeGatewaysOneRedis(t *testing.T) {
 				t.Fatalf("gateway %s after an empty restart, a token from before it: %+v", in.name, r)
 			}
 		}
+		// The new epoch refuses, for the skew (1s), every token that may
+		// predate it: wait that out.
+		time.Sleep(time.Until(time.Now().Add(time.Second).Truncate(time.Second).Add(time.Second)))
 		if err := call(ctx, gws[2], issue(t)); err != nil {
 			t.Fatalf("a fresh token after the empty restart: %v", err)
 		}

@@ -264,7 +264,7 @@ func TestSessionCredentials(t *testing.T) {
 	}
 
 	// Not session credentials: never active.
-	invocation, _, err := zerotrust.Issue(w.ring, zerotrust.IssueRequest{Sub: "bob", Tool: "transfer_funds"})
+	invocation, _, err := zerotrust.Issue(w.ring, zerotrust.IssueRequest{Sub: "bob", Upstream: "demo", Tool: "transfer_funds"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,12 +70,12 @@ func TestZeroTrustAttackTable(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
+	establishSQLite(t, dataDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust:
     data_dir: %q
     subject: alice
-    store: memory
     persona: %s
     public_url: %q
     client_keys: {alice: %q}
@@ -140,6 +140,9 @@ gateway:
 		}
 		if req.Tool == "" {
 			req.Tool = "transfer_funds"
+		}
+		if req.Upstream == "" {
+			req.Upstream = "demo"
 		}
 		if req.Arguments == nil {
 			req.Arguments = []byte(small)
@@ -265,7 +268,7 @@ gateway:
 		{
 			name: "unknown kid",
 			request: func(t *testing.T) (string, string, string, string) {
-				tok, _, err := zerotrust.Issue(otherRing, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+				tok, _, err := zerotrust.Issue(otherRing, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds",
 					Arguments: []byte(small), Persona: persona})
 				if err != nil {
 					t.Fatal(err)

@@ -41,6 +41,7 @@ func TestZeroTrustThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	up, ledger := demoUpstream(t, false)
+	establishSQLite(t, dataDir)
 	yaml := fmt.Sprintf(`version: 1
 gateway:
   zero_trust: {data_dir: %q, subject: alice}
@@ -63,7 +64,7 @@ gateway:
 		}
 		return cs.CallTool(ctx, p)
 	}
-	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds",
 		Arguments: []byte(`{"recipient":"vendor@example.com","amount":2500,"account_id":"ACC_123"}`)})
 	if err != nil {
 		t.Fatal(err)
@@ -114,9 +115,10 @@ func TestZeroTrustDPoPOverHTTP(t *testing.T) {
 	var handler http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
+	establishSQLite(t, dataDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
-  zero_trust: {data_dir: %q, subject: alice, store: memory, require_dpop: true, public_url: %q}
+  zero_trust: {data_dir: %q, subject: alice, require_dpop: true, public_url: %q}
   upstreams:
     - name: demo
       url: %s
@@ -171,7 +173,7 @@ gateway:
 	aliceKey, aliceJKT := key()
 	thiefKey, _ := key()
 	args := `{"account_id":"ACC_123","amount":2500,"recipient":"vendor@example.com"}`
-	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args), DPoPJKT: aliceJKT})
+	token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(args), DPoPJKT: aliceJKT})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,12 +332,12 @@ func TestClassificationThroughTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	up, ledger := demoUpstream(t, false)
+	establishSQLite(t, dataDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust:
     data_dir: %q
     subject: alice
-    store: memory
     classification:
       - {name: transfer, level: 4, when: 'tool.name == "transfer_funds"'}
       - {name: big-transfer, level: 2, when: 'tool.name == "transfer_funds" && args.amount > 10000'}
@@ -355,7 +357,7 @@ gateway:
 		args := fmt.Sprintf(`{"account_id":"ACC_123","amount":%d,"recipient":"vendor@example.com"}`, amount)
 		p := &mcp.CallToolParams{Name: "transfer_funds", Arguments: json.RawMessage(args)}
 		if withToken {
-			token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args)})
+			token, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(args)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -397,12 +399,12 @@ func TestAuthorizeThenCallOverHTTP(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { handler.ServeHTTP(w, r) }))
 	defer srv.Close()
 	args := `{"account_id":"ACC_123","amount":2500,"recipient":"vendor@example.com"}`
+	establishSQLite(t, dataDir)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   zero_trust:
     data_dir: %q
     subject: alice
-    store: memory
     public_url: %q
     classification:
       - {name: transfers, level: 3, when: 'tool.name == "transfer_funds"'}
@@ -498,9 +500,10 @@ func TestRedisRestartThroughTheGateway(t *testing.T) {
 				t.Fatal(err)
 			}
 			up, ledger := demoUpstream(t, false)
+			establishRedis(t, rd.URL)
 			g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
-  zero_trust: {data_dir: %q, subject: alice, store: redis, redis_url: %q}
+  zero_trust: {data_dir: %q, subject: alice, store: redis, redis_url: %q, skew: 1s}
   upstreams:
     - name: demo
       url: %s
@@ -511,7 +514,7 @@ gateway:
 			cs, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp"}, "2025-11-25")
 			args := `{"account_id":"ACC_123","amount":10,"recipient":"vendor@example.com"}`
 			issue := func() string {
-				tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds", Arguments: []byte(args)})
+				tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(args)})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -545,6 +548,14 @@ gateway:
 				}
 			} else if wardenRefusal(t, err) != "zero-trust" || !strings.Contains(err.Error(), "epoch") {
 				t.Fatalf("after an empty restart, a token from before it: %v", err)
+			}
+			if !aof {
+				// The new epoch refuses, for the skew, tokens that may
+				// predate it: a fresh one too, at first.
+				if err := call(issue()); wardenRefusal(t, err) != "zero-trust" || !strings.Contains(err.Error(), "epoch") {
+					t.Fatalf("a token issued the moment the data was lost: %v", err)
+				}
+				time.Sleep(time.Until(time.Now().Add(time.Second).Truncate(time.Second).Add(time.Second)))
 			}
 			if err := call(issue()); err != nil {
 				t.Fatalf("a fresh token after the restart: %v", err)

@@ -46,6 +46,7 @@ gateway:
 `, dataDir)), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	establishSQLite(t, dataDir)
 	tr := stdioGateway(os.Environ(), []string{"--config", cfgFile, "--require-token", "transfer_funds"},
 		wardenBin, "demo-server", "--root", t.TempDir())
 	cs, _ := connect(t, ctx, tr, "2025-11-25")
@@ -60,7 +61,7 @@ gateway:
 	}
 	issue := func() string {
 		t.Helper()
-		tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Tool: "transfer_funds",
+		tok, _, err := zerotrust.Issue(ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "stdio", Tool: "transfer_funds",
 			Arguments: []byte(`{"recipient":"vendor@example.com","amount":2500,"account_id":"ACC_123"}`)})
 		if err != nil {
 			t.Fatal(err)
