@@ -63,7 +63,7 @@ type Guard struct {
 	// immutable after NewGuard
 	size int
 
-	mu sync.Mutex
+	mu sync.Mutex // a leaf: nothing else is taken while it is held, and no store is called
 	// guarded by mu
 	undecided map[guardKey]time.Time // (ns, id) → the instant it may be forgotten
 	waiting   int                    // consumptions started whose store has not answered
@@ -173,6 +173,14 @@ func (g *Guard) admit(key guardKey, now time.Time) error {
 	}
 	g.waiting++
 	return nil
+}
+
+// Remember records (ns, id) as used until expires, as a timed-out
+// consumption of it would: for an id that goes with one whose consumption
+// timed out (a token with its DPoP proof). It adds even to a full guard,
+// which only refuses to start consumptions.
+func (g *Guard) Remember(ns, id string, expires time.Time) {
+	g.remember(guardKey{ns, id}, expires)
 }
 
 // remember records key as used until expires.
