@@ -59,7 +59,7 @@ func startGateway(t *testing.T, up upstream) *gateway {
 log: {level: warn}
 gateway:
   listen: {addr: "127.0.0.1:0"}
-  limits: {max_message_bytes: %d, max_depth: %d, request_timeout: 3s}
+  limits: {max_message_bytes: %d, max_depth: %d, request_timeout: 10s}
   zero_trust: {data_dir: %s, subject: %s, store: memory, skew: 0s}
   audit: {path: %s}
   upstreams:
@@ -190,7 +190,7 @@ type reply struct {
 
 // open initializes a session at revision rev and syncs with the upstream.
 func (g *gateway) open(rev string) (*session, error) {
-	s := &session{g: g, client: &http.Client{Timeout: 20 * time.Second}}
+	s := &session{g: g, client: &http.Client{Timeout: 30 * time.Second}}
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"difftest","version":"1"}}}`, rev)
 	req, err := http.NewRequest(http.MethodPost, g.url, strings.NewReader(init))
 	if err != nil {

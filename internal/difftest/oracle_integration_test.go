@@ -32,22 +32,15 @@ package difftest
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/gowebpki/jcs"
-
 	"github.com/agentwarden/warden/internal/audit"
 )
-
-// wardenNamespace is the prefix of warden's own params._meta members.
-const wardenNamespace = "io.agentwarden/"
 
 // violation is one failed check on one entry.
 type violation struct {
@@ -56,93 +49,112 @@ type violation struct {
 	text  string
 }
 
+// verdict collects the violations of one run.
+type verdict struct {
+	upstream string
+	found    []violation
+}
+
+func (v *verdict) add(check string, o *outcome, format string, args ...any) {
+	v.found = append(v.found, violation{check, o.entry.Name, fmt.Sprintf(format, args...)})
+}
+
 // check runs the oracle over the run and reports every violation.
 func (r *run) check(t *testing.T) {
 	r.attribute(readAudit(t, r.g.audit))
-	var vs []violation
-	add := func(check string, o *outcome, format string, args ...any) {
-		vs = append(vs, violation{check, o.entry.Name, fmt.Sprintf(format, args...)})
-	}
+	v := &verdict{upstream: r.upstream}
 	for _, o := range r.outcomes {
-		// The tools/calls warden forwarded for this message, each of which
-		// accounts for one handler run.
-		var forwarded []*audit.Record
-		for i := range o.audit {
-			if rec := &o.audit[i]; rec.Method == "tools/call" && rec.Decision == audit.Allow {
-				forwarded = append(forwarded, rec)
+		v.runs(o)
+		v.wire(o)
+		v.answer(o)
+		v.want(o)
+	}
+	sort.SliceStable(v.found, func(i, j int) bool { return v.found[i].check < v.found[j].check })
+	r.violations = v.found
+	for _, x := range v.found {
+		t.Errorf("(%s) %s: %s", x.check, x.entry, x.text)
+	}
+}
+
+// runs checks each handler run of o: (i) warden forwarded it, (ii) with
+// a token for a transfer, not at all for read_file, (iii) without warden's
+// _meta members.
+func (v *verdict) runs(o *outcome) {
+	// The tools/calls warden forwarded for this message, each of which
+	// accounts for one handler run.
+	var forwarded []*audit.Record
+	for i := range o.audit {
+		if rec := &o.audit[i]; rec.Method == "tools/call" && rec.Decision == audit.Allow {
+			forwarded = append(forwarded, rec)
+		}
+	}
+	tokens := validTokens(o)
+	for _, c := range o.calls {
+		h := paramsHash(c.Arguments)
+		matched := false
+		for i, f := range forwarded {
+			if f != nil && f.Tool == c.Tool && f.ParamsHash == h {
+				matched, forwarded[i] = true, nil
+				break
 			}
 		}
-		tokens := validTokens(o)
-		for _, c := range o.calls {
-			// (i)
-			h := paramsHash(c.Arguments)
-			var rec *audit.Record
-			for i, f := range forwarded {
-				if f != nil && f.Tool == c.Tool && f.ParamsHash == h {
-					rec, forwarded[i] = f, nil
-					break
-				}
-			}
-			if rec == nil {
-				add("i", o, "%s ran %s with arguments %s (parameters_hash %.12s), but warden forwarded no such tools/call; it recorded %s",
-					r.upstream, c.Tool, c.Arguments, h, describe(o.audit))
-			}
-			// (ii)
-			switch c.Tool {
-			case "transfer_funds":
-				if c.Effect == nil {
-					add("ii", o, "%s ran transfer_funds, and its handler recorded no effect", r.upstream)
-					break
-				}
-				if !tokens.spend(*c.Effect, o.audit) {
-					add("ii", o, "%s ran transfer_funds of %v from %q to %q without a valid token for it that warden consumed", r.upstream,
-						c.Effect.Amount, c.Effect.Source, c.Effect.Destination)
-				}
-			case "read_file":
-				add("ii", o, "%s ran read_file %s, which the tool policy denies", r.upstream, c.Arguments)
-			}
-			// (iii)
-			for _, k := range c.MetaKeys {
-				if hasWardenPrefix(k) {
-					add("iii", o, "the %s handler of %s got _meta member %q", r.upstream, c.Tool, k)
-				}
-			}
+		if !matched {
+			v.add("i", o, "%s ran %s with arguments %s (parameters_hash %.12s), but warden forwarded no such tools/call; it recorded %s",
+				v.upstream, c.Tool, c.Arguments, h, describe(o.audit))
 		}
-		// (iii), on the wire.
-		for _, line := range o.wire {
-			for _, name := range wardenMetaMembers(line) {
-				add("iii", o, "%s read params._meta member %q", r.upstream, name)
-			}
+		switch {
+		case c.Tool == "transfer_funds" && c.Effect == nil:
+			v.add("ii", o, "%s ran transfer_funds, and its handler recorded no effect", v.upstream)
+		case c.Tool == "transfer_funds" && !tokens.spend(*c.Effect, o.audit):
+			v.add("ii", o, "%s ran transfer_funds of %v from %q to %q without a valid token for it that warden consumed",
+				v.upstream, c.Effect.Amount, c.Effect.Source, c.Effect.Destination)
+		case c.Tool == "read_file":
+			v.add("ii", o, "%s ran read_file %s, which the tool policy denies", v.upstream, c.Arguments)
 		}
-		// (iv)
-		needs := needsAnswer(o.entry.Msg)
-		if needs && !answered(o.reply) {
-			add("iv", o, "no answer: status %d, %v, body %s", o.reply.status, o.reply.err, joinMsgs(o.reply.msgs))
-		}
-		// (v)
-		switch o.entry.Want {
-		case wantRefuse:
-			if len(o.wire) > 0 {
-				add("v", o, "to be refused, but %s read %s", r.upstream, strings.Join(o.wire, " | "))
-			}
-			if needs && !allWardenErrors(o.reply) {
-				add("v", o, "to be refused, but answered %s", joinMsgs(o.reply.msgs))
-			}
-		case wantForward:
-			switch {
-			case len(o.wire) == 0:
-				add("v", o, "to be forwarded, but %s read nothing; warden answered %s", r.upstream, joinMsgs(o.reply.msgs))
-			case needs && !hasResult(o.reply):
-				add("v", o, "to be forwarded, but answered %s", joinMsgs(o.reply.msgs))
-			case o.entry.Runs != "" && !ran(o.calls, o.entry.Runs):
-				add("v", o, "a positive control: %s must run on %s, and did not; answered %s", o.entry.Runs, r.upstream, joinMsgs(o.reply.msgs))
+		for _, k := range c.MetaKeys {
+			if hasWardenPrefix(k) {
+				v.add("iii", o, "the %s handler of %s got _meta member %q", v.upstream, c.Tool, k)
 			}
 		}
 	}
-	sort.SliceStable(vs, func(i, j int) bool { return vs[i].check < vs[j].check })
-	r.violations = vs
-	for _, v := range vs {
-		t.Errorf("(%s) %s: %s", v.check, v.entry, v.text)
+}
+
+// wire is (iii) on what the upstream read.
+func (v *verdict) wire(o *outcome) {
+	for _, line := range o.wire {
+		for _, name := range wardenMetaMembers(line) {
+			v.add("iii", o, "%s read params._meta member %q", v.upstream, name)
+		}
+	}
+}
+
+// answer is (iv).
+func (v *verdict) answer(o *outcome) {
+	if needsAnswer(o.entry.Msg) && !answered(o.reply) {
+		v.add("iv", o, "no answer: status %d, %v, body %s", o.reply.status, o.reply.err, joinMsgs(o.reply.msgs))
+	}
+}
+
+// want is (v): what the specification asks of warden for the entry.
+func (v *verdict) want(o *outcome) {
+	needs := needsAnswer(o.entry.Msg)
+	switch o.entry.Want {
+	case wantRefuse:
+		if len(o.wire) > 0 {
+			v.add("v", o, "to be refused, but %s read %s", v.upstream, strings.Join(o.wire, " | "))
+		}
+		if needs && !allWardenErrors(o.reply) {
+			v.add("v", o, "to be refused, but answered %s", joinMsgs(o.reply.msgs))
+		}
+	case wantForward:
+		switch {
+		case len(o.wire) == 0:
+			v.add("v", o, "to be forwarded, but %s read nothing; warden answered %s", v.upstream, joinMsgs(o.reply.msgs))
+		case needs && !hasResult(o.reply):
+			v.add("v", o, "to be forwarded, but answered %s", joinMsgs(o.reply.msgs))
+		case o.entry.Runs != "" && !ran(o.calls, o.entry.Runs):
+			v.add("v", o, "a positive control: %s must run on %s, and did not; answered %s", o.entry.Runs, v.upstream, joinMsgs(o.reply.msgs))
+		}
 	}
 }
 
@@ -329,25 +341,6 @@ func readAudit(t *testing.T, path string) []audit.Record {
 	return recs
 }
 
-// paramsHash is the parameters_hash of arguments as a handler received
-// them: hex SHA-256 of their JCS form, absent arguments counting as {}.
-// Arguments that are not an object have none ("", as in the audit log).
-func paramsHash(args json.RawMessage) string {
-	s := strings.TrimSpace(string(args))
-	switch {
-	case s == "" || s == "null":
-		s = "{}"
-	case !strings.HasPrefix(s, "{"):
-		return ""
-	}
-	canonical, err := jcs.Transform([]byte(s))
-	if err != nil {
-		return "unhashable: " + err.Error()
-	}
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
 // effectOf is what transfer_funds with these arguments does, read exactly:
 // the members named source, amount and destination.
 func effectOf(args string) transfer {
@@ -364,75 +357,6 @@ func ran(calls []callRecord, tool string) bool {
 	for _, c := range calls {
 		if c.Tool == tool {
 			return true
-		}
-	}
-	return false
-}
-
-// hasWardenPrefix reports whether name starts with io.agentwarden/ in any
-// case, folded as encoding/json folds (ſ is s, the Kelvin sign is k).
-func hasWardenPrefix(name string) bool {
-	r := []rune(name)
-	n := len([]rune(wardenNamespace))
-	return len(r) >= n && strings.EqualFold(string(r[:n]), wardenNamespace)
-}
-
-// wardenMetaMembers returns the names of the io.agentwarden/ members of
-// params._meta in a message as an upstream read it: every member whose
-// name folds to params, then to _meta, duplicates included.
-func wardenMetaMembers(line string) []string {
-	root, err := parseLoose(line)
-	if err != nil {
-		return nil
-	}
-	msgs := []*node{root}
-	if root.array {
-		msgs = root.elems
-	}
-	var names []string
-	for _, msg := range msgs {
-		for _, p := range msg.members {
-			if !strings.EqualFold(p.name, "params") {
-				continue
-			}
-			for _, meta := range p.value.members {
-				if !strings.EqualFold(meta.name, "_meta") {
-					continue
-				}
-				for _, mem := range meta.value.members {
-					if hasWardenPrefix(mem.name) {
-						names = append(names, mem.name)
-					}
-				}
-			}
-		}
-	}
-	return names
-}
-
-// needsAnswer reports whether JSON-RPC asks for an answer to msg: it is
-// not JSON, an empty batch, or has a member that a reader might take for
-// its id.
-func needsAnswer(msg string) bool {
-	root, err := parseLoose(msg)
-	if err != nil {
-		return true
-	}
-	msgs := []*node{root}
-	if root.array {
-		if len(root.elems) == 0 {
-			return true
-		}
-		msgs = root.elems
-	}
-	for _, m := range msgs {
-		if !m.object {
-			return true
-		}
-		for _, mem := range m.members {
-			if strings.EqualFold(mem.name, "id") {
-				return true
-			}
 		}
 	}
 	return false
@@ -481,59 +405,4 @@ func allWardenErrors(r reply) bool {
 		}
 	}
 	return len(res) > 0
-}
-
-// node is JSON as a lenient reader might see it: every member of an
-// object kept, in order, duplicates included.
-type node struct {
-	object, array bool
-	members       []member
-	elems         []*node
-}
-
-type member struct {
-	name  string
-	value *node
-}
-
-// parseLoose parses one JSON value, keeping duplicate members.
-func parseLoose(s string) (*node, error) {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	return parseNode(dec)
-}
-
-func parseNode(dec *json.Decoder) (*node, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return &node{}, nil
-	}
-	n := &node{object: d == '{', array: d == '['}
-	for dec.More() {
-		var name string
-		if n.object {
-			k, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			name, _ = k.(string)
-		}
-		v, err := parseNode(dec)
-		if err != nil {
-			return nil, err
-		}
-		if n.object {
-			n.members = append(n.members, member{name, v})
-		} else {
-			n.elems = append(n.elems, v)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing delimiter
-		return nil, err
-	}
-	return n, nil
 }
