@@ -337,6 +337,8 @@ func storeDenial(what string, err error) *Denial {
 	case errors.Is(err, store.ErrTimeout):
 		return &Denial{Rule: "store-timeout", Reason: "the replay store did not answer in time for " + what +
 			", so the call is refused and the token counts as used: " + err.Error()}
+	case errors.Is(err, store.ErrBusy):
+		return &Denial{Rule: "store-timeout", Reason: "the replay store has left too many consumptions unanswered, so the call is refused without asking it: " + err.Error()}
 	}
 	return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
 }

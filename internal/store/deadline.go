@@ -7,7 +7,7 @@ package store
 //
 //	Guard.Consume(ctx, st, ns, id, expires, timeout)
 //	  ─► (ns, id) undecided here before?     ─► ErrUndecided: it counts as used
-//	  ─► too many undecided or waiting?       ─► ErrTimeout at once
+//	  ─► too many undecided or waiting?       ─► ErrBusy at once
 //	  ─► goroutine: st.Consume(ctx+timeout) ─┐
 //	     deadline ───────────────────────────┴─► the first wins
 //	         answer in time: the store's answer
@@ -48,12 +48,16 @@ const (
 
 var (
 	// ErrTimeout is returned when the store did not answer within the
-	// deadline (or the guard is full): whether the id was consumed is
-	// unknown, and the caller must refuse.
+	// deadline: whether the id was consumed is unknown, and the caller must
+	// refuse.
 	ErrTimeout = errors.New("store: no answer within the deadline")
 	// ErrUndecided is returned for an id whose earlier consumption timed out
 	// on this Guard: it counts as used until its expiry.
 	ErrUndecided = errors.New("store: an earlier consumption of this id got no answer in time, so it counts as used")
+	// ErrBusy is returned, without asking the store, when the guard
+	// already tracks as many undecided and waiting consumptions as it may:
+	// the caller must refuse; nothing was consumed or remembered.
+	ErrBusy = errors.New("store: too many consumptions are undecided or waiting for the store")
 )
 
 // Guard runs consumptions with a deadline and remembers the ids whose
@@ -84,7 +88,7 @@ func NewGuard(size int) *Guard {
 
 // Consume is st.Consume with a deadline of timeout (≤ 0 means
 // DefaultTimeout) that holds whether or not st honours its context. See
-// the file comment for ErrTimeout and ErrUndecided.
+// the file comment for ErrTimeout, ErrUndecided and ErrBusy.
 func (g *Guard) Consume(ctx context.Context, st Store, ns, id string, expires time.Time, timeout time.Duration) (bool, error) {
 	ok, _, err := g.consume(ctx, st, ns, id, expires, timeout, false)
 	return ok, err
@@ -169,7 +173,7 @@ func (g *Guard) admit(key guardKey, now time.Time) error {
 		}
 	}
 	if n := len(g.undecided) + g.waiting; n >= g.size {
-		return fmt.Errorf("%w: %d consumptions are undecided or waiting for the store, the most this gateway keeps track of", ErrTimeout, n)
+		return fmt.Errorf("%w (%d, the most it keeps track of)", ErrBusy, n)
 	}
 	g.waiting++
 	return nil

@@ -105,8 +105,8 @@ func TestGuardFailsClosedWhenFull(t *testing.T) {
 	}
 	start := time.Now()
 	ok, err := g.Consume(t.Context(), st, NSToken, "c", expires, time.Second)
-	if ok || !errors.Is(err, ErrTimeout) || time.Since(start) > 100*time.Millisecond {
-		t.Fatalf("full guard: (%v, %v) after %v, want ErrTimeout at once", ok, err, time.Since(start))
+	if ok || !errors.Is(err, ErrBusy) || time.Since(start) > 100*time.Millisecond {
+		t.Fatalf("full guard: (%v, %v) after %v, want ErrBusy at once", ok, err, time.Since(start))
 	}
 	if n := st.calls.Load(); n != 2 {
 		t.Fatalf("the store was asked %d times, want 2", n)
