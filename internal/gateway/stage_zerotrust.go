@@ -296,12 +296,15 @@ func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof 
 			window = dpop.DefaultIATWindow
 		}
 		fresh, err := undecided.Consume(ctx, z.Store, store.NSProof, proof.JTI, proof.IAT.Add(2*window), z.StoreTimeout)
+		switch {
+		case errors.Is(err, store.ErrTimeout):
+			// The proof's fate is unknown, and so the token's: a proof
+			// goes with one token, and the call is refused.
+			undecided.Remember(store.NSToken, claims.ID, expires)
+		case errors.Is(err, store.ErrUndecided):
+			err, fresh = nil, false // it counts as used
+		}
 		if err != nil {
-			if errors.Is(err, store.ErrTimeout) {
-				// The proof's fate is unknown, and so the token's: a proof
-				// goes with one token, and the call is refused.
-				undecided.Remember(store.NSToken, claims.ID, expires)
-			}
 			return storeDenial("the DPoP proof", err)
 		}
 		if !fresh {
@@ -332,8 +335,8 @@ func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof 
 func storeDenial(what string, err error) *Denial {
 	switch {
 	case errors.Is(err, store.ErrUndecided):
-		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: " + what +
-			" counts as used: an earlier use on this gateway got no answer from the replay store in time (step 6)"}
+		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token counts as used: " +
+			"an earlier use of it on this gateway got no answer from the replay store in time (step 6)"}
 	case errors.Is(err, store.ErrTimeout):
 		return &Denial{Rule: "store-timeout", Reason: "the replay store did not answer in time for " + what +
 			", so the call is refused and the token counts as used: " + err.Error()}

@@ -282,18 +282,20 @@ func TestZeroTrustProofTimeoutSpendsTheToken(t *testing.T) {
 	f.stage.Store, f.stage.StoreTimeout = st, 50*time.Millisecond
 	alice := newDPoPClient(t)
 	tok := f.boundToken(t, alice.jkt)
-	present := func() *Denial {
+	present := func(proof string) *Denial {
 		msg, err := jsonrpc.Decode([]byte(call("1", "transfer_funds", transferArgs, tok)), jsonrpc.Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msg.Header = map[string][]string{"Dpop": {alice.proof(t, gatewayURL, tok)}}
+		msg.Header = map[string][]string{"Dpop": {proof}}
 		c, _ := newCall(msg, "up", "")
 		return f.stage.Check(t.Context(), c)
 	}
-	wantRule(t, "the proof's store hangs", present(), "store-timeout")
+	first := alice.proof(t, gatewayURL, tok)
+	wantRule(t, "the proof's store hangs", present(first), "store-timeout")
 	st.unblock()
-	wantRule(t, "the token again, with a new proof", present(), "INV-4")
+	wantRule(t, "the same proof again", present(first), "INV-5")
+	wantRule(t, "the token again, with a new proof", present(alice.proof(t, gatewayURL, tok)), "INV-4")
 }
 
 // epochStore is a memory store whose epoch the test sets.
