@@ -190,7 +190,7 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	s.queue = approval.New(time.Minute)
 	zt := gateway.ZeroTrust{
 		Keys: ring, Store: replay,
-		Requires: config.List{Allow: []config.Pattern{transfer}},
+		Requires: gateway.RequireList(config.List{Allow: []config.Pattern{transfer}}),
 		Subject:  func(*gateway.Call) (string, bool) { return "alice", true },
 		Skew:     5 * time.Second,
 		// Calls without a token are held until the demo's approver decides.
@@ -254,7 +254,8 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				}
 				return &countingConn{Conn: c, scene: s}, nil
 			},
-			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.ToolPolicy{List: tools}, security,
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.NewToolPolicy(config.Upstream{Tools: tools,
+				RequireToken: config.List{Allow: []config.Pattern{transfer}}}), security,
 				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, *s.taint, zt),
 			Results: security.Result,
 			Answers: s.taint.Observe,

@@ -45,11 +45,15 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		"the same with alice's signature of the invocation by her pinned key":                                 "relayed ",
 		`a tools/call whose params repeat "name" (echo, then get_env)`:                                        "refused wire (duplicate-key)",
 		`a request spelled "Method" instead of "method"`:                                                      "refused wire (member-case)",
-		`a request nested 100 levels deep`:                                                                    "refused wire (depth)",
-		`a POST from a web page at http://evil.example (DNS rebinding)`:                                       "refused listener (host)",
-		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":           "relayed ",
-		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":              "refused delegation (INV-7)",
-		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)":    "refused taint (into-delegation)",
+		`a tools/call of echo that also carries "NAME": "get_env" (a case-insensitive server runs get_env)`:   "refused wire (folded-duplicate-key)",
+		`a tools/call whose tool is in "Name", which only a case-insensitive server reads`:                    "refused wire (member-case)",
+		"transfer_funds sent as a notification (no id: nothing to answer, a server may still run it)":         "refused wire (request-as-notification)",
+		`tools/call Get_Env {}`:                                         "refused tool-policy (tool-name-variant)",
+		`a request nested 100 levels deep`:                              "refused wire (depth)",
+		`a POST from a web page at http://evil.example (DNS rebinding)`: "refused listener (host)",
+		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":        "relayed ",
+		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":           "refused delegation (INV-7)",
+		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)": "refused taint (into-delegation)",
 	} {
 		if got := by[action]; got != want {
 			t.Errorf("%s: %q, want %q", action, got, want)
@@ -86,7 +90,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"14 relayed, 17 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"14 relayed, 21 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())

@@ -62,6 +62,7 @@ func (s *scene) script(ctx context.Context) error {
 	s.call(ctx, cs, "write_file", map[string]any{"path": "notes/todo.md", "content": "- review the ledger"}, "relayed")
 	s.call(ctx, cs, "write_file", map[string]any{"path": "ledger/ACC_123.txt", "content": "account ACC_123, balance 1000000.00"}, "refused")
 	s.call(ctx, cs, "get_env", map[string]any{}, "refused")
+	s.call(ctx, cs, "Get_Env", map[string]any{}, "refused") // a look-alike of a denied tool
 	// Zero-trust: transfer_funds runs only with a token bound to the exact
 	// arguments, once.
 	s.elicited(ctx, cs, 50)
@@ -99,6 +100,14 @@ func (s *scene) script(ctx context.Context) error {
 		`{"jsonrpc":"2.0","id":901,"method":"tools/call","params":{"name":"echo","name":"get_env","arguments":{}}}`, sid, "")
 	s.raw(ctx, "a request spelled \"Method\" instead of \"method\"",
 		`{"jsonrpc":"2.0","id":902,"Method":"tools/call","params":{"name":"get_env"}}`, sid, "")
+	// Smuggling: bytes that warden and a lenient server (Go's encoding/json,
+	// as in mcp-go) would read as different calls.
+	s.raw(ctx, `a tools/call of echo that also carries "NAME": "get_env" (a case-insensitive server runs get_env)`,
+		`{"jsonrpc":"2.0","id":905,"method":"tools/call","params":{"name":"echo","arguments":{"message":"hi"},"NAME":"get_env"}}`, sid, "")
+	s.raw(ctx, `a tools/call whose tool is in "Name", which only a case-insensitive server reads`,
+		`{"jsonrpc":"2.0","id":906,"method":"tools/call","params":{"Name":"get_env","arguments":{}}}`, sid, "")
+	s.raw(ctx, "transfer_funds sent as a notification (no id: nothing to answer, a server may still run it)",
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"transfer_funds","arguments":{"account_id":"ACC_123","amount":1,"recipient":"x"}}}`, sid, "")
 	s.raw(ctx, "a request nested 100 levels deep",
 		`{"jsonrpc":"2.0","id":903,"method":"tools/call","params":{"name":"echo","arguments":{"message":`+
 			strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}}}`, sid, "")

@@ -120,7 +120,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	for _, u := range gc.Upstreams {
 		stages := []Stage{
 			MethodPolicy{Lists: []Permitter{gc.Methods, u.Methods}},
-			ToolPolicy{List: newAllForms(u.Tools), Names: configuredTools(u)},
+			NewToolPolicy(u),
 		}
 		if pins != nil {
 			stages = append(stages, *pins)

@@ -154,6 +154,17 @@ func normalList(l config.List) config.List {
 	return config.List{Allow: norm(l.Allow), Deny: norm(l.Deny)}
 }
 
+// NewToolPolicy returns the tool-policy stage of an upstream: its allow and
+// deny lists matched in both forms, and the look-alikes of every tool its
+// configuration names refused.
+func NewToolPolicy(u config.Upstream) ToolPolicy {
+	return ToolPolicy{List: newAllForms(u.Tools), Names: configuredTools(u)}
+}
+
+// RequireList returns a requirement list (require_token,
+// require_signature) matched in both forms.
+func RequireList(l config.List) Permitter { return newAnyForm(l) }
+
 // configuredTools returns the tool names an upstream's configuration lists
 // literally: the look-alikes of these are refused.
 func configuredTools(u config.Upstream) toolNames {
