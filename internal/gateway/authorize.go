@@ -27,7 +27,6 @@ package gateway
 // and 3 calls need that. The proof is used once, like any other.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -238,10 +237,10 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 		writeAPIError(w, http.StatusBadRequest, rpcErr)
 		return
 	}
+	// Exact member names: encoding/json would take "Tool" (or "toolſ")
+	// for the tool, which the approver would then be shown as asked.
 	var req authorizeRequest
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := (jsonrpc.UnmarshalOptions{Limits: g.opts.Limits, RejectUnknownMembers: true}).Unmarshal(body, &req); err != nil {
 		bad("json", "the body must be {\"upstream\", \"tool\", \"arguments\"}: "+err.Error())
 		return
 	}

@@ -179,6 +179,9 @@ func TestAuthorizeRefusesBadRequests(t *testing.T) {
 	}{
 		{"duplicate key", `{"tool":"echo","tool":"transfer_funds"}`, nil, 400, "duplicate-key"},
 		{"unknown field", `{"tool":"transfer_funds","argument":{}}`, nil, 400, "json"},
+		{"folded duplicate", `{"tool":"echo","TOOL":"transfer_funds"}`, nil, 400, "folded-duplicate-key"},
+		{"tool in another case", `{"Tool":"transfer_funds"}`, nil, 400, "json"},
+		{"arguments with a long s", `{"tool":"transfer_funds","argumentſ":{"amount":1}}`, nil, 400, "json"},
 		{"no tool", `{"arguments":{}}`, nil, 400, "tool"},
 		{"unknown upstream", `{"upstream":"nope","tool":"x"}`, nil, 404, "upstream"},
 		{"denied tool", `{"tool":"get_env"}`, nil, 403, `deny "get_env"`},

@@ -177,6 +177,10 @@ var badCases = []badCase{
 	{name: "fold duplicate escaped", in: req(`"method":"m","params":{"a":{"amount":1,` + mark + `"\u0041mount":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a.Amount"},
 	{name: "fold duplicate NFD", in: req(`"method":"m","params":{"a":{"caf\u00e9":1,` + mark + `"cafe\u0301":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a[\"cafe\u0301\"]"},
 	{name: "fold duplicate sharp s", in: req(`"method":"m","params":{"a":{"stra\u00dfe":1,` + mark + `"STRASSE":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a.STRASSE"},
+	{name: "fold duplicate dotted I full folding", in: req(`"method":"m","params":{"a":{"i\u0307d":1,` + mark + `"\u0130d":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a[\"\u0130d\"]"},
+	{name: "fold duplicate dotted I simple folding", in: req(`"method":"m","params":{"a":{"id":1,` + mark + `"\u0130d":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a[\"\u0130d\"]"},
+	{name: "fold duplicate ligature", in: req(`"method":"m","params":{"a":{"offset":1,` + mark + `"o\ufb00set":2}}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.a[\"o\ufb00set\"]"},
+	{name: "fold duplicate dotted I among many", in: req(`"method":"m","params":{` + manyKeys(40) + `,"i\u0307x":0,` + mark + `"\u0130x":1}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params[\"\u0130x\"]"},
 	{name: "fold duplicate among many", in: req(`"method":"m","params":{` + manyKeys(40) + `,` + mark + `"K7":0}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.K7", msg: `"k7"`},
 	{name: "fold duplicate in result", in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x","inputSchema":{"type":"object",` + mark + `"TYPE":"string"}}]}}`, code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.result.tools[0].inputSchema.TYPE"},
 

@@ -17,7 +17,7 @@ package jsonrpc
 //	                          which also makes 'İ' (U+0130) and 'ı' (U+0131)
 //	                          equal to 'i', and then the whole simple-fold
 //	                          orbit (K, k and the Kelvin sign K are one)
-//	full case folding         "ß" and "ss" are one name
+//	or else full case folding "ß" and "ss" are one name (FoldFull)
 //
 // The key is a superset relation: it joins every pair that encoding/json,
 // go-json-experiment's case-insensitive mode, or Unicode full case folding
@@ -38,9 +38,13 @@ import (
 // that are not plain ASCII).
 func foldCaser() cases.Caser { return cases.Fold() }
 
-// Fold returns the key under which lenient parsers treat member names as one
-// (see the comment at the top of this file). Two names collide when their
-// Fold keys are equal.
+// Fold returns the key under which Go-style parsers treat member names as
+// one: NFC, then each rune to the least rune of its simple-fold orbit after
+// ToLower∘ToUpper∘ToLower. FoldFull is the other key: NFC of Unicode full
+// case folding. Two names collide when either key is equal (the relation
+// is not transitive: "İ" folds with "i" in the first and with "i\u0307"
+// in the second, and those two do not fold together, so one key could not
+// hold both). Plain ASCII names have one key, their ASCII upper case.
 func Fold(name string) string {
 	if isPlainASCII(name) {
 		return asciiUpper(name)
@@ -51,15 +55,24 @@ func Fold(name string) string {
 	for _, r := range s {
 		b.WriteRune(foldRune(r))
 	}
-	folded := foldCaser().String(b.String())
-	// Full folding lowercases (and may expand: ß → ss); map the result
-	// back through the rune fold so that ASCII ends up in the same form
-	// as asciiUpper gives plain names.
-	b.Reset()
-	for _, r := range folded {
-		b.WriteRune(foldRune(r))
-	}
 	return norm.NFC.String(b.String())
+}
+
+// FoldFull returns the full-case-folding key of name (see Fold), in the
+// same form as Fold's for ASCII: "ß" and "SS" share it, and so do "İ" and
+// "i\u0307".
+func FoldFull(name string) string {
+	if isPlainASCII(name) {
+		return asciiUpper(name)
+	}
+	folded := foldCaser().String(norm.NFC.String(name))
+	return norm.NFC.String(asciiUpper(folded))
+}
+
+// sameName reports whether two names, not both plain ASCII, collide under
+// either key.
+func sameName(a, b string) bool {
+	return Fold(a) == Fold(b) || FoldFull(a) == FoldFull(b)
 }
 
 // foldRune maps r to one representative of every rune a lenient parser

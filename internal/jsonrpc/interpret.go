@@ -193,13 +193,16 @@ func (s *scanner) interpret(f *frame, k keySpan, off int) {
 	name := s.text(k)
 	folded := Fold(name)
 	exact, ok := names[nameKey(folded)]
+	if !ok {
+		exact, ok = names[nameKey(FoldFull(name))]
+	}
 	switch {
 	case ok && exact != name:
 		s.refuseCase(off, name, exact)
 	case ok || !meta:
 	case strings.HasPrefix(name, WardenNamespace):
 		s.wardenMeta = s.wardenMeta || f.zone == zoneParamsMeta
-	case strings.HasPrefix(folded, foldedNamespace):
+	case strings.HasPrefix(folded, foldedNamespace) || strings.HasPrefix(FoldFull(name), foldedNamespace):
 		// The prefix may fold in more or fewer bytes than it has ("ıo."
 		// is one byte longer than "io."), so the whole name was folded.
 		s.refuseCase(off, name, WardenNamespace)

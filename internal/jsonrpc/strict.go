@@ -245,7 +245,7 @@ const (
 // allocating; any other name is compared by its Fold key.
 func (s *scanner) seen(f *frame, k keySpan) (dupKind, string) {
 	if f.names == nil {
-		var kf string // Fold key of k, once needed
+		var kt string // the decoded name k, once needed
 		for i := f.keysBase; i < s.nkeys; i++ {
 			e := *s.key(i)
 			if e.plain && k.plain {
@@ -261,10 +261,10 @@ func (s *scanner) seen(f *frame, k keySpan) (dupKind, string) {
 			if s.sameKey(e, k) {
 				return dupExact, ""
 			}
-			if kf == "" {
-				kf = Fold(s.text(k))
+			if kt == "" {
+				kt = s.text(k)
 			}
-			if et := s.text(e); Fold(et) == kf {
+			if et := s.text(e); sameName(et, kt) {
 				return dupFolded, et
 			}
 		}
@@ -272,23 +272,29 @@ func (s *scanner) seen(f *frame, k keySpan) (dupKind, string) {
 			s.addKey(k)
 			return dupNone, ""
 		}
-		// Many members: a map from here on.
+		// Many members: a map from here on, by either key (see Fold).
 		f.names = make(map[string]string, 2*dupLinear)
 		for i := f.keysBase; i < s.nkeys; i++ {
 			name := s.text(*s.key(i))
 			f.names[Fold(name)] = name
+			f.names["\x00"+FoldFull(name)] = name
 		}
 		s.nkeys = f.keysBase
 	}
 	name := s.text(k)
-	key := Fold(name)
-	if earlier, dup := f.names[key]; dup {
+	key, full := Fold(name), "\x00"+FoldFull(name)
+	earlier, dup := f.names[key]
+	if !dup {
+		earlier, dup = f.names[full]
+	}
+	if dup {
 		if earlier == name {
 			return dupExact, ""
 		}
 		return dupFolded, earlier
 	}
 	f.names[key] = name
+	f.names[full] = name
 	return dupNone, ""
 }
 

@@ -4,7 +4,8 @@ import "strconv"
 
 // Validate checks that data is exactly one JSON value of any shape under the
 // rules Decode applies to messages: valid UTF-8, paired surrogate escapes, no
-// duplicate member names at any depth, bounded depth and size. It is for JSON
+// duplicate member names at any depth, exactly or under folding (-32600,
+// folded-duplicate-key), bounded depth and size. It is for JSON
 // that does not arrive inside a message, such as tool arguments given on the
 // command line. Errors are *Error values with code -32700 or -32600, as from
 // Decode.
@@ -25,6 +26,9 @@ func Validate(data []byte, lim Limits) error {
 	}
 	if werr := s.end(); werr != nil {
 		return werr.toError()
+	}
+	if s.sem != nil { // valid JSON, but two member names fold together
+		return s.sem.toError()
 	}
 	return nil
 }

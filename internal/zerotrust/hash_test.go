@@ -51,8 +51,8 @@ func TestCanonicalizeVectors(t *testing.T) {
 			`{"s":"\u00e9\u0000\u001F\b\t\n\f\r\"\\\/<&>\u2028\ud83d\ude00"}`,
 			"{\"s\":\"é\\u0000\\u001f\\b\\t\\n\\f\\r\\\"\\\\/<&>\u2028😀\"}"},
 		{"keys sorted by UTF-16 code units, not UTF-8 bytes",
-			`{"\uffff":1,"😀":2,"é":3,"z":4,"A":5,"a":6}`,
-			"{\"A\":5,\"a\":6,\"z\":4,\"é\":3,\"😀\":2,\"\uffff\":1}"},
+			`{"\uffff":1,"😀":2,"é":3,"z":4,"A":5,"b":6}`,
+			"{\"A\":5,\"b\":6,\"z\":4,\"é\":3,\"😀\":2,\"\uffff\":1}"},
 		{"nesting", `{"z":{"b":[3,{"d":1,"c":2}],"a":null},"a":true}`, `{"a":true,"z":{"a":null,"b":[3,{"c":2,"d":1}]}}`},
 	} {
 		got, err := Canonicalize([]byte(tc.in))
@@ -70,6 +70,8 @@ func TestCanonicalizeRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"duplicate key", `{"a":1,"a":2}`, "duplicate key"},
 		{"escaped duplicate key, nested", `{"x":{"b":1,"\u0062":2}}`, "duplicate key"},
+		{"names one to a case-insensitive parser", `{"to":"alice","TO":"mallory"}`, "ignore case"},
+		{"names one under folding, nested", `{"x":{"destination":"a","de\u017ftination":"b"}}`, "ignore case"},
 		{"lone surrogate", `{"s":"\ud800"}`, "surrogate"},
 		{"reversed surrogates", `{"s":"\udc00\ud800"}`, "surrogate"},
 		{"invalid UTF-8", "{\"s\":\"\xff\"}", "UTF-8"},
