@@ -42,9 +42,15 @@ var commandHelp = map[string]string{
 
 Every request passes the stages of the pipeline in order: wire (strict
 JSON-RPC decoding: duplicate keys, invalid UTF-8, lone surrogates, depth and
-size limits), method-policy, tool-policy, classify and zero-trust (when
-configured), and every message is recorded in the audit log before it leaves
-(when gateway.audit is on). A refusal is a JSON-RPC error whose data names
+size limits, and the wire contract: names a case-insensitive server would
+read differently, such as "NAME" beside "name", a lone "Name" or
+"argumentſ", methods such as "Tools/Call", and requests sent as
+notifications are refused), method-policy, tool-policy (which also refuses
+look-alikes of listed tools: "Transfer_Funds", a trailing NUL, a Cyrillic
+"а"), classify and zero-trust (when configured), and every message is
+recorded in the audit log before it leaves (when gateway.audit is on).
+warden's own token (params._meta "io.agentwarden/...") is removed from
+every message before it goes upstream. A refusal is a JSON-RPC error whose data names
 the stage and the rule, for example
   {"code":-32001,"message":"tool \"get_env\" is not allowed on upstream \"demo\"",
    "data":{"stage":"tool-policy","rule":"deny \"get_env\""}}
