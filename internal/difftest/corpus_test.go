@@ -52,11 +52,12 @@ type Entry struct {
 }
 
 // TokenSpec is a token to issue for an entry: for Sub (default subject) to
-// call Tool with exactly Args.
+// call Tool with exactly Args on Upstream (default the gateway's).
 type TokenSpec struct {
-	Tool string `json:"tool"`
-	Args string `json:"args"`
-	Sub  string `json:"sub,omitempty"`
+	Tool     string `json:"tool"`
+	Args     string `json:"args"`
+	Sub      string `json:"sub,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
 }
 
 // What an entry asks of warden.
@@ -281,6 +282,8 @@ func pipelineRefusals(b *builder) {
 			[]TokenSpec{{Tool: "safe_echo", Args: argsA}}, "INV-1"},
 		{"token-for-other-subject", call(b.id(), m("name", q("transfer_funds")), m("arguments", argsA), m("_meta", tokenMeta)),
 			[]TokenSpec{{Tool: "transfer_funds", Args: argsA, Sub: "mallory"}}, "INV-1"},
+		{"token-for-other-upstream", call(b.id(), m("name", q("transfer_funds")), m("arguments", argsA), m("_meta", tokenMeta)),
+			[]TokenSpec{{Tool: "transfer_funds", Args: argsA, Upstream: "billing"}}, "INV-1: a token approved for another server with a tool of the same name"},
 		{"token-not-a-string", call(b.id(), m("name", q("transfer_funds")), m("arguments", argsA), m("_meta", `{"io.agentwarden/token":7}`)), nil, "malformed token"},
 		{"read_file-denied", call(b.id(), m("name", q("read_file")), m("arguments", argsRead)), nil, "tool policy"},
 		{"read_file-with-token", call(b.id(), m("name", q("read_file")), m("arguments", argsRead), m("_meta", tokenMeta)),

@@ -144,10 +144,11 @@ func (g *gateway) issueToken(spec TokenSpec) (string, error) {
 		sub = subject
 	}
 	time.Sleep(time.Until(g.tokensFrom))
-	args := []string{"token", "issue", "--sub", sub, "--tool", spec.Tool, "--params", spec.Args, "--data-dir", g.dataDir}
-	if tokenIssueHasUpstream() {
-		args = append(args, "--upstream", g.upstream)
+	upstream := spec.Upstream
+	if upstream == "" {
+		upstream = g.upstream
 	}
+	args := []string{"token", "issue", "--sub", sub, "--upstream", upstream, "--tool", spec.Tool, "--params", spec.Args, "--data-dir", g.dataDir}
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(wardenBin, args...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -155,21 +156,6 @@ func (g *gateway) issueToken(spec TokenSpec) (string, error) {
 		return "", fmt.Errorf("warden %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return strings.TrimSpace(stdout.String()), nil
-}
-
-var (
-	upstreamFlagOnce sync.Once
-	upstreamFlag     bool
-)
-
-// tokenIssueHasUpstream reports whether `warden token issue` takes
-// --upstream NAME (tokens bound to an upstream), from its usage text.
-func tokenIssueHasUpstream() bool {
-	upstreamFlagOnce.Do(func() {
-		out, _ := exec.Command(wardenBin, "token", "issue", "--help").CombinedOutput()
-		upstreamFlag = bytes.Contains(out, []byte("-upstream"))
-	})
-	return upstreamFlag
 }
 
 // session is one MCP session on the gateway's listener.

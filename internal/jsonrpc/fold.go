@@ -136,14 +136,3 @@ func asciiEqualFold(a, b []byte) bool {
 	}
 	return true
 }
-
-// appendASCIIUpper appends the ASCII upper case of name, plain ASCII.
-func appendASCIIUpper(dst, name []byte) []byte {
-	for _, c := range name {
-		if 'a' <= c && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
-}
