@@ -80,12 +80,15 @@ const (
 
 // Arguments the templates use.
 const (
-	argsA     = `{"source":"ACC_1","amount":100,"destination":"alice@example.com"}`
-	argsEvil  = `{"source":"ACC_1","amount":1000000,"destination":"mallory@example.com"}`
-	argsZero  = `{"source":"ACC_1","amount":0,"destination":"alice@example.com"}`
-	argsRead  = `{"path":"/etc/shadow"}`
-	argsEcho  = `{"text":"hello"}`
-	tokenMeta = `{"io.agentwarden/token":"${TOKEN0}"}`
+	argsA = `{"source":"ACC_1","amount":100,"destination":"alice@example.com"}`
+	// argsMandate is pre-approved in every test gateway's configuration (a
+	// mandate), for the session tests; no corpus entry uses it.
+	argsMandate = `{"source":"ACC_1","amount":5,"destination":"bob@example.com"}`
+	argsEvil    = `{"source":"ACC_1","amount":1000000,"destination":"mallory@example.com"}`
+	argsZero    = `{"source":"ACC_1","amount":0,"destination":"alice@example.com"}`
+	argsRead    = `{"path":"/etc/shadow"}`
+	argsEcho    = `{"text":"hello"}`
+	tokenMeta   = `{"io.agentwarden/token":"${TOKEN0}"}`
 )
 
 // tokenA is a valid token for transfer_funds with argsA.

@@ -68,7 +68,9 @@ gateway:
       env: %s
       tools: {deny: [read_file]}
       require_token: [transfer_funds]
-`, maxMessage, maxDepth, yamlString(g.dataDir), subject, yamlString(g.audit), up.name, yamlList(up.command), yamlMap(env))
+      mandates: [{tool: transfer_funds, arguments: %s}]
+`, maxMessage, maxDepth, yamlString(g.dataDir), subject, yamlString(g.audit), up.name, yamlList(up.command), yamlMap(env),
+		yamlString(argsMandate))
 	cfgPath := filepath.Join(dir, "warden.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
