@@ -411,6 +411,8 @@ func argumentMembers(b *builder) {
 		{"destination-long-s-escaped", `"de\u017ftination":"mallory@example.com"`},
 		{"source-long-s", `"ſource":"ACC_666"`},
 		{"source-upper-long-s", `"SOURCE":"ACC_666","ſOURCE":"ACC_667"`},
+		{"proto", `"__proto__":{"amount":1000000}`},
+		{"proto-escaped", `"\u005f_proto__":{"destination":"mallory@example.com"}`},
 	} {
 		args := strings.TrimSuffix(argsA, "}") + "," + c.extra + "}"
 		b.add(Entry{Name: "arguments/transfer_funds-" + c.name,

@@ -184,6 +184,10 @@ var badCases = []badCase{
 	{name: "fold duplicate among many", in: req(`"method":"m","params":{` + manyKeys(40) + `,` + mark + `"K7":0}`), code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.params.K7", msg: `"k7"`},
 	{name: "fold duplicate in result", in: `{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"x","inputSchema":{"type":"object",` + mark + `"TYPE":"string"}}]}}`, code: CodeInvalidRequest, rule: RuleFoldedDuplicate, path: "$.result.tools[0].inputSchema.TYPE"},
 
+	// proto-key
+	{name: "proto in arguments", in: req(`"method":"tools/call","params":{"name":"x","arguments":{"amount":1,` + mark + `"__proto__":{"amount":1000}}}`), code: CodeInvalidRequest, rule: RuleProtoKey, path: "$.params.arguments.__proto__"},
+	{name: "proto escaped", in: req(`"method":"m","params":{` + mark + `"__proto__":{}}`), code: CodeInvalidRequest, rule: RuleProtoKey, path: "$.params.__proto__"},
+
 	// method-case and request-as-notification
 	{name: "method Tools/Call", in: `{"jsonrpc":"2.0","id":1,"method":` + mark + `"Tools/Call","params":{"name":"x"}}`, code: CodeInvalidRequest, rule: RuleMethodCase, path: "$.method"},
 	{name: "method with long s", in: `{"jsonrpc":"2.0","id":1,"method":` + mark + `"toolſ/call","params":{"name":"x"}}`, code: CodeInvalidRequest, rule: RuleMethodCase, path: "$.method"},

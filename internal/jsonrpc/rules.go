@@ -22,6 +22,7 @@ const (
 	RuleMemberCase            = "member-case"             // "Method", "ID", params "Name", ...: a member warden interprets there, spelled in another case
 	RuleFoldedDuplicate       = "folded-duplicate-key"    // two members of one object equal under Unicode case folding and NFC, at any depth
 	RuleMethodCase            = "method-case"             // a method name that folds to a known method ("Tools/Call")
+	RuleProtoKey              = "proto-key"               // a member named "__proto__", at any depth
 	RuleRequestAsNotification = "request-as-notification" // a request method (tools/call, ...) without an id
 	RuleUnknownMember         = "unknown-member"          // any other top-level member
 	RuleMethodType            = "method-type"             // method not a non-empty string

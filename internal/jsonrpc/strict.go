@@ -215,6 +215,9 @@ func (s *scanner) member() *wireError {
 			msg: "duplicate key " + quoteJSON(s.text(k))}
 	}
 	f.key, f.cur = k, true
+	if s.isProto(k) {
+		s.semantic(RuleProtoKey, off, `member "__proto__": a JavaScript peer does not keep it as data, so it would act on other arguments than the ones checked`)
+	}
 	if dup == dupFolded {
 		s.semantic(RuleFoldedDuplicate, off, "member "+quoteJSON(s.text(k))+" and member "+quoteJSON(earlier)+
 			" are one name to parsers that ignore case")
@@ -228,6 +231,17 @@ func (s *scanner) member() *wireError {
 	}
 	s.pos++
 	return nil
+}
+
+// isProto reports whether the member name k is "__proto__", which
+// JavaScript peers (the TypeScript SDK's schema parsing) drop or turn into
+// an object's prototype instead of keeping it as a member.
+func (s *scanner) isProto(k keySpan) bool {
+	raw := s.raw(k)
+	if k.plain {
+		return string(raw) == "__proto__"
+	}
+	return k.esc && len(raw) >= 9 && s.text(k) == "__proto__"
 }
 
 // How a member name repeats one the object already has.
