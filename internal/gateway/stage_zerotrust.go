@@ -65,7 +65,7 @@ const (
 	MetaTokenKey = "io.agentwarden/token"
 	// MetaSignatureKey carries the client's invocation signature (Tier 3).
 	MetaSignatureKey = "io.agentwarden/signature"
-	metaNamespace    = "io.agentwarden/"
+	metaNamespace    = jsonrpc.WardenNamespace
 
 	// HeaderToken carries the invocation token on streamable HTTP, in place
 	// of params._meta; HeaderSignature the client signature. A POST's
@@ -523,7 +523,7 @@ func canonicalCall(msg *jsonrpc.Message, canonical []byte) *jsonrpc.Message {
 			sawArgs = true
 			add(name, canonical)
 		case "_meta":
-			if meta := withoutNamespace(value, metaNamespace); meta != nil {
+			if meta := jsonrpc.WithoutPrefixed(value, metaNamespace); meta != nil {
 				add(name, meta)
 			}
 		default:
@@ -535,29 +535,6 @@ func canonicalCall(msg *jsonrpc.Message, canonical []byte) *jsonrpc.Message {
 	}
 	params = append(params, '}')
 	return jsonrpc.NewRequest(msg.ID, msg.Method, params)
-}
-
-// withoutNamespace returns obj without the members whose names start with
-// prefix, or nil if nothing is left.
-func withoutNamespace(obj []byte, prefix string) []byte {
-	out := []byte{'{'}
-	n := 0
-	jsonrpc.Members(obj, func(k string, v []byte) {
-		if strings.HasPrefix(k, prefix) {
-			return
-		}
-		if n > 0 {
-			out = append(out, ',')
-		}
-		n++
-		out = appendJSONString(out, k)
-		out = append(out, ':')
-		out = append(out, v...)
-	})
-	if n == 0 {
-		return nil
-	}
-	return append(out, '}')
 }
 
 // appendJSONString appends s as a JSON string.

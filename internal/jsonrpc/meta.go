@@ -31,23 +31,8 @@ func (m *Message) WithoutWardenMeta() *Message {
 			add(name, value)
 			return
 		}
-		meta := make([]byte, 0, len(value))
-		meta = append(meta, '{')
-		k := 0
-		Members(value, func(key string, v []byte) {
-			if strings.HasPrefix(key, WardenNamespace) {
-				return
-			}
-			if k > 0 {
-				meta = append(meta, ',')
-			}
-			k++
-			meta = appendString(meta, key)
-			meta = append(meta, ':')
-			meta = append(meta, v...)
-		})
-		if k > 0 {
-			add(name, append(meta, '}'))
+		if meta := WithoutPrefixed(value, WardenNamespace); meta != nil {
+			add(name, meta)
 		}
 	})
 	params = append(params, '}')
@@ -59,4 +44,29 @@ func (m *Message) WithoutWardenMeta() *Message {
 	}
 	c.Header, c.Related = m.Header, m.Related
 	return c
+}
+
+// WithoutPrefixed returns obj, a validated JSON object, without the members
+// whose names (escapes decoded) start with prefix, every other member with
+// its exact bytes and in its order; nil if no member is left.
+func WithoutPrefixed(obj []byte, prefix string) []byte {
+	out := make([]byte, 0, len(obj))
+	out = append(out, '{')
+	n := 0
+	Members(obj, func(key string, v []byte) {
+		if strings.HasPrefix(key, prefix) {
+			return
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = appendString(out, key)
+		out = append(out, ':')
+		out = append(out, v...)
+	})
+	if n == 0 {
+		return nil
+	}
+	return append(out, '}')
 }
