@@ -118,9 +118,9 @@ type ToolInfo struct {
 	// SchemaHash is zerotrust.SchemaHash of the tool's inputSchema, for
 	// hybrid tokens (binding mode C); "" when unknown.
 	SchemaHash func(tool string) string
-	// Variant returns the listed tool that tool only looks like (same
-	// toolKey, another name), if there is one.
-	Variant func(tool string) (listed string, ok bool)
+	// Variant returns the listed tool that tool, whose toolKey is key,
+	// only looks like (same key, another name), if there is one.
+	Variant func(tool, key string) (listed string, ok bool)
 }
 
 // SchemaHash returns the hash of c.Tool's inputSchema as the upstream

@@ -52,9 +52,16 @@ func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
 	if c.Msg.Method != mcp.MethodToolsCall {
 		return nil
 	}
-	listed, variant := p.Names.variantOf(c.Tool)
-	if !variant && c.tools.Variant != nil {
-		listed, variant = c.tools.Variant(c.Tool)
+	// The key (NFKC, case fold, confusable skeleton) once per call, for
+	// both the configured names and the upstream's.
+	var listed string
+	var variant bool
+	if len(p.Names) > 0 || c.tools.Variant != nil {
+		key := toolKey(c.Tool)
+		listed, variant = p.Names.variantOf(c.Tool, key)
+		if !variant && c.tools.Variant != nil {
+			listed, variant = c.tools.Variant(c.Tool, key)
+		}
 	}
 	if variant {
 		return &Denial{Rule: "tool-name-variant", Reason: "tool " + quote(c.Tool) + " is not " + quote(listed) +

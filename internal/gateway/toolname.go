@@ -84,13 +84,13 @@ func (t toolNames) add(name string) {
 	}
 }
 
-// variantOf returns the listed name that name is a look-alike of: same key,
-// not the same name.
-func (t toolNames) variantOf(name string) (string, bool) {
+// variantOf returns the listed name that name, whose toolKey is key, is a
+// look-alike of: same key, not the same name.
+func (t toolNames) variantOf(name, key string) (string, bool) {
 	if len(t) == 0 {
 		return "", false
 	}
-	listed, ok := t[toolKey(name)]
+	listed, ok := t[key]
 	if !ok || listed == name {
 		return "", false
 	}

@@ -35,12 +35,12 @@ func TestToolNameVariants(t *testing.T) {
 	names.add("get_*") // patterns name no one tool
 	for _, v := range []string{"Transfer_Funds", "transfer_funds ", "transfer_funds\x00", "tr\u0430nsfer_funds",
 		"ｔｒａｎｓｆｅｒ_funds", "transfer_fund\u0455", "transfer\u200d_funds"} {
-		if listed, ok := names.variantOf(v); !ok || listed != "transfer_funds" {
+		if listed, ok := names.variantOf(v, toolKey(v)); !ok || listed != "transfer_funds" {
 			t.Errorf("variantOf(%q) = %q, %v; want transfer_funds, true", v, listed, ok)
 		}
 	}
 	for _, v := range []string{"transfer_funds", "transfer_fund", "get_env", "get_*x"} {
-		if listed, ok := names.variantOf(v); ok {
+		if listed, ok := names.variantOf(v, toolKey(v)); ok {
 			t.Errorf("variantOf(%q) = %q: not a look-alike", v, listed)
 		}
 	}

@@ -95,15 +95,16 @@ func (x *toolIndex) toolSchemaHash(tool string) string {
 	return x.schemaHash[tool]
 }
 
-// variant returns the listed tool that tool only looks like: another name
-// with its toolKey. A name the upstream listed itself is no variant.
-func (x *toolIndex) variant(tool string) (string, bool) {
+// variant returns the listed tool that tool, whose toolKey is key, only
+// looks like: another name with that key. A name the upstream listed
+// itself is no variant.
+func (x *toolIndex) variant(tool, key string) (string, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if _, listed := x.description[tool]; listed {
 		return "", false
 	}
-	return x.names.variantOf(tool)
+	return x.names.variantOf(tool, key)
 }
 
 // info is what stages may look up about the upstream's tools.
