@@ -9,20 +9,20 @@ package jsonrpc
 // spelled exactly, would be read differently by warden and by such a peer,
 // so the decoder refuses both (rules folded-duplicate-key and member-case).
 //
-// Fold is the key under which two names are the same for some peer:
+// Two names are the same for some peer when either of two keys is equal:
 //
-//	NFC                       "e\u0301" and "é" are one name
-//	each rune r ─► simple fold class of ToLower(ToUpper(ToLower(r)))
-//	                          encoding/json's own test (ToUpper∘ToLower),
-//	                          which also makes 'İ' (U+0130) and 'ı' (U+0131)
-//	                          equal to 'i', and then the whole simple-fold
-//	                          orbit (K, k and the Kelvin sign K are one)
-//	or else full case folding "ß" and "ss" are one name (FoldFull)
+//	Fold      NFC, then each rune r to the simple fold class of
+//	          ToLower(ToUpper(ToLower(r))): encoding/json's own test
+//	          (ToUpper∘ToLower), which also makes 'İ' (U+0130) and 'ı'
+//	          (U+0131) equal to 'i', and then the whole simple-fold orbit
+//	          (K, k and the Kelvin sign K are one); "e\u0301" and "é" are
+//	          one name
+//	FoldFull  NFC of full Unicode case folding: "ß" and "ss" are one name
 //
-// The key is a superset relation: it joins every pair that encoding/json,
-// go-json-experiment's case-insensitive mode, or Unicode full case folding
-// would join. Names that are plain ASCII (the usual case) fold without
-// allocating, by comparing with ASCII case ignored.
+// Together they join every pair that encoding/json, go-json-experiment's
+// case-insensitive mode, or Unicode full case folding would join. Names
+// that are plain ASCII (the usual case) fold without allocating, by
+// comparing with ASCII case ignored.
 
 import (
 	"strings"
