@@ -84,6 +84,11 @@ func (s *scene) script(ctx context.Context) error {
 	}
 	tampered := map[string]any{"account_id": "ACC_123", "amount": 1001, "recipient": "vendor@example.com"}
 	s.callWith(ctx, cs, "a fresh token for 1000, presented with amount 1001", "transfer_funds", tampered, fresh, "refused")
+	elsewhere, err := s.issueOn("billing", "alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
+	if err != nil {
+		return err
+	}
+	s.callWith(ctx, cs, "a token for exactly this transfer, approved for upstream billing", "transfer_funds", approved, elsewhere, "refused")
 	if err := s.tiers(ctx, cs); err != nil {
 		return err
 	}
@@ -206,9 +211,14 @@ func (s *scene) elicited(ctx context.Context, cs *mcp.ClientSession, amount int)
 }
 
 // issue plays the platform provider: a token for sub to call tool with
-// exactly args.
+// exactly args on the demo upstream.
 func (s *scene) issue(sub, tool, args string) (string, error) {
-	token, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: sub, Upstream: "demo", Tool: tool, Arguments: []byte(args)})
+	return s.issueOn("demo", sub, tool, args)
+}
+
+// issueOn is issue for another upstream: the token is valid there only.
+func (s *scene) issueOn(upstream, sub, tool, args string) (string, error) {
+	token, _, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: sub, Upstream: upstream, Tool: tool, Arguments: []byte(args)})
 	return token, err
 }
 
