@@ -187,6 +187,11 @@ func TestZeroTrustConcurrentPresentation(t *testing.T) {
 			st := sc.open(t)
 			t.Cleanup(func() { st.Close() })
 			f := newZT(t, st)
+			// The test is of atomic consumption, not of the deadline: on a
+			// loaded 2-core machine, 1000 signature checks and a durable
+			// commit can take longer than the default 500 ms, and a
+			// timed-out first use rightly lets none pass.
+			f.stage.StoreTimeout = time.Minute
 			t.Run("stage", func(t *testing.T) { concurrentStageChecks(t, f, 1000) })
 			t.Run("relays", func(t *testing.T) { concurrentRelayCalls(t, f, 100) })
 		})
