@@ -59,7 +59,11 @@ const (
 	DefaultMaxDepth           = 64
 	DefaultRequestTimeout     = 5 * time.Minute
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	DefaultShutdownTimeout    = 2 * time.Second
+	// DefaultDrainTimeout is how long a stopping gateway lets calls in
+	// flight finish (gateway.limits.drain_timeout); MaxDrainTimeout bounds it.
+	DefaultDrainTimeout    = 10 * time.Second
+	MaxDrainTimeout        = 10 * time.Minute
+	DefaultShutdownTimeout = 2 * time.Second
 )
 
 // Bounds on gateway.limits, inclusive.
@@ -678,6 +682,10 @@ type LimitsConfig struct {
 	// SessionIdleTimeout closes a client session after this long without
 	// traffic.
 	SessionIdleTimeout time.Duration
+	// DrainTimeout is how long a stopping gateway (SIGTERM, SIGINT) lets
+	// calls in flight finish before it answers them with -32035, rule
+	// shutdown; 0 answers them at once.
+	DrainTimeout time.Duration
 }
 
 // Upstream is one MCP server behind the gateway, reached either by running
@@ -792,6 +800,7 @@ func Default() *Config {
 				MaxDepth:           DefaultMaxDepth,
 				RequestTimeout:     DefaultRequestTimeout,
 				SessionIdleTimeout: DefaultSessionIdleTimeout,
+				DrainTimeout:       DefaultDrainTimeout,
 			},
 			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew, StoreTimeout: DefaultStoreTimeout},
 			Admin:     AdminConfig{Addr: DefaultAdminAddr},

@@ -130,6 +130,7 @@ func TestDefaults(t *testing.T) {
 				MaxDepth:           64,
 				RequestTimeout:     5 * time.Minute,
 				SessionIdleTimeout: 30 * time.Minute,
+				DrainTimeout:       10 * time.Second,
 			},
 			Upstreams: []Upstream{{
 				Name:            "a",

@@ -749,6 +749,7 @@ func (d *decoder) limits(n *yaml.Node, path string, l *LimitsConfig) {
 		{"max_depth", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxDepth) }},
 		{"request_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.RequestTimeout) }},
 		{"session_idle_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.SessionIdleTimeout) }},
+		{"drain_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.DrainTimeout) }},
 	})
 }
 

@@ -503,6 +503,9 @@ func (v *validator) limits(p string, l LimitsConfig) {
 	}
 	v.positive(join(p, "request_timeout"), l.RequestTimeout)
 	v.positive(join(p, "session_idle_timeout"), l.SessionIdleTimeout)
+	if l.DrainTimeout < 0 || l.DrainTimeout > MaxDrainTimeout {
+		v.errorf(join(p, "drain_timeout"), "must be between 0 and %s, got %s", MaxDrainTimeout, l.DrainTimeout)
+	}
 }
 
 func (v *validator) positive(p string, d time.Duration) {
