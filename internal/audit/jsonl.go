@@ -26,7 +26,8 @@ import (
 type JSONL struct {
 	// immutable after NewJSONL
 	path, headPath string
-	f              *os.File // opened read-write; written with WriteAt at size
+	f              *os.File    // opened read-write; written with WriteAt at size
+	file           os.FileInfo // f as opened: lost.go
 
 	mu     sync.Mutex
 	size   int64 // end of the last complete line; guarded by mu
@@ -49,7 +50,7 @@ func NewJSONL(path string) (*JSONL, error) {
 		f.Close()
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
-	return &JSONL{path: path, headPath: path + ".head", f: f, size: size}, nil
+	return &JSONL{path: path, headPath: path + ".head", f: f, file: fi, size: size}, nil
 }
 
 // completeLines returns the offset just after the last newline in the first

@@ -47,6 +47,10 @@ type Options struct {
 	// MaxBatch bounds the records written in one durable step; 0 means 1024.
 	MaxBatch int
 	Logger   *slog.Logger
+	// WatchInterval is how often an idle log checks that its path still
+	// names its file (lost.go); every batch is checked as it is written.
+	// 0 means DefaultWatchInterval; negative, only at writes and Ping.
+	WatchInterval time.Duration
 }
 
 // Log is an open audit log. It is safe for concurrent use.
@@ -54,13 +58,18 @@ type Log struct {
 	// immutable after New
 	b        Backend
 	maxBatch int
+	watch    time.Duration // ≤ 0: no ticker
 	log      *slog.Logger
 	reqs     chan *appendReq // to the writer; unbuffered, so every request sent is answered
 	stop     chan struct{}   // closed by Close
 	done     chan struct{}   // closed when the writer returns
 
-	mu   sync.Mutex
-	head Anchor // last durable record; guarded by mu, written only by the writer
+	mu       sync.Mutex
+	head     Anchor // last durable record; guarded by mu, written only by the writer
+	lost     error  // set once the file is lost (wraps ErrLost); guarded by mu, never cleared
+	writeErr error  // the last batch's write error, nil after a success; guarded by mu
+
+	marked bool // the loss record was attempted; the writer's alone
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -124,6 +133,9 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.WatchInterval == 0 {
+		opts.WatchInterval = DefaultWatchInterval
+	}
 	last, ok, anchor, err := b.Tail(ctx)
 	if err != nil {
 		return nil, err
@@ -144,6 +156,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	l := &Log{
 		b:        b,
 		maxBatch: opts.MaxBatch,
+		watch:    opts.WatchInterval,
 		log:      opts.Logger,
 		reqs:     make(chan *appendReq),
 		stop:     make(chan struct{}),
@@ -217,10 +230,21 @@ func (l *Log) writeLoop() {
 	defer close(l.done)
 	batch := make([]*appendReq, 0, l.maxBatch)
 	recs := make([]Record, 0, l.maxBatch)
+	var tick <-chan time.Time // nil: never
+	if _, ok := l.b.(fileBackend); ok && l.watch > 0 {
+		t := time.NewTicker(l.watch)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-l.stop:
 			return
+		case <-tick:
+			if err := l.lostNow(); err != nil {
+				l.markOnce(err)
+			}
+			continue
 		case r := <-l.reqs:
 			batch = append(batch[:0], r)
 		}
@@ -239,9 +263,17 @@ func (l *Log) writeLoop() {
 }
 
 // commit chains batch onto the head, writes it, and answers every request.
-// The head moves only when the write succeeded, so a failed batch leaves no
-// gap in the chain.
+// The head moves only when the write succeeded and the path still names
+// the file written (lost.go), so a failed batch leaves no gap in the chain.
 func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
+	// Checked before the write too, so that records of refused calls are
+	// not written into a lost file, and after it (below), for a loss
+	// during the write.
+	if err := l.lostNow(); err != nil {
+		l.markOnce(err)
+		refuse(batch, err)
+		return recs
+	}
 	head := l.Head()
 	seq, prev := head.Seq, head.Hash
 	for _, r := range batch {
@@ -258,12 +290,18 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 	// statement, which cost about a third of a commit's CPU; the backends
 	// bound their own lock waits, and nothing can interrupt an fsync.
 	err := l.b.Write(context.Background(), recs)
+	l.mu.Lock()
+	l.writeErr = err
+	l.mu.Unlock()
 	if err != nil {
 		l.log.Error("audit: write failed; the calls are denied", "records", len(recs), "first_seq", recs[0].Seq, "err", err)
-		err = fmt.Errorf("audit: append: %w", err)
-		for _, r := range batch {
-			r.reply <- appendReply{err: err}
-		}
+		refuse(batch, fmt.Errorf("audit: append: %w", err))
+		return recs
+	}
+	// Durable, but perhaps in a file no one can find any more.
+	if err := l.lostNow(); err != nil {
+		l.markOnce(err)
+		refuse(batch, err)
 		return recs
 	}
 	l.mu.Lock()
@@ -273,6 +311,13 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 		r.reply <- appendReply{rec: recs[i]}
 	}
 	return recs
+}
+
+// refuse answers every request of batch with err.
+func refuse(batch []*appendReq, err error) {
+	for _, r := range batch {
+		r.reply <- appendReply{err: err}
+	}
 }
 
 var errStop = errors.New("stop")

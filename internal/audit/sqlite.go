@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ import (
 // consistent snapshot of records and anchor while writes go on.
 type SQLite struct {
 	// immutable after NewSQLite
+	path  string
+	file  os.FileInfo // the database file as opened: lost.go
+	wal   os.FileInfo // its write-ahead log as opened
 	db    *sql.DB
 	wconn *sql.Conn // for Write only
 	// Prepared on wconn once, so that a Write parses no SQL.
@@ -110,11 +114,21 @@ func NewSQLite(path string) (*SQLite, error) {
 	if !strings.EqualFold(mode, "wal") {
 		return fail(fmt.Errorf("journal_mode is %q, want wal", mode))
 	}
+	// The schema exists, so the file and its WAL do; the pool keeps both
+	// open from now on, so their inodes stay theirs.
+	file, err := os.Stat(path)
+	if err != nil {
+		return fail(err)
+	}
+	wal, err := os.Stat(path + "-wal")
+	if err != nil {
+		return fail(err)
+	}
 	wconn, err := db.Conn(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	s := &SQLite{db: db, wconn: wconn}
+	s := &SQLite{path: path, file: file, wal: wal, db: db, wconn: wconn}
 	for _, p := range []struct {
 		stmt **sql.Stmt
 		sql  string

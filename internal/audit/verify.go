@@ -17,6 +17,7 @@ const (
 	ProblemRead      = "read"      // the record cannot be decoded
 	ProblemTruncated = "truncated" // the records end before the anchor (or the wanted head)
 	ProblemAnchor    = "anchor"    // the record at the anchor's seq has another hash
+	ProblemLost      = "lost"      // a loss record: the log's file was lost while warden ran (lost.go)
 )
 
 // Problem is the first bad record Verify found.
@@ -39,8 +40,13 @@ type Report struct {
 	Records int    `json:"records"` // records read
 	Head    Anchor `json:"head"`    // last record that chains correctly
 	Anchor  Anchor `json:"anchor"`  // the backend's anchor
-	// Problem is the first bad record, or nil when the log is intact.
+	// Problem is the first bad record, or nil when the log is intact. A
+	// break of the chain comes before a loss record, which does not stop
+	// the walk.
 	Problem *Problem `json:"problem,omitempty"`
+	// Losses are the loss records, in order (kind ProblemLost, Seq the
+	// loss record's).
+	Losses []Problem `json:"losses,omitempty"`
 }
 
 // OK reports whether the log verified.
@@ -61,6 +67,11 @@ func Verify(ctx context.Context, b Backend, want Anchor) (Report, error) {
 			rep.Problem = &Problem{Kind: kind, Seq: head.Seq + 1, Index: i, Detail: detail}
 			return errStop
 		}
+		if rec.IsLoss() && i == 0 && rec.Seq > 1 {
+			// The first record of a file put where a lost one was: it
+			// continues the lost chain, whose records are elsewhere.
+			head = Anchor{Seq: rec.Seq - 1, Hash: rec.PrevHash}
+		}
 		switch {
 		case rec.Seq != head.Seq+1:
 			return p(ProblemSeq, fmt.Sprintf("found seq %d after seq %d (a record was deleted, inserted or moved)", rec.Seq, head.Seq))
@@ -74,6 +85,9 @@ func Verify(ctx context.Context, b Backend, want Anchor) (Report, error) {
 				return p(ProblemAnchor, "hash differs from the wanted head (the log was rewritten)")
 			}
 			wantSeen = true
+		}
+		if rec.IsLoss() {
+			rep.Losses = append(rep.Losses, Problem{Kind: ProblemLost, Seq: rec.Seq, Index: i, Detail: rec.Reason})
 		}
 		rep.Records++
 		head = Anchor{Seq: rec.Seq, Hash: rec.Hash}
@@ -102,6 +116,8 @@ func Verify(ctx context.Context, b Backend, want Anchor) (Report, error) {
 			Detail: fmt.Sprintf("the log ends at seq %d but the wanted head is at seq %d", head.Seq, want.Seq)}
 	case want.Seq != 0 && !wantSeen:
 		rep.Problem = &Problem{Kind: ProblemAnchor, Seq: want.Seq, Detail: "the wanted head was not found"}
+	case len(rep.Losses) > 0:
+		rep.Problem = &rep.Losses[0]
 	}
 	return rep, nil
 }
