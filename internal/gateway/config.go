@@ -99,10 +99,6 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		pins = &Pins{Pinner: p, Log: logger}
 		pinStore = closer
 	}
-	opts.Ready = readiness(
-		namedStore{"replay store", zt.Store},
-		namedStore{"revocation registry", zt.Revocations},
-		namedStore{"pin store", pinStore})
 	var security *Security
 	if gc.Security.Enabled {
 		sc, err := gc.Security.Processor()
@@ -196,13 +192,22 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		}
 		return Options{}, err
 	}
+	var auditLog any // the audit log, for readiness: a lost file makes warden not ready
 	if rs != nil {
 		opts.Recorder = rs
 		opts.Closers = append(opts.Closers, closers...)
 		if rs.Metrics != nil {
 			opts.Metrics = rs.Metrics
 		}
+		if rs.Audit != nil {
+			auditLog = rs.Audit
+		}
 	}
+	opts.Ready = readiness(
+		namedStore{"replay store", zt.Store},
+		namedStore{"revocation registry", zt.Revocations},
+		namedStore{"pin store", pinStore},
+		namedStore{"audit log", auditLog})
 	// A2A consent and taint: held on the admin approval queue when there is
 	// one, refused otherwise.
 	var queue *approval.Queue
@@ -496,7 +501,8 @@ type namedStore struct {
 
 // readiness reports whether the gateway can serve calls that need its
 // stores: every one of stores that can be pinged answers (the replay store,
-// the revocation registry in Redis, the pin store in Redis). They are
+// the revocation registry in Redis, the pin store in Redis, and the audit
+// log, whose file must still be where it was opened: audit.Log.Ping). They are
 // pinged at once, so one that hangs does not use the others' time, and
 // every failure is reported, each named. It returns nil when none can be
 // pinged (the gateway keeps no state a probe could miss).
