@@ -11,22 +11,37 @@ package gateway
 // The duration is the OpenTelemetry MCP metric mcp.server.operation.duration:
 // from the request leaving warden to its answer arriving, with the buckets
 // the semantic conventions recommend.
+//
+// Every label takes its values from a set fixed by the code or the
+// configuration, never from what a peer sends: upstream is a configured
+// name, direction, kind and stage are warden's own words, and a method that
+// no MCP revision defines is labelled "other" (mcp.KnownMethod). So the
+// number of series is bounded by the configuration, whatever clients and
+// upstreams send (docs/telemetry.md, "Metrics").
+//
+// Recording takes mu for a few map updates. A scrape copies the values
+// under mu and formats and writes them after releasing it, so a slow
+// scraper, or a large page, never holds up the messages being counted.
 
 import (
-	"fmt"
+	"bufio"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
 )
+
+// otherMethod labels every method that no MCP revision defines.
+const otherMethod = "other"
 
 // durationBuckets are the upper bounds, in seconds, that the OpenTelemetry
 // MCP semantic conventions recommend for mcp.server.operation.duration.
-var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+var durationBuckets = [...]float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 
 // Metrics counts what the gateway handles. It is safe for concurrent use;
 // its zero value is ready.
@@ -38,9 +53,18 @@ type Metrics struct {
 }
 
 type histogram struct {
-	counts []uint64 // per bucket, not cumulative
+	counts [len(durationBuckets)]uint64 // per bucket, not cumulative
 	count  uint64
 	sum    float64
+}
+
+// metricMethod is the label of method: itself if some MCP revision
+// defines it, else "other".
+func metricMethod(method string) string {
+	if mcp.KnownMethod(method) {
+		return method
+	}
+	return otherMethod
 }
 
 // observe counts d; an answer to a forwarded request also records the
@@ -63,10 +87,10 @@ func (m *Metrics) observe(d *Decision) {
 		m.denials[[2]string{d.Upstream, d.Denial.Stage}]++
 	}
 	if timed {
-		k := [2]string{d.Method, d.Upstream}
+		k := [2]string{metricMethod(d.Method), d.Upstream}
 		h := m.durations[k]
 		if h == nil {
-			h = &histogram{counts: make([]uint64, len(durationBuckets))}
+			h = &histogram{}
 			m.durations[k] = h
 		}
 		s := dur.Seconds()
@@ -81,48 +105,97 @@ func (m *Metrics) observe(d *Decision) {
 	}
 }
 
-// ServeHTTP writes the metrics in Prometheus text format.
-func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	var b strings.Builder
+// series is one labelled value of a snapshot.
+type series[K [2]string | [3]string, V any] struct {
+	key K
+	val V
+}
+
+// snapshot copies the values, sorted by their labels, holding mu only for
+// the copy.
+func (m *Metrics) snapshot() ([]series[[3]string, uint64], []series[[2]string, uint64], []series[[2]string, histogram]) {
 	m.mu.Lock()
+	messages, denials := collect(m.messages, id), collect(m.denials, id)
+	durations := collect(m.durations, func(h *histogram) histogram { return *h })
+	m.mu.Unlock()
+	cmp3 := func(a, b [3]string) int { return slices.Compare(a[:], b[:]) }
+	cmp2 := func(a, b [2]string) int { return slices.Compare(a[:], b[:]) }
+	return sorted(messages, cmp3), sorted(denials, cmp2), sorted(durations, cmp2)
+}
+
+func id[V any](v V) V { return v }
+
+// collect copies the values of m, through value.
+func collect[K [2]string | [3]string, V, W any](m map[K]V, value func(V) W) []series[K, W] {
+	s := make([]series[K, W], 0, len(m))
+	for k, v := range m {
+		s = append(s, series[K, W]{k, value(v)})
+	}
+	return s
+}
+
+func sorted[K [2]string | [3]string, V any](s []series[K, V], compare func(a, b K) int) []series[K, V] {
+	slices.SortFunc(s, func(a, b series[K, V]) int { return compare(a.key, b.key) })
+	return s
+}
+
+// ServeHTTP writes the metrics in Prometheus text format, from a snapshot:
+// nothing is held while the page is written.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	messages, denials, durations := m.snapshot()
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	b := bufio.NewWriterSize(w, 4096)
+	var line []byte
+	put := func() { _, _ = b.Write(line); line = line[:0] }
 	b.WriteString("# HELP warden_messages_total Messages the gateway handled.\n# TYPE warden_messages_total counter\n")
-	for _, k := range sortedKeys(m.messages) {
-		fmt.Fprintf(&b, "warden_messages_total{upstream=%s,direction=%s,kind=%s} %d\n", label(k[0]), label(k[1]), label(k[2]), m.messages[k])
+	for _, s := range messages {
+		line = append(line, "warden_messages_total{upstream="...)
+		line = appendLabel(line, s.key[0])
+		line = appendLabel(append(line, ",direction="...), s.key[1])
+		line = appendLabel(append(line, ",kind="...), s.key[2])
+		line = strconv.AppendUint(append(line, "} "...), s.val, 10)
+		line = append(line, '\n')
+		put()
 	}
 	b.WriteString("# HELP warden_denials_total Messages refused, by the stage that refused them.\n# TYPE warden_denials_total counter\n")
-	for _, k := range sortedKeys(m.denials) {
-		fmt.Fprintf(&b, "warden_denials_total{upstream=%s,stage=%s} %d\n", label(k[0]), label(k[1]), m.denials[k])
+	for _, s := range denials {
+		line = append(line, "warden_denials_total{upstream="...)
+		line = appendLabel(line, s.key[0])
+		line = appendLabel(append(line, ",stage="...), s.key[1])
+		line = strconv.AppendUint(append(line, "} "...), s.val, 10)
+		line = append(line, '\n')
+		put()
 	}
 	b.WriteString("# HELP mcp_server_operation_duration_seconds MCP request duration through the gateway (mcp.server.operation.duration).\n" +
 		"# TYPE mcp_server_operation_duration_seconds histogram\n")
-	for _, k := range sortedKeys(m.durations) {
-		h := m.durations[k]
-		labels := "mcp_method_name=" + label(k[0]) + ",upstream=" + label(k[1])
+	for _, s := range durations {
+		labels := appendLabel([]byte("mcp_method_name="), s.key[0])
+		labels = appendLabel(append(labels, ",upstream="...), s.key[1])
+		h := s.val
 		var cum uint64
 		for i, ub := range durationBuckets {
 			cum += h.counts[i]
-			fmt.Fprintf(&b, "mcp_server_operation_duration_seconds_bucket{%s,le=\"%s\"} %d\n", labels, strconv.FormatFloat(ub, 'g', -1, 64), cum)
+			line = append(append(append(line, "mcp_server_operation_duration_seconds_bucket{"...), labels...), `,le="`...)
+			line = strconv.AppendFloat(line, ub, 'g', -1, 64)
+			line = strconv.AppendUint(append(line, `"} `...), cum, 10)
+			line = append(line, '\n')
 		}
-		fmt.Fprintf(&b, "mcp_server_operation_duration_seconds_bucket{%s,le=\"+Inf\"} %d\n", labels, h.count)
-		fmt.Fprintf(&b, "mcp_server_operation_duration_seconds_sum{%s} %s\n", labels, strconv.FormatFloat(h.sum, 'g', -1, 64))
-		fmt.Fprintf(&b, "mcp_server_operation_duration_seconds_count{%s} %d\n", labels, h.count)
+		line = append(append(append(line, "mcp_server_operation_duration_seconds_bucket{"...), labels...), `,le="+Inf"} `...)
+		line = strconv.AppendUint(line, h.count, 10)
+		line = append(append(append(line, "\nmcp_server_operation_duration_seconds_sum{"...), labels...), "} "...)
+		line = strconv.AppendFloat(line, h.sum, 'g', -1, 64)
+		line = append(append(append(line, "\nmcp_server_operation_duration_seconds_count{"...), labels...), "} "...)
+		line = strconv.AppendUint(line, h.count, 10)
+		line = append(line, '\n')
+		put()
 	}
-	m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	_, _ = w.Write([]byte(b.String()))
+	_ = b.Flush()
 }
 
-// label quotes a label value as the text format requires.
-func label(v string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(v) + `"`
-}
+// labelEscaper quotes what the text format requires in a label value.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-func sortedKeys[K [2]string | [3]string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
-	return keys
+// appendLabel appends v as a quoted label value.
+func appendLabel(b []byte, v string) []byte {
+	return append(append(append(b, '"'), labelEscaper.Replace(v)...), '"')
 }

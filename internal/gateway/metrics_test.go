@@ -1,13 +1,18 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -67,4 +72,99 @@ func TestReadyz(t *testing.T) {
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("healthz with the store down: %d", code)
 	}
+}
+
+// A method no MCP revision defines is counted under "other": made-up
+// names cannot grow the label set.
+func TestMetricsLabelUnknownMethodsOther(t *testing.T) {
+	m := &Metrics{}
+	for _, method := range []string{"tools/call", "made/up-1", "made/up-2", "Tools/Call"} {
+		m.observe(&Decision{Upstream: "files", Direction: "upstream", Kind: jsonrpc.KindResponse, Method: method,
+			Open: &openCall{start: time.Now()}})
+	}
+	body := scrape(m)
+	for _, want := range []string{
+		`mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call",upstream="files"} 1`,
+		`mcp_server_operation_duration_seconds_count{mcp_method_name="other",upstream="files"} 3`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "made/up") || strings.Contains(body, "Tools/Call") {
+		t.Errorf("a made-up method became a label:\n%s", body)
+	}
+}
+
+// A scrape held in the middle of writing its page (a slow scraper) does
+// not hold up the messages being counted: the page is written from a copy,
+// outside the lock that recording takes.
+func TestMetricsScrapeDoesNotBlockRecording(t *testing.T) {
+	m := &Metrics{}
+	rec := func(upstream, method string) {
+		m.observe(&Decision{Upstream: upstream, Direction: "upstream", Kind: jsonrpc.KindResponse, Method: method,
+			Open: &openCall{start: time.Now()}})
+	}
+	for _, u := range []string{"a", "b", "c", "d"} { // a page of several KB
+		for _, method := range []string{"tools/call", "tools/list", "resources/read", "prompts/get", "ping"} {
+			rec(u, method)
+		}
+	}
+	full := scrape(m)
+	w := &heldWriter{header: http.Header{}, started: make(chan struct{}), release: make(chan struct{})}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		m.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+	}()
+	guard := time.After(10 * time.Second) // a failure guard, not a measure
+	select {
+	case <-w.started:
+	case <-guard:
+		t.Fatal("the scrape wrote nothing")
+	}
+	if w.written.Len() >= len(full) {
+		close(w.release)
+		t.Fatalf("the scrape's first write is the whole page (%d bytes): the page was formatted before any of it was written, not written as it is formatted", w.written.Len())
+	}
+	recorded := make(chan struct{})
+	go func() { rec("e", "tools/call"); close(recorded) }()
+	select {
+	case <-recorded:
+	case <-guard:
+		close(w.release)
+		t.Fatal("recording waited for a scrape that is being written")
+	}
+	close(w.release)
+	<-served
+	if got := w.written.String(); got != full {
+		t.Errorf("the held scrape wrote a different page:\n%s\nwant:\n%s", got, full)
+	}
+	if !strings.Contains(scrape(m), `upstream="e"`) {
+		t.Error("the record made during the scrape was lost")
+	}
+}
+
+// heldWriter is a ResponseWriter whose first Write returns only once
+// release is closed.
+type heldWriter struct {
+	header  http.Header
+	written bytes.Buffer
+	started chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (w *heldWriter) Header() http.Header { return w.header }
+func (w *heldWriter) WriteHeader(int)     {}
+func (w *heldWriter) Write(p []byte) (int, error) {
+	w.written.Write(p)
+	w.once.Do(func() { close(w.started); <-w.release })
+	return len(p), nil
+}
+
+func scrape(m *Metrics) string {
+	rec := httptest.NewRecorder()
+	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
 }
