@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
@@ -147,10 +148,16 @@ type Gateway struct {
 	listeners map[string]*transport.HTTPServer // by upstream name
 	log       *slog.Logger
 
-	sessions sync.WaitGroup // relays still running
 	// unchecked carries failed re-lists across the requests of the
 	// stateless revision, each relayed apart (relay_relist.go).
 	unchecked UncheckedLists
+	draining  atomic.Bool  // Drain has begun: requests and new sessions are refused
+	posts     atomic.Int64 // POSTs the MCP listeners are answering (Drain waits for them)
+
+	mu       sync.Mutex
+	sessions sync.WaitGroup                // relays still running; Add only under mu while !closed
+	relays   map[*Relay]context.CancelFunc // running relays, and how to end each; guarded by mu
+	closed   bool                          // Close has begun: no session starts; guarded by mu
 }
 
 // New checks opts and returns a gateway. It starts nothing: serve it with
@@ -170,6 +177,7 @@ func New(opts Options) (*Gateway, error) {
 		upstreams: make(map[string]*Upstream, len(opts.Upstreams)),
 		listeners: make(map[string]*transport.HTTPServer, len(opts.Upstreams)),
 		log:       opts.Logger,
+		relays:    make(map[*Relay]context.CancelFunc),
 	}
 	for i := range opts.Upstreams {
 		u := &opts.Upstreams[i]
@@ -209,9 +217,10 @@ func (g *Gateway) DefaultUpstream() string { return g.opts.Default }
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for name, srv := range g.listeners {
-		mux.Handle(g.opts.Path+"/"+name, srv)
+		h := g.drained(srv)
+		mux.Handle(g.opts.Path+"/"+name, h)
 		if name == g.opts.Default {
-			mux.Handle(g.opts.Path, srv)
+			mux.Handle(g.opts.Path, h)
 		}
 	}
 	if g.opts.JWKS != nil {
@@ -289,7 +298,16 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		client.Close()
 		return fmt.Errorf("gateway: no upstream %q", upstream)
 	}
+	ctx, end := context.WithCancel(ctx)
+	defer end()
+	g.mu.Lock()
+	if g.closed || g.draining.Load() {
+		g.mu.Unlock()
+		refuse(ctx, client, shutdownDenial("no new session starts").Error())
+		return nil
+	}
 	g.sessions.Add(1)
+	g.mu.Unlock()
 	defer g.sessions.Done()
 
 	ctx, scope := newSessionScope(ctx, session)
@@ -324,9 +342,16 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		OnResult:  u.tools.learn,
 		Answers:   u.Answers,
 		Tools:     u.tools.info(),
+		Draining:  g.draining.Load,
 		Logger:    g.log,
 	})
+	g.mu.Lock()
+	g.relays[relay] = end
+	g.mu.Unlock()
 	err = relay.Run(ctx)
+	g.mu.Lock()
+	delete(g.relays, relay)
+	g.mu.Unlock()
 	g.log.Debug("session ended", "upstream", u.Name, "session", session)
 	// A stateless request has no session to end, unless a session
 	// credential was issued for it (SessionCredentials): then its own id.
@@ -355,8 +380,18 @@ func refuse(ctx context.Context, client transport.Conn, e *jsonrpc.Error) {
 	}
 }
 
-// Close ends every session and waits for the relays to finish.
+// Close ends every session (on the listeners, and those served with
+// ServeConn) and waits for the relays to finish, the goroutines of their
+// held calls included; then it closes the upstreams and Options.Closers
+// (the audit log last), so nothing is recorded after the log is closed.
+// To let calls in flight finish first, call Drain.
 func (g *Gateway) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	for _, end := range g.relays {
+		end()
+	}
+	g.mu.Unlock()
 	for _, l := range g.listeners {
 		l.Close()
 	}

@@ -39,6 +39,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -63,19 +64,22 @@ type Relay struct {
 	tools            ToolInfo
 	recheck          func(ctx context.Context, upstream string, result []byte) error
 	unchecked        *UncheckedLists // nil but for stateless requests
+	draining         func() bool     // nil, or whether the gateway is stopping (relay_stop.go)
 	log              *slog.Logger
 
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
+	holds   sync.WaitGroup // relayHeld's goroutines; Add only under mu while !closed
+	busy    atomic.Int64   // client requests being relayed (clientMessage); see inFlight
 
 	mu      sync.Mutex
-	pending map[string]*pendingCall          // by id text; guarded by mu
-	asked   map[string]askedCall             // by id text; guarded by mu
-	holding map[string]context.CancelFunc    // requests still in a blocking pipeline, by id text; guarded by mu
-	own     map[string]chan *jsonrpc.Message // warden's own requests to the client, by id text; guarded by mu
-	elicit  bool                             // the client declared form elicitation; guarded by mu
-	ready   bool                             // stateless, or the upstream answered initialize; guarded by mu
-	opened  bool                             // the upstream answered initialize; guarded by mu
-	closed  bool                             // no more pending or asked entries; guarded by mu
+	pending map[string]*pendingCall            // by id text; guarded by mu
+	asked   map[string]askedCall               // by id text; guarded by mu
+	holding map[string]context.CancelCauseFunc // requests still in a blocking pipeline, by id text; guarded by mu
+	own     map[string]chan *jsonrpc.Message   // warden's own requests to the client, by id text; guarded by mu
+	elicit  bool                               // the client declared form elicitation; guarded by mu
+	ready   bool                               // stateless, or the upstream answered initialize; guarded by mu
+	opened  bool                               // the upstream answered initialize; guarded by mu
+	closed  bool                               // no more pending or asked entries; guarded by mu
 
 	// The re-list after list_changed (relay_relist.go); guarded by mu.
 	ownUp      map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
@@ -150,7 +154,10 @@ type RelayOptions struct {
 	// so that a re-list that failed on one (the client's listen stream)
 	// refuses the principal's calls on the others (relay_relist.go).
 	Unchecked *UncheckedLists
-	Logger    *slog.Logger
+	// Draining, if set, tells whether the gateway is stopping: requests
+	// are then refused with -32035, rule shutdown (Gateway.Drain).
+	Draining func() bool
+	Logger   *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -177,10 +184,11 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		tools:        opts.Tools,
 		recheck:      opts.Recheck,
 		unchecked:    opts.Unchecked,
+		draining:     opts.Draining,
 		log:          opts.Logger,
 		pending:      make(map[string]*pendingCall),
 		asked:        make(map[string]askedCall),
-		holding:      make(map[string]context.CancelFunc),
+		holding:      make(map[string]context.CancelCauseFunc),
 		own:          make(map[string]chan *jsonrpc.Message),
 		ownUp:        make(map[string]chan *jsonrpc.Message),
 		ready:        opts.Stateless,
@@ -215,8 +223,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	cancel()
 	r.upstream.Close()
 	err := <-upErr
-	r.failPending(jsonrpc.CodeSessionClosed, "session closed")
+	r.failPending(jsonrpc.CodeSessionClosed, "ended", "session closed")
 	r.relists.Wait() // closed is set: no re-list starts any more
+	r.holds.Wait()   // ctx is cancelled: held calls stop waiting for a person
 	r.client.Close()
 	r.failAsked(context.WithoutCancel(ctx))
 	r.mu.Lock()
@@ -250,6 +259,10 @@ func (r *Relay) fromClient(ctx context.Context) error {
 
 // clientMessage relays one message from the client.
 func (r *Relay) clientMessage(ctx context.Context, msg *jsonrpc.Message) {
+	if msg.Kind == jsonrpc.KindRequest {
+		r.busy.Add(1) // until it is pending, held or answered
+		defer r.busy.Add(-1)
+	}
 	switch {
 	case msg.Kind == jsonrpc.KindResponse:
 		r.relayClientResponse(ctx, msg)
@@ -264,6 +277,9 @@ func (r *Relay) clientMessage(ctx context.Context, msg *jsonrpc.Message) {
 // forwards it if no stage refuses it.
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	call, denial := newCall(msg, r.upstreamName, r.session)
+	if denial == nil && msg.Kind == jsonrpc.KindRequest && r.draining != nil && r.draining() {
+		denial = shutdownDenial("it is not relayed")
+	}
 	if denial == nil {
 		call.Principal = r.principal
 		denial = r.lifecycle(msg)
@@ -282,6 +298,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 			}
 		}
 		denial = r.pipeline.Check(ctx, call)
+		if denial != nil && errors.Is(context.Cause(ctx), errStopping) {
+			denial = shutdownDenial("it was held and is not relayed") // a held call the drain time ran out on
+		}
 	}
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
 		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
@@ -315,9 +334,10 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if denial != nil {
 		denial.AuditID = d.AuditID
 		r.log.Info("refused", "decision", d, "reason", denial.Reason)
-		if msg.Kind == jsonrpc.KindRequest && ctx.Err() == nil { // a cancelled request gets no answer
-
-			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, denial.Error()))
+		// A cancelled request gets no answer; one cut by the gateway's
+		// stop does (its context is cancelled with errStopping).
+		if msg.Kind == jsonrpc.KindRequest && (ctx.Err() == nil || errors.Is(context.Cause(ctx), errStopping)) {
+			r.writeClient(context.WithoutCancel(ctx), jsonrpc.NewErrorResponse(msg.ID, denial.Error()))
 		}
 		return
 	}
@@ -339,25 +359,36 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 
 // relayHeld runs relayClientCall for a request on its own goroutine, when a
 // stage may hold it for a person: other messages of the session go on, and
-// the client's notifications/cancelled for it releases the hold.
+// the client's notifications/cancelled for it releases the hold. The
+// goroutine ends with the session: Run cancels ctx, which ends the wait,
+// and waits for it before it returns, so that no held call is recorded
+// after its session (and perhaps the audit log) is gone. A request read
+// after the session ended is dropped: nobody is left to answer.
 func (r *Relay) relayHeld(ctx context.Context, msg *jsonrpc.Message) {
-	hctx, cancel := context.WithCancel(ctx)
+	hctx, cancel := context.WithCancelCause(ctx)
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel(nil)
+		return
+	}
 	if _, dup := r.holding[msg.ID.Raw()]; dup {
 		r.mu.Unlock()
-		cancel()
+		cancel(nil)
 		r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, (&Denial{Stage: "relay", Rule: "duplicate-id",
 			Code: jsonrpc.CodeInvalidRequest, Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}).Error()))
 		return
 	}
 	r.holding[msg.ID.Raw()] = cancel
+	r.holds.Add(1)
 	r.mu.Unlock()
 	go func() {
+		defer r.holds.Done()
 		defer func() {
 			r.mu.Lock()
 			delete(r.holding, msg.ID.Raw())
 			r.mu.Unlock()
-			cancel()
+			cancel(nil)
 		}()
 		r.relayClientCall(hctx, msg)
 	}()
@@ -397,12 +428,28 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 	for {
 		msg, err := r.upstream.Read(ctx)
 		if err != nil {
-			if ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+			case errors.Is(err, transport.ErrSessionLost):
+				// An HTTP upstream forgot the session (it restarted, or
+				// expired it). The client must start again: an HTTP
+				// client is told so by 404 on its session (SessionLoser),
+				// a stdio client by this error, and then the end of the
+				// session.
+				reason := "upstream " + quote(r.upstreamName) + " ended the session (it answered HTTP 404 to the session's id): start a new session"
+				err = fmt.Errorf("upstream %s ended the session: %w", quote(r.upstreamName), err)
+				r.log.Warn("upstream lost the session", "upstream", r.upstreamName, "session", r.session)
+				if l, ok := r.client.(transport.SessionLoser); ok {
+					l.LoseSession()
+				}
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, "session-expired", reason)
+				r.client.Close()
+			default:
 				// The upstream ended on its own: it crashed or exited.
 				status := exitStatus(r.upstream)
 				err = fmt.Errorf("upstream %s ended the session%s: %w", quote(r.upstreamName), status, err)
 				r.log.Warn("upstream ended", "upstream", r.upstreamName, "err", err)
-				r.failPending(jsonrpc.CodeUpstreamUnavailable, "upstream "+quote(r.upstreamName)+" ended the session"+status)
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, "ended", "upstream "+quote(r.upstreamName)+" ended the session"+status)
 				r.client.Close()
 			}
 			return err
@@ -650,7 +697,7 @@ func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
 	id := jsonrpc.IDFromRaw(raw)
 	r.mu.Lock()
 	if cancel := r.holding[id.Raw()]; cancel != nil {
-		cancel() // a held call: stop waiting for its approval
+		cancel(nil) // a held call: stop waiting for its approval
 	}
 	r.mu.Unlock()
 	if p, ok := r.untrackCall(id); ok {
@@ -658,9 +705,9 @@ func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
 	}
 }
 
-// failPending answers every pending client request with an error and stops
-// accepting new ones.
-func (r *Relay) failPending(code int64, reason string) {
+// failPending answers every pending client request with an error of stage
+// upstream and the given rule, and stops accepting new ones.
+func (r *Relay) failPending(code int64, rule, reason string) {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
@@ -673,7 +720,7 @@ func (r *Relay) failPending(code int64, reason string) {
 	r.closed = true
 	r.mu.Unlock()
 	for _, p := range pending {
-		r.answerInstead(context.Background(), p, code, "upstream", "ended", reason)
+		r.answerInstead(context.Background(), p, code, "upstream", rule, reason)
 	}
 }
 
