@@ -62,6 +62,10 @@ type Decision struct {
 	Approver string // who decided; empty on timeout or cancellation
 	Reason   string
 	TimedOut bool
+	// Cause is the store error behind a refusal the queue made itself:
+	// for warden's log and the audit record, never for the client (it
+	// may name the store's address). Not stored.
+	Cause string `json:"-"`
 }
 
 // Errors of Decide.
@@ -213,7 +217,7 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 	}
 	q.mu.Unlock()
 	if failed != nil {
-		return Decision{Reason: "the call could not be held for approval: " + failed.Error()}
+		return Decision{Reason: "the call could not be held for approval: the approval store failed", Cause: failed.Error()}
 	}
 	defer func() {
 		q.mu.Lock()
@@ -228,7 +232,7 @@ func (q *Queue) Wait(ctx context.Context, id string) Decision {
 		return Decision{Reason: "no such pending request"}
 	}
 	if err != nil {
-		return Decision{Reason: "the approval store could not be read, so the call is refused: " + err.Error()}
+		return Decision{Reason: "the approval store could not be read, so the call is refused", Cause: err.Error()}
 	}
 	defer q.remove(bg, id)
 	timer := time.NewTimer(time.Until(p.Expires))
@@ -282,7 +286,7 @@ func (q *Queue) giveUp(ctx context.Context, id string, mine Decision) Decision {
 		}
 	}
 	return Decision{TimedOut: mine.TimedOut,
-		Reason: mine.Reason + "; the approval store could not record it: " + err.Error()}
+		Reason: mine.Reason + "; the approval store could not record it", Cause: err.Error()}
 }
 
 func (q *Queue) load(ctx context.Context, id string) (Pending, *Decision, error) {

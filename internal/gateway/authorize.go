@@ -138,7 +138,7 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 		Session: c.Session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 		Classification: c.Level, DPoPJKT: jkt, BindingMode: mode, SchemaHash: schemaHash})
 	if err != nil {
-		return "", nil, &Denial{Rule: "issue", Reason: "warden could not issue the token: " + err.Error()}
+		return "", nil, &Denial{Rule: "issue", Reason: "warden could not issue the token", Cause: err.Error()}
 	}
 	if c.Session != "" && z.Revocations != nil {
 		// The session's end revokes the token wherever it is presented,
@@ -146,7 +146,7 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 		// handed out.
 		until := time.Unix(claims.Expiry, 0).Add(z.Skew)
 		if err := z.Revocations.Bind(ctx, c.Session, claims.ID, until); err != nil {
-			return "", nil, &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the token could not be bound to its session in the revocation registry, so it is not issued: " + err.Error()}
+			return "", nil, &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the token could not be bound to its session in the revocation registry, so it is not issued", Cause: err.Error()}
 		}
 	}
 	return token, &claims, nil
@@ -269,6 +269,9 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	z, _ := u.Pipeline.zeroTrust()
 	jkt, d := g.authorizeProof(r, z.StoreTimeout)
 	if d != nil {
+		if d.Cause != "" {
+			g.log.Warn("token refused", "upstream", u.Name, "tool", req.Tool, "stage", d.Stage, "rule", d.Rule, "cause", d.Cause)
+		}
 		fail(http.StatusUnauthorized, d)
 		return
 	}
@@ -296,7 +299,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	g.log.Info("token refused", "upstream", u.Name, "tool", req.Tool, "stage", d.Stage, "rule", d.Rule)
+	g.log.Info("token refused", "upstream", u.Name, "tool", req.Tool, "stage", d.Stage, "rule", d.Rule, "cause", d.Cause)
 	fail(http.StatusForbidden, d)
 }
 
@@ -357,7 +360,9 @@ func (g *Gateway) authorizeProof(r *http.Request, timeout time.Duration) (string
 	}
 	fresh, err := undecided.Consume(r.Context(), g.opts.ProofStore, store.NSProof, proof.JTI, proof.IAT.Add(2*dpop.DefaultIATWindow), timeout)
 	if err != nil {
-		return deny("the replay store could not decide: %v", err)
+		_, d := deny("the replay store could not decide")
+		d.Cause = err.Error()
+		return "", d
 	}
 	if !fresh {
 		return deny("this DPoP proof was already used")

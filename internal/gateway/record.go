@@ -169,6 +169,9 @@ func auditRecord(d *Decision, params string) audit.Record {
 	switch {
 	case d.Denial != nil:
 		r.Decision, r.Stage, r.Rule, r.Invariant, r.Reason = audit.Deny, d.Denial.Stage, d.Denial.Rule, d.Denial.Invariant, d.Denial.Reason
+		if d.Denial.Cause != "" { // what the client was not told
+			r.Reason += " (cause: " + d.Denial.Cause + ")"
+		}
 	case d.Failure != nil:
 		r.Decision, r.Stage, r.Rule, r.Reason = audit.Error, d.Failure.Stage, d.Failure.Rule, d.Failure.Reason
 	case d.Msg != nil && d.Msg.Error != nil:

@@ -143,6 +143,10 @@ type Denial struct {
 	Invariant, Step string
 	// AuditID is the audit record of the refusal, when one was written.
 	AuditID string
+	// Cause is the error behind a refusal that a store or the network
+	// caused (a Redis address, a file path): for warden's log and the
+	// audit record, never for the client, whose Reason stays generic.
+	Cause string
 }
 
 // Error returns the JSON-RPC error sent to the client for d.
@@ -278,6 +282,9 @@ func (d Decision) LogValue() slog.Value {
 	}
 	if d.Denial != nil {
 		attrs = append(attrs, slog.String("stage", d.Denial.Stage), slog.String("rule", d.Denial.Rule))
+		if d.Denial.Cause != "" {
+			attrs = append(attrs, slog.String("cause", d.Denial.Cause))
+		}
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -161,7 +161,7 @@ func (z ZeroTrust) checkRevoked(ctx context.Context, session string, claims *zer
 		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: session})
 	switch {
 	case err != nil:
-		return &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused: " + err.Error()}
+		return &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused", Cause: err.Error()}
 	case revoked:
 		return &Denial{Rule: "revoked", Reason: "P8 credential revocation: " + reason}
 	}
@@ -339,11 +339,11 @@ func storeDenial(what string, err error) *Denial {
 			"an earlier use of it on this gateway got no answer from the replay store in time (step 6)"}
 	case errors.Is(err, store.ErrTimeout):
 		return &Denial{Rule: "store-timeout", Reason: "the replay store did not answer in time for " + what +
-			", so the call is refused and the token counts as used: " + err.Error()}
+			", so the call is refused and the token counts as used", Cause: err.Error()}
 	case errors.Is(err, store.ErrBusy):
-		return &Denial{Rule: "store-timeout", Reason: "the replay store has left too many consumptions unanswered, so the call is refused without asking it: " + err.Error()}
+		return &Denial{Rule: "store-timeout", Reason: "the replay store has left too many consumptions unanswered, so the call is refused without asking it", Cause: err.Error()}
 	}
-	return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused: " + err.Error()}
+	return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused", Cause: err.Error()}
 }
 
 // tokenFor finds a token for a call that brought none: warden issues one
@@ -356,7 +356,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 				Session: session, Arguments: c.Arguments, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
-				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token: " + err.Error()}
+				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
 			}
 			return token, nil
 		}
@@ -382,7 +382,7 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (stri
 	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
 		Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
 	if err != nil {
-		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token: " + err.Error()}
+		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token", Cause: err.Error()}
 	}
 	return token, nil
 }
@@ -407,11 +407,11 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	d := z.Approvals.Wait(ctx, p.ID)
 	switch {
 	case d.TimedOut:
-		return &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason}
+		return &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason, Cause: d.Cause}
 	case !d.Approved && d.Approver != "":
 		return &Denial{Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
 	case !d.Approved:
-		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")"}
+		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
 	}
 	c.Approver = d.Approver
 	return nil

@@ -188,7 +188,8 @@ func checkToken(ctx context.Context, t Token) error {
 	return nil
 }
 
-// undecided is Check's answer when it could not decide.
+// undecided is Check's answer when it could not decide. The reason may be
+// shown to a client, so it names no address: the error carries that.
 func undecided(err error) (bool, string, error) {
-	return true, "the revocation registry could not decide: " + err.Error(), err
+	return true, "the revocation registry could not decide", err
 }
