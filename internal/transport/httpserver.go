@@ -40,6 +40,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +80,25 @@ type HTTPServerOptions struct {
 	// SessionIdleTimeout ends stateful sessions that have had no HTTP
 	// request in flight for this long. 0 means 30 minutes.
 	SessionIdleTimeout time.Duration
+
+	// Sessions bounds the sessions held at once, overall and per principal
+	// (httpserver_limits.go); listeners that share one share the bound. nil
+	// means a bound of this listener's own with the defaults. A stateless
+	// request counts as a session while it is in flight. A session over
+	// the bound is refused with HTTP 503 and Retry-After.
+	Sessions *SessionLimits
+
+	// Admit, if set, is asked before each new session starts, once Sessions
+	// has room for it. It may refuse the session (503, as for Sessions), or
+	// admit it with a release function (may be nil), called once OnSession
+	// has returned. A refused session never reaches OnSession.
+	Admit func(info SessionInfo) (release func(), refusal *Busy)
+
+	// BodyTimeout bounds the reading of a POST's body, from the end of its
+	// headers; a body that takes longer is answered 408 and its connection
+	// closed. It bounds the request only: the response, an SSE stream, may
+	// last as long as the relay needs. 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 
 	// EventBuffer is how many outbound messages a session keeps for
 	// resumption and for delivery to a standalone stream not yet open.
@@ -174,6 +194,9 @@ type HTTPServer struct {
 	authenticate   func(*http.Request) (string, *AuthRefusal)
 	paramBindings  func(string) ([]mcp.ParamBinding, bool)
 	limits         jsonrpc.Limits
+	sessionLimits  *SessionLimits
+	admitHook      func(SessionInfo) (func(), *Busy)
+	bodyTimeout    time.Duration
 	idle           time.Duration
 	openWait       time.Duration // < 0: open SSE streams at once
 	eventBuffer    int
@@ -201,6 +224,9 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 		onSession:      opts.OnSession,
 		paramBindings:  opts.ParamBindings,
 		limits:         opts.Limits,
+		sessionLimits:  opts.Sessions,
+		admitHook:      opts.Admit,
+		bodyTimeout:    opts.BodyTimeout,
 		idle:           opts.SessionIdleTimeout,
 		openWait:       opts.OpenWait,
 		eventBuffer:    opts.EventBuffer,
@@ -217,6 +243,12 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 	}
 	if h.idle <= 0 {
 		h.idle = DefaultSessionIdleTimeout
+	}
+	if h.sessionLimits == nil {
+		h.sessionLimits = NewSessionLimits(0, 0)
+	}
+	if h.bodyTimeout <= 0 {
+		h.bodyTimeout = DefaultBodyTimeout
 	}
 	if h.eventBuffer <= 0 {
 		h.eventBuffer = DefaultEventBuffer
@@ -364,7 +396,16 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 		// which has no initialize (the upstream answers it "method not found").
 		initialize := len(msgs) == 1 && msgs[0].IsCall() && msgs[0].Method == mcp.MethodInitialize
 		stateless := !initialize || mcp.Stateless(r.Header.Get(mcp.HeaderProtocolVersion))
-		if sess = h.startSession(r, stateless, requestedVersion(r, msgs)); sess == nil {
+		var busy *Busy
+		if sess, busy = h.startSession(r, stateless, requestedVersion(r, msgs)); busy != nil {
+			var id jsonrpc.ID
+			if len(msgs) == 1 && msgs[0].IsCall() {
+				id = msgs[0].ID
+			}
+			h.refuseBusy(w, r, id, busy)
+			return
+		}
+		if sess == nil {
 			http.Error(w, "server closed", http.StatusServiceUnavailable)
 			return
 		}
@@ -451,9 +492,24 @@ func (h *HTTPServer) owns(w http.ResponseWriter, r *http.Request, sess *httpSess
 	return false
 }
 
-// readBody reads the request body within the size limit, answering 413 (with
-// a JSON-RPC error) or 400 itself when it cannot.
+// readBody reads the request body within the size limit and the body
+// timeout, answering 413, 408 (with a JSON-RPC error) or 400 itself when it
+// cannot.
 func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	// The read deadline bounds the body only: it is lifted once the body is
+	// in (net/http does so too on HTTP/1.1), so that the answer's stream
+	// may last. After a failure it stays, so that net/http does not wait
+	// for the rest of a body it will not use.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(h.bodyTimeout)) == nil
+	body, ok := h.readBodyWithin(w, r)
+	if ok && deadline {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
+	return body, ok
+}
+
+func (h *HTTPServer) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := int64(h.limits.MaxBytes)
 	tooLarge := func() ([]byte, bool) {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{},
@@ -469,7 +525,7 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		// the body there), in one allocation.
 		body := make([]byte, n)
 		if _, err := io.ReadFull(r.Body, body); err != nil {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+			h.bodyFailed(w, r, err)
 			return nil, false
 		}
 		// Read to its end: closing it spares net/http an attempt to
@@ -482,10 +538,24 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return tooLarge()
 		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
+		h.bodyFailed(w, r, err)
 		return nil, false
 	}
 	return body, true
+}
+
+// bodyFailed answers a POST whose body could not be read: 408 and the end of
+// the connection when it did not arrive within the body timeout, else 400.
+func (h *HTTPServer) bodyFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return
+	}
+	h.log.Warn("http: request body too slow", "rule", RuleBodyTimeout, "remote", r.RemoteAddr, "timeout", h.bodyTimeout)
+	w.Header().Set("Connection", "close")
+	writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{},
+		jsonrpc.Detail{Stage: stageListener, Rule: RuleBodyTimeout}.Errorf(jsonrpc.CodeInvalidRequest,
+			"request body not received within "+h.bodyTimeout.String()))
 }
 
 // lookup returns the live stateful session with id sid, or nil.
@@ -495,29 +565,14 @@ func (h *HTTPServer) lookup(sid string) *httpSession {
 	return h.sessions[sid]
 }
 
-// startSession registers a new session and starts OnSession for it. It
-// returns nil once the server is closed.
-func (h *HTTPServer) startSession(r *http.Request, stateless bool, version string) *httpSession {
+// startSession registers a new session and starts OnSession for it, unless a
+// limit refuses it (Busy). It returns nil, nil once the server is closed.
+func (h *HTTPServer) startSession(r *http.Request, stateless bool, version string) (*httpSession, *Busy) {
 	id := ""
 	if !stateless {
 		id = randomHex(16)
 	}
-	s := newHTTPSession(h, id, stateless, version)
 	principal, _ := r.Context().Value(principalKey{}).(string)
-	s.principal = principal // before the session is published
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		s.cancel()
-		return nil
-	}
-	if stateless {
-		h.ephemeral[s] = true
-	} else {
-		h.sessions[id] = s
-	}
-	h.mu.Unlock()
-
 	info := SessionInfo{
 		Principal:       principal,
 		ID:              id,
@@ -526,14 +581,35 @@ func (h *HTTPServer) startSession(r *http.Request, stateless bool, version strin
 		Header:          r.Header.Clone(),
 		ProtocolVersion: version,
 	}
+	release, busy := h.admit(r, info)
+	if busy != nil {
+		return nil, busy
+	}
+	s := newHTTPSession(h, id, stateless, version)
+	s.principal = principal // before the session is published
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		s.cancel()
+		release()
+		return nil, nil
+	}
+	if stateless {
+		h.ephemeral[s] = true
+	} else {
+		h.sessions[id] = s
+	}
+	h.mu.Unlock()
+
 	if !stateless {
 		h.log.Info("http: session started", "session", id, "remote", r.RemoteAddr, "version", version)
 	}
 	go func() {
+		defer release() // after Close: the upstream is let go by then
 		defer s.Close()
 		h.onSession(s.ctx, s, info)
 	}()
-	return s
+	return s, nil
 }
 
 // forget removes s from the server's tables.
