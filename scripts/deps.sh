@@ -9,7 +9,8 @@
 #   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
-#   $D/bin/{everything-server,staticcheck,govulncheck,testsum}        built from tools/go.mod
+#   $D/bin/{everything-server,everything-client,staticcheck,govulncheck,testsum}
+#                                                                       built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
@@ -75,6 +76,7 @@ CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dis
 AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
 GO_EVERYTHING_SERVER=$D/bin/everything-server
+GO_EVERYTHING_CLIENT=$D/bin/everything-client
 STATICCHECK=$D/bin/staticcheck
 GOVULNCHECK=$D/bin/govulncheck
 TESTSUM=$D/bin/testsum
@@ -143,7 +145,7 @@ install_go_tools() {
 		find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
 			sort -z | xargs -0 sha256sum
 	} | sha256sum | cut -d' ' -f1)
-	if stamp_ok gotools "$key" && [[ -x $GO_EVERYTHING_SERVER && -x $STATICCHECK &&
+	if stamp_ok gotools "$key" && [[ -x $GO_EVERYTHING_SERVER && -x $GO_EVERYTHING_CLIENT && -x $STATICCHECK &&
 		-x $GOVULNCHECK && -x $TESTSUM && -f $BASELINE ]]; then
 		log "go tools: present (tools/ hash ${key:0:12})"
 		return
@@ -154,6 +156,7 @@ install_go_tools() {
 	(
 		cd "$ROOT/tools"
 		run go build -o "$GO_EVERYTHING_SERVER" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
+		run go build -o "$GO_EVERYTHING_CLIENT" github.com/modelcontextprotocol/go-sdk/conformance/everything-client
 		run go build -o "$STATICCHECK" honnef.co/go/tools/cmd/staticcheck
 		run go build -o "$GOVULNCHECK" golang.org/x/vuln/cmd/govulncheck
 		run go build -o "$TESTSUM" ./testsum
@@ -248,7 +251,8 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
 		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK \
-		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_STATICCHECK:STATICCHECK \
+		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
+		WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
 		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM WARDEN_OTELCOL:OTELCOL; do
 		var=${v#*:}

@@ -9,12 +9,13 @@ go 1.26.0
 toolchain go1.26.8
 
 tool (
+	github.com/modelcontextprotocol/go-sdk/conformance/everything-client
 	github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 	golang.org/x/vuln/cmd/govulncheck
 	honnef.co/go/tools/cmd/staticcheck
 )
 
-// The three pinned tools; bump them here, then run `go mod tidy`.
+// The pinned tools' modules; bump them here, then run `go mod tidy`.
 // (The tool directive makes `go mod tidy` mark them indirect.)
 require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect

@@ -10,6 +10,7 @@
 //	EverythingServer   WARDEN_EVERYTHING_BIN        npm @modelcontextprotocol/server-everything
 //	ConformanceJS      WARDEN_CONFORMANCE_JS        npm @modelcontextprotocol/conformance, run with Node22
 //	GoEverythingServer WARDEN_GO_EVERYTHING_SERVER  go-sdk conformance/everything-server
+//	GoEverythingClient WARDEN_GO_EVERYTHING_CLIENT  go-sdk conformance/everything-client
 //	Aimock             WARDEN_AIMOCK_BIN            npm @copilotkit/aimock (AG-UI, A2A, MCP mock)
 //	TypeScriptSDK      WARDEN_MCP_SDK               npm @modelcontextprotocol/sdk (its package.json)
 //	Otelcol            WARDEN_OTELCOL               OpenTelemetry Collector built with ocb (StartOtelcol runs it)
@@ -48,6 +49,7 @@ const (
 	EnvEverythingBin      = "WARDEN_EVERYTHING_BIN"
 	EnvConformanceJS      = "WARDEN_CONFORMANCE_JS"
 	EnvGoEverythingServer = "WARDEN_GO_EVERYTHING_SERVER"
+	EnvGoEverythingClient = "WARDEN_GO_EVERYTHING_CLIENT"
 	EnvSharedDir          = "WARDEN_SHARED_DIR"
 	EnvAimockBin          = "WARDEN_AIMOCK_BIN"
 	EnvMCPSDK             = "WARDEN_MCP_SDK"
@@ -69,6 +71,8 @@ var (
 		"conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"}
 	goEverything = dep{"go-sdk conformance everything-server", EnvGoEverythingServer,
 		"bin/everything-server"}
+	goEverythingClient = dep{"go-sdk conformance everything-client", EnvGoEverythingClient,
+		"bin/everything-client"}
 	aimock = dep{"@copilotkit/aimock", EnvAimockBin, "aimock/node_modules/.bin/aimock"}
 	mcpSDK = dep{"@modelcontextprotocol/sdk", EnvMCPSDK,
 		"mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json"}
@@ -90,6 +94,12 @@ func ConformanceJS(t testing.TB) string { t.Helper(); return find(t, conformance
 // GoEverythingServer returns the path of the go-sdk conformance
 // everything-server executable (`-http=127.0.0.1:PORT`, `-stateless=false`).
 func GoEverythingServer(t testing.TB) string { t.Helper(); return find(t, goEverything) }
+
+// GoEverythingClient returns the path of the go-sdk conformance
+// everything-client executable: the client the conformance suite runs in
+// client mode (`conformance client --command PATH`; it takes the server URL
+// as its last argument and the scenario from MCP_CONFORMANCE_SCENARIO).
+func GoEverythingClient(t testing.TB) string { t.Helper(); return find(t, goEverythingClient) }
 
 // Aimock returns the path of the aimock executable (an npm bin script; run
 // it as `Node22(t) <path> -c CONFIG -p PORT`). It binds 127.0.0.1 by

@@ -69,6 +69,7 @@ func TestDepFromDepsDir(t *testing.T) {
 		{EnvEverythingBin, EverythingServer, "everything/node_modules/.bin/mcp-server-everything"},
 		{EnvConformanceJS, ConformanceJS, "conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js"},
 		{EnvGoEverythingServer, GoEverythingServer, "bin/everything-server"},
+		{EnvGoEverythingClient, GoEverythingClient, "bin/everything-client"},
 	} {
 		t.Setenv(tc.env, "")
 		want := filepath.Join(dir, filepath.FromSlash(tc.rel))

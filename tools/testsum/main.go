@@ -6,7 +6,9 @@
 //
 // In stream mode it prints each package's result line ("ok", "FAIL",
 // "?"), build errors, and the full output of every failing test (with -v,
-// every line), then the skipped tests with their reasons, the failed tests,
+// every line), every output line that starts with "REPORT " (a table a
+// test wants shown even when it passes, such as the conformance
+// comparison), then the skipped tests with their reasons, the failed tests,
 // and a line "[L: ]N passed, M failed, K skipped". Lines that are not JSON
 // (for example the go command's own stderr) are passed through. With -save
 // the raw stream is also written to FILE.
@@ -103,6 +105,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return s.exitCode()
 }
 
+// reportPrefix starts an output line that is shown whatever the test's
+// result, as it arrives.
+const reportPrefix = "REPORT "
+
 // event is one line of `go test -json` (see `go doc test2json`).
 type event struct {
 	Action      string
@@ -183,7 +189,7 @@ func (s *summary) handle(e event) {
 	case "run":
 		s.running[k] = true
 	case "output":
-		if s.verbose {
+		if s.verbose || strings.HasPrefix(e.Output, reportPrefix) {
 			fmt.Fprint(s.out, e.Output)
 			return
 		}

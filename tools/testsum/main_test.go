@@ -46,6 +46,7 @@ not json: go: warning
 {"Action":"start","Package":"ex/e"}
 {"Action":"run","Package":"ex/e","Test":"TestFine"}
 {"Action":"output","Package":"ex/e","Test":"TestFine","Output":"secret noise\n"}
+{"Action":"output","Package":"ex/e","Test":"TestFine","Output":"REPORT scenario | direct | warden\n"}
 {"Action":"pass","Package":"ex/e","Test":"TestFine","Elapsed":0}
 {"Action":"output","Package":"ex/e","Output":"PASS\n"}
 {"Action":"output","Package":"ex/e","Output":"ok  \tex/e\t0.01s\n"}
@@ -74,6 +75,7 @@ func TestStream(t *testing.T) {
 		"not json: go: warning",
 		"?   \tex/d\t[no test files]",
 		"ok  \tex/e\t0.01s",
+		"REPORT scenario | direct | warden\n", // a passing test's report line
 		"skipped:\n  ex/a TestSkip: run make deps\n",
 		"  ex/a TestBad/sub\n  ex/a TestBad\n  ex/b TestPanics (did not finish)\n  ex/c (build failed)\n",
 	} {
@@ -89,6 +91,9 @@ func TestStream(t *testing.T) {
 	saved, err := os.ReadFile(save)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := strings.Count(got, "REPORT "); n != 1 {
+		t.Errorf("the report line is shown %d times, want once", n)
 	}
 	if string(saved) != stream {
 		t.Errorf("-save wrote %d bytes, want the %d-byte stream unchanged", len(saved), len(stream))
