@@ -64,6 +64,14 @@ const (
 	DefaultDrainTimeout    = 10 * time.Second
 	MaxDrainTimeout        = 10 * time.Minute
 	DefaultShutdownTimeout = 2 * time.Second
+	// Defaults of the listener's bounds (gateway.limits): sessions
+	// overall and per principal, live children per stdio upstream, and the
+	// time a request's headers and body may take to arrive.
+	DefaultMaxSessions             = 4096
+	DefaultMaxSessionsPerPrincipal = 256
+	DefaultMaxChildrenPerUpstream  = 64
+	DefaultHeaderTimeout           = 10 * time.Second
+	DefaultBodyTimeout             = 30 * time.Second
 )
 
 // Bounds on gateway.limits, inclusive.
@@ -72,6 +80,11 @@ const (
 	MaxMaxMessageBytes = 64 << 20
 	MinMaxDepth        = 2
 	MaxMaxDepth        = 1000
+	MaxMaxSessions     = 1000000
+	MaxMaxChildren     = 10000
+	MinReadTimeout     = time.Second // header_timeout and body_timeout
+	MaxHeaderTimeout   = 5 * time.Minute
+	MaxBodyTimeout     = time.Hour
 )
 
 // Transport names returned by Upstream.Transport.
@@ -686,6 +699,22 @@ type LimitsConfig struct {
 	// calls in flight finish before it answers them with -32035, rule
 	// shutdown; 0 answers them at once.
 	DrainTimeout time.Duration
+
+	// MaxSessions bounds the client sessions of the HTTP listener, all
+	// upstreams together; a stateless request counts while in flight.
+	MaxSessions int
+	// MaxSessionsPerPrincipal bounds them per authenticated client
+	// (gateway.auth), or per client IP address without authentication.
+	MaxSessionsPerPrincipal int
+	// MaxChildrenPerUpstream bounds the live child processes of each stdio
+	// upstream, one per stateful HTTP session (the child that stateless
+	// requests share is not counted).
+	MaxChildrenPerUpstream int
+	// HeaderTimeout and BodyTimeout bound the time an HTTP request's
+	// headers, then its body, may take to arrive. Neither bounds a
+	// response: an SSE stream may last.
+	HeaderTimeout time.Duration
+	BodyTimeout   time.Duration
 }
 
 // Upstream is one MCP server behind the gateway, reached either by running
@@ -801,6 +830,12 @@ func Default() *Config {
 				RequestTimeout:     DefaultRequestTimeout,
 				SessionIdleTimeout: DefaultSessionIdleTimeout,
 				DrainTimeout:       DefaultDrainTimeout,
+
+				MaxSessions:             DefaultMaxSessions,
+				MaxSessionsPerPrincipal: DefaultMaxSessionsPerPrincipal,
+				MaxChildrenPerUpstream:  DefaultMaxChildrenPerUpstream,
+				HeaderTimeout:           DefaultHeaderTimeout,
+				BodyTimeout:             DefaultBodyTimeout,
 			},
 			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew, StoreTimeout: DefaultStoreTimeout},
 			Admin:     AdminConfig{Addr: DefaultAdminAddr},

@@ -131,6 +131,12 @@ func TestDefaults(t *testing.T) {
 				RequestTimeout:     5 * time.Minute,
 				SessionIdleTimeout: 30 * time.Minute,
 				DrainTimeout:       10 * time.Second,
+
+				MaxSessions:             4096,
+				MaxSessionsPerPrincipal: 256,
+				MaxChildrenPerUpstream:  64,
+				HeaderTimeout:           10 * time.Second,
+				BodyTimeout:             30 * time.Second,
 			},
 			Upstreams: []Upstream{{
 				Name:            "a",

@@ -750,6 +750,11 @@ func (d *decoder) limits(n *yaml.Node, path string, l *LimitsConfig) {
 		{"request_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.RequestTimeout) }},
 		{"session_idle_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.SessionIdleTimeout) }},
 		{"drain_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.DrainTimeout) }},
+		{"max_sessions", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxSessions) }},
+		{"max_sessions_per_principal", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxSessionsPerPrincipal) }},
+		{"max_children_per_upstream", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxChildrenPerUpstream) }},
+		{"header_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.HeaderTimeout) }},
+		{"body_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.BodyTimeout) }},
 	})
 }
 

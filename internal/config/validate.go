@@ -506,6 +506,24 @@ func (v *validator) limits(p string, l LimitsConfig) {
 	if l.DrainTimeout < 0 || l.DrainTimeout > MaxDrainTimeout {
 		v.errorf(join(p, "drain_timeout"), "must be between 0 and %s, got %s", MaxDrainTimeout, l.DrainTimeout)
 	}
+	if l.MaxSessions < 1 || l.MaxSessions > MaxMaxSessions {
+		v.errorf(join(p, "max_sessions"), "must be between 1 and %d, got %d", MaxMaxSessions, l.MaxSessions)
+	}
+	switch {
+	case l.MaxSessionsPerPrincipal < 1 || l.MaxSessionsPerPrincipal > MaxMaxSessions:
+		v.errorf(join(p, "max_sessions_per_principal"), "must be between 1 and %d, got %d", MaxMaxSessions, l.MaxSessionsPerPrincipal)
+	case l.MaxSessionsPerPrincipal > l.MaxSessions && l.MaxSessions >= 1:
+		v.errorf(join(p, "max_sessions_per_principal"), "%d is more than max_sessions (%d): no client could reach it", l.MaxSessionsPerPrincipal, l.MaxSessions)
+	}
+	if l.MaxChildrenPerUpstream < 1 || l.MaxChildrenPerUpstream > MaxMaxChildren {
+		v.errorf(join(p, "max_children_per_upstream"), "must be between 1 and %d, got %d", MaxMaxChildren, l.MaxChildrenPerUpstream)
+	}
+	if l.HeaderTimeout < MinReadTimeout || l.HeaderTimeout > MaxHeaderTimeout {
+		v.errorf(join(p, "header_timeout"), "must be between %s and %s, got %s", MinReadTimeout, MaxHeaderTimeout, l.HeaderTimeout)
+	}
+	if l.BodyTimeout < MinReadTimeout || l.BodyTimeout > MaxBodyTimeout {
+		v.errorf(join(p, "body_timeout"), "must be between %s and %s, got %s", MinReadTimeout, MaxBodyTimeout, l.BodyTimeout)
+	}
 }
 
 func (v *validator) positive(p string, d time.Duration) {
