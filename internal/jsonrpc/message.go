@@ -117,6 +117,12 @@ type Message struct {
 	// Nil on stdio. Keys are canonical MIME header keys.
 	Header map[string][]string
 
+	// Retry is a reconnection delay in milliseconds that the peer's SSE
+	// stream set ("retry:") before this message, 0 if none: the HTTP
+	// listener passes it on with the event that carries the message. Never
+	// serialized.
+	Retry int
+
 	// Offsets into Raw, so that WithID can renumber a message without
 	// re-encoding the rest of it: the id value [idStart, idEnd), and the
 	// starts of the params and result values.

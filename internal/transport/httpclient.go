@@ -37,6 +37,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
@@ -136,6 +139,8 @@ type HTTPClientConn struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // goroutines that feed in; Add only under mu while !closed
 	pushing   chan struct{}  // one-slot semaphore: one call of push at a time
+	lost      chan struct{}  // closed by lose: the upstream forgot our session
+	loseOnce  sync.Once
 
 	modeMu sync.Mutex // guards mode and push
 	mode   deliveryMode
@@ -148,7 +153,7 @@ type HTTPClientConn struct {
 	sessionHdr []string      // {sessionID}, shared by the requests that carry it
 	versionHdr []string      // {version}, likewise
 	stateful   bool          // an initialize request was answered with 2xx
-	expired    bool          // the upstream answered 404 to our session id
+	expired    bool          // the upstream answered 404 to our session id (lost is closed)
 	standalone bool          // the standalone GET stream has been started
 	lastCall   chan struct{} // closed once the last request sent in the background (writeCall) is written
 }
@@ -169,6 +174,7 @@ func NewHTTPClient(opts HTTPClientOptions) *HTTPClientConn {
 		in:       make(chan *jsonrpc.Message, httpQueueLen),
 		pushing:  make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		lost:     make(chan struct{}),
 		ctx:      ctx,
 		cancel:   cancel,
 	}
@@ -257,10 +263,29 @@ func forwardedHeader(k string) bool {
 	return strings.HasPrefix(k, mcp.HeaderParamPrefix)
 }
 
+// ErrSessionLost is returned by an HTTPClientConn's Read and Write once the
+// upstream has answered HTTP 404 to the session id it gave (it restarted, or
+// expired the session): the session is over, and with it the conn. The
+// client must start a new session; see SessionLoser.
+var ErrSessionLost = errors.New("transport: the upstream ended the session (HTTP 404 for its session id)")
+
+// A SessionLoser is a client-side Conn that can tell its client, in its
+// transport's own terms, that the session is gone and a new one must be
+// started: the HTTP listener answers the requests of the session 404 Not
+// Found from then on, as the streamable HTTP transport prescribes for a
+// session the server no longer has. The relay calls LoseSession when the
+// upstream lost the session (ErrSessionLost), before it answers the pending
+// requests and closes the conn.
+type SessionLoser interface {
+	LoseSession()
+}
+
 // Read returns the next message from the upstream, in the order the stream
 // goroutines queued it. It returns ErrClosed after Close, even if messages
-// were still queued, and ctx.Err() when ctx ends first. After Push it
-// returns only these. One goroutine at a time may call Read.
+// were still queued, ErrSessionLost once the upstream lost the session and
+// the messages queued before are taken, and ctx.Err() when ctx ends first.
+// After Push it returns only these errors. One goroutine at a time may call
+// Read.
 func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 	select {
 	case <-c.done:
@@ -271,15 +296,24 @@ func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 		select {
 		case <-c.done:
 			return nil, ErrClosed
+		case <-c.lost:
+			return nil, ErrSessionLost
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	select { // what was queued comes before the session's loss
+	case m := <-c.in:
+		return m, nil
+	default:
 	}
 	select {
 	case m := <-c.in:
 		return m, nil
 	case <-c.done:
 		return nil, ErrClosed
+	case <-c.lost:
+		return nil, ErrSessionLost
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -299,15 +333,22 @@ func (c *HTTPClientConn) Read(ctx context.Context) (*jsonrpc.Message, error) {
 // the response headers (bounded by ctx) and reports their failure.
 //
 // For a request, Write returning nil means exactly one response for its id
-// will be read from Read (unless the conn is closed first): the upstream's,
-// or, when the POST fails (connection error, HTTP error status, a stream
-// that ended without the response), a synthesized error response. For a
-// notification or a response, Write returns the failure. Write returns
-// ErrClosed after Close and ctx.Err() if ctx ended before the headers came;
-// when Write returns an error, nothing is delivered for msg.
+// will be read from Read (unless the conn is closed first, or Read reports
+// ErrSessionLost first): the upstream's, or, when the POST fails
+// (connection error, HTTP error status, a stream that ended without the
+// response), a synthesized error response. For a notification or a
+// response, Write returns the failure. Write returns ErrClosed after Close,
+// ErrSessionLost once the upstream lost the session, and ctx.Err() if ctx
+// ended before the headers came; when Write returns an error, nothing is
+// delivered for msg.
 func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error {
 	if c.isClosed() {
 		return ErrClosed
+	}
+	select {
+	case <-c.lost:
+		return ErrSessionLost
+	default:
 	}
 	init := msg.Kind == jsonrpc.KindRequest && msg.Method == mcp.MethodInitialize
 	if msg.IsCall() && !init {
@@ -343,7 +384,7 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 			return ctx.Err()
 		case msg.IsCall():
 			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
-			c.spawn(func() { c.deliverError(st, "connection", "request failed: "+errText(err)) })
+			c.spawn(func() { c.deliverError(st, "connection", "unreachable: "+errText(err)) })
 			return nil
 		}
 		return fmt.Errorf("upstream %s: %s: %s", c.name, describe(msg), errText(err))
@@ -404,7 +445,7 @@ func (c *HTTPClientConn) writeCall(msg *jsonrpc.Message) error {
 				return
 			}
 			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
-			c.deliverError(st, "connection", "request failed: "+errText(err))
+			c.deliverError(st, "connection", "unreachable: "+errText(err))
 			return
 		}
 		c.consume(resp, st)
@@ -582,13 +623,21 @@ func lookupString(value []byte, path ...string) string {
 // finishOneWay handles the response to a POST that expects no answer (a
 // notification or a response): 2xx is success, anything else an error.
 func (c *HTTPClientConn) finishOneWay(msg *jsonrpc.Message, resp *http.Response, st *streamState) error {
-	discard(resp.Body, c.maxBytes)
 	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
 		if c.sessionGone(resp, st) {
-			return fmt.Errorf("upstream %s: %s: session expired (HTTP 404)", c.name, describe(msg))
+			return ErrSessionLost
 		}
-		return fmt.Errorf("upstream %s: %s: HTTP %s", c.name, describe(msg), resp.Status)
+		text := ""
+		if data, ok := c.readErrorBody(resp); ok {
+			text = c.upstreamText(data, mediaType(resp.Header.Get("Content-Type")))
+		}
+		if text != "" {
+			text = ": " + text
+		}
+		return fmt.Errorf("upstream %s: %s: HTTP %s%s", c.name, describe(msg), resp.Status, text)
 	}
+	discard(resp.Body, c.maxBytes)
 	if msg.Method == mcp.NotificationInitialized {
 		c.startStandalone()
 	}
@@ -602,52 +651,78 @@ func (c *HTTPClientConn) consume(resp *http.Response, st *streamState) {
 		c.consumeFailure(resp, st)
 	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
 		resp.Body.Close()
-		c.deliverError(st, "http-status", "answered a request with HTTP "+resp.Status+" and no response")
+		c.deliverStatus(st, resp.StatusCode, "", "answered a request with HTTP "+resp.Status+" and no response")
 	case ct == "application/json":
 		c.readJSON(resp, st)
 	case ct == "text/event-stream":
 		c.followPOST(resp, st)
 	default:
 		resp.Body.Close()
-		c.deliverError(st, "http-status", fmt.Sprintf("unexpected Content-Type %q", ct))
+		c.deliverStatus(st, resp.StatusCode, "", fmt.Sprintf("answered HTTP %s with unexpected Content-Type %q", resp.Status, ct))
 	}
 }
 
 // consumeFailure handles an HTTP error status for a request. An upstream that
 // answers with a JSON-RPC error response for the request in the body (as
-// revision 2026-07-28 requires for some errors) has that response relayed;
-// otherwise a synthesized error is queued.
+// revision 2026-07-28 requires for some errors) has that response relayed.
+// A 404 to our session id ends the conn (lose): the session is gone.
+// Otherwise a synthesized error is queued that carries the status and the
+// upstream's own words: the message of a JSON-RPC error in the body (one
+// with another id, or none, as SDKs send for a refused request), else the
+// body's text, bounded and cleaned (upstreamText).
 func (c *HTTPClientConn) consumeFailure(resp *http.Response, st *streamState) {
 	defer resp.Body.Close()
 	if c.sessionGone(resp, st) {
-		c.log.Warn("upstream session expired", "id", st.related)
-		c.deliverError(st, "session-expired", "session expired (HTTP 404)")
 		return
 	}
-	if mediaType(resp.Header.Get("Content-Type")) == "application/json" {
-		if data, ok := c.readBody(resp, st); ok {
-			if m := c.decode(data, st); m != nil && m.Kind == jsonrpc.KindResponse && m.ID == st.related && m.Error != nil {
-				c.deliver(m, st.related)
-				return
-			}
+	ct := mediaType(resp.Header.Get("Content-Type"))
+	data, ok := c.readErrorBody(resp)
+	if ok && ct == "application/json" {
+		if m, err := jsonrpc.Decode(data, c.lim); err == nil && m.Kind == jsonrpc.KindResponse && m.ID == st.related && m.Error != nil {
+			c.deliver(m, st.related)
+			return
 		}
 	}
-	c.log.Warn("upstream refused request", "id", st.related, "status", resp.StatusCode)
-	c.deliverError(st, "http-status", "HTTP "+resp.Status)
+	text := ""
+	if ok {
+		text = c.upstreamText(data, ct)
+	}
+	c.log.Warn("upstream refused request", "id", st.related, "status", resp.StatusCode, "upstream_message", text)
+	msg := "answered HTTP " + resp.Status
+	if text != "" {
+		msg += ": " + text
+	}
+	c.deliverStatus(st, resp.StatusCode, text, msg)
 }
 
 // sessionGone reports whether resp is the upstream saying that the session
-// id the request carried no longer exists, and remembers it if so.
+// id the request carried no longer exists; if it is the conn's current
+// session, the conn is over (lose).
 func (c *HTTPClientConn) sessionGone(resp *http.Response, st *streamState) bool {
 	if resp.StatusCode != http.StatusNotFound || st.sessionID == "" {
 		return false
 	}
 	c.mu.Lock()
-	if c.sessionID == st.sessionID {
-		c.expired = true
-	}
+	current := c.sessionID == st.sessionID
 	c.mu.Unlock()
+	if current {
+		c.lose()
+	}
 	return true
+}
+
+// lose ends the conn because the upstream lost the session: Read and Write
+// return ErrSessionLost from now on, no request is answered in the
+// upstream's place for it (the client must start again, and is told so by
+// the relay), and Close sends no DELETE.
+func (c *HTTPClientConn) lose() {
+	c.mu.Lock()
+	c.expired = true
+	c.mu.Unlock()
+	c.loseOnce.Do(func() {
+		c.log.Warn("upstream lost the session (HTTP 404 for its session id); the session ends")
+		close(c.lost)
+	})
 }
 
 // startStandalone opens the standalone GET stream once, in a stateful session.
@@ -797,6 +872,85 @@ func (c *HTTPClientConn) deliverError(st *streamState, rule, text string) {
 	}
 	e := jsonrpc.Detail{Stage: "upstream", Rule: rule}.Errorf(code, "upstream "+c.name+": "+text)
 	c.deliver(jsonrpc.NewErrorResponse(st.related, e), st.related)
+}
+
+// statusDetail is the data of the error that answers a request the upstream
+// refused with an HTTP status: jsonrpc.Detail's stage and rule, the status,
+// and what the upstream said, if anything.
+type statusDetail struct {
+	Stage           string `json:"stage"`
+	Rule            string `json:"rule"`
+	Status          int    `json:"status"`
+	UpstreamMessage string `json:"upstream_message,omitempty"`
+}
+
+// deliverStatus queues the error response (rule http-status) for the
+// request of st that the upstream answered with an HTTP status other than
+// a response: status and the upstream's own text go into error.data, and
+// the message says the same in words.
+func (c *HTTPClientConn) deliverStatus(st *streamState, status int, upstreamText, text string) {
+	data, _ := json.Marshal(statusDetail{Stage: "upstream", Rule: "http-status", Status: status, UpstreamMessage: upstreamText})
+	e := &jsonrpc.Error{Code: jsonrpc.CodeUpstreamUnavailable, Message: "upstream " + c.name + ": " + text, Data: data}
+	c.deliver(jsonrpc.NewErrorResponse(st.related, e), st.related)
+}
+
+// Bounds on what an upstream's HTTP error body contributes to an error.
+const (
+	httpErrorBodyMax = 4 << 10 // read at most this much of it
+	httpErrorTextMax = 256     // and pass on at most this many bytes of text
+)
+
+// readErrorBody reads the start of an HTTP error response's body.
+func (c *HTTPClientConn) readErrorBody(resp *http.Response) ([]byte, bool) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, httpErrorBodyMax))
+	if err != nil && len(data) == 0 {
+		return nil, false
+	}
+	return data, true
+}
+
+// upstreamText is what an upstream said in the body of an HTTP error, fit
+// to go to the MCP client: the message of a JSON-RPC error (whatever its
+// id), else the body as text (a JSON body other than a JSON-RPC error, or an
+// HTML page, is not text: nothing). Control and format characters become
+// spaces, runs of white space one space, invalid UTF-8 is replaced, it is cut to
+// httpErrorTextMax bytes, and any value of the upstream's configured headers
+// (an API key the upstream echoes) is masked.
+func (c *HTTPClientConn) upstreamText(data []byte, contentType string) string {
+	var text string
+	switch contentType {
+	case "application/json":
+		raw, ok := jsonrpc.Lookup(data, "error", "message")
+		if !ok {
+			return ""
+		}
+		if text, ok = jsonrpc.String(raw); !ok {
+			return ""
+		}
+	case "text/plain", "":
+		text = string(data)
+	default:
+		return ""
+	}
+	text = strings.ToValidUTF8(text, "\uFFFD")
+	text = strings.Join(strings.FieldsFunc(text, func(r rune) bool {
+		return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) // Cf: bidi overrides and the like
+	}), " ")
+	for _, vs := range c.header {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				text = strings.ReplaceAll(text, v, "[redacted]")
+			}
+		}
+	}
+	if len(text) > httpErrorTextMax {
+		cut := httpErrorTextMax
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text = text[:cut] + "…"
+	}
+	return text
 }
 
 // describe names msg in error messages.

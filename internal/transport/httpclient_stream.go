@@ -24,8 +24,10 @@ type streamState struct {
 	version     string        // MCP-Protocol-Version it was opened with
 	lastEventID string        // id of the last event seen, for Last-Event-ID
 	retry       time.Duration // the server's last "retry:", 0 if none
+	retryMS     int           // that value as sent, in milliseconds, until a message carries it on (Message.Retry)
 	delivered   int           // messages queued so far
 	invalid     bool          // an invalid message was dropped
+	broken      error         // why the stream's connection broke (not a clean end), until it is resumed
 }
 
 // answers reports whether m is the response the stream is waiting for.
@@ -114,6 +116,12 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 			return
 		}
 		if st.lastEventID == "" {
+			if st.broken != nil {
+				// The connection broke: the upstream crashed, or the
+				// network between went down.
+				c.deliverError(st, "connection", "unreachable: the connection broke before the response ("+errText(st.broken)+")")
+				return
+			}
 			c.deliverError(st, "stream-ended", "stream ended without the response")
 			return
 		}
@@ -121,8 +129,13 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 			prev, attempts = st.lastEventID, 0
 		}
 		resp = nil
+		var failed error // why the last attempt to resume could not connect
 		for resp == nil {
 			if attempts++; attempts > httpMaxResumes {
+				if failed != nil {
+					c.deliverError(st, "connection", fmt.Sprintf("unreachable: the stream ended without the response, and resuming it failed %d times (%s)", httpMaxResumes, errText(failed)))
+					return
+				}
 				c.deliverError(st, "stream-ended", fmt.Sprintf("stream ended without the response; resuming failed %d times", httpMaxResumes))
 				return
 			}
@@ -130,6 +143,7 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 				return
 			}
 			r, err := c.get(st)
+			failed = err
 			switch {
 			case err != nil:
 				if c.ctx.Err() != nil {
@@ -138,14 +152,13 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 				c.log.Debug("resuming upstream stream failed", "related", st.related, "error", errText(err))
 			case c.sessionGone(r, st):
 				discard(r.Body, 4<<10)
-				c.deliverError(st, "session-expired", "session expired (HTTP 404) while resuming the stream")
-				return
+				return // the conn is over (lose)
 			case r.StatusCode == http.StatusMethodNotAllowed:
 				discard(r.Body, 4<<10)
 				c.deliverError(st, "stream-ended", "stream ended without the response and cannot be resumed (HTTP 405)")
 				return
 			case r.StatusCode/100 == 2 && mediaType(r.Header.Get("Content-Type")) == "text/event-stream":
-				resp = r
+				resp, st.broken = r, nil
 			default:
 				discard(r.Body, 4<<10)
 				c.log.Debug("resuming upstream stream refused", "related", st.related, "status", r.StatusCode)
@@ -180,8 +193,7 @@ func (c *HTTPClientConn) runStandalone() {
 			c.log.Debug("upstream offers no standalone stream (HTTP 405)")
 			return
 		case c.sessionGone(resp, st):
-			discard(resp.Body, 4<<10)
-			c.log.Warn("upstream session expired (standalone stream got HTTP 404)")
+			discard(resp.Body, 4<<10) // the conn is over (lose)
 			return
 		case resp.StatusCode/100 == 4:
 			discard(resp.Body, 4<<10)
@@ -229,8 +241,8 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 	defer er.release()
 	for {
 		ev, err := er.Next()
-		if ms := er.Retry(); ms > 0 {
-			st.retry = time.Duration(ms) * time.Millisecond
+		if ms := er.Retry(); ms > 0 && time.Duration(ms)*time.Millisecond != st.retry {
+			st.retry, st.retryMS = time.Duration(ms)*time.Millisecond, ms
 		}
 		if err != nil {
 			switch {
@@ -241,6 +253,7 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 				c.log.Warn("upstream message dropped", "rule", jsonrpc.RuleSize, "limit", c.maxBytes, "related", st.related)
 				return sseBroken
 			case err != io.EOF:
+				st.broken = err
 				c.log.Debug("upstream stream interrupted", "related", st.related, "error", err)
 			}
 			return sseEnded
@@ -251,11 +264,18 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 		if ev.Name != "" && ev.Name != "message" {
 			continue
 		}
+		if len(ev.Data) == 0 {
+			// An event with an id and empty data: the priming event a
+			// server sends first (2025-11-25 on), so that the stream can
+			// be resumed from the start. It carries no message.
+			continue
+		}
 		m := c.decode(ev.Data, st)
 		if m == nil {
 			continue
 		}
 		c.noteInit(m, st)
+		m.Retry, st.retryMS = st.retryMS, 0 // the client's stream gets the server's retry: with the next message
 		if !c.deliver(m, st.related) {
 			return sseClosed
 		}

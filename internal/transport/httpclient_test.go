@@ -532,34 +532,6 @@ func TestHTTPClientUpstreamFailure(t *testing.T) {
 	}
 }
 
-func TestHTTPClientSessionExpired(t *testing.T) {
-	ts, rec := serveHCFunc(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Mcp-Session-Id") != "" {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Mcp-Session-Id", "s1")
-		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-06-18"}}`)
-	})
-	c := newHC(t, ts.URL, HTTPClientOptions{})
-	hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(1), "initialize", []byte(hcInitParams)))
-	hcResponse(t, c, jsonrpc.IntID(1))
-	for id := int64(2); id <= 3; id++ { // every request gets its answer
-		hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(id), "tools/list", nil))
-		if _, rule := hcErrorDetail(t, hcResponse(t, c, jsonrpc.IntID(id))); rule != "session-expired" {
-			t.Fatalf("rule %q, want session-expired", rule)
-		}
-	}
-	if got := rec.requests(http.MethodPost)[1].Header.Get("Mcp-Protocol-Version"); got != "2025-06-18" {
-		t.Errorf("protocol version after initialize: %q, want the negotiated 2025-06-18", got)
-	}
-	c.Close()
-	if n := len(rec.requests(http.MethodDelete)); n != 0 {
-		t.Errorf("Close sent %d DELETEs for an expired session", n)
-	}
-}
-
 func TestHTTPClientResumption(t *testing.T) {
 	progress := []byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`)
 	t.Run("resumed", func(t *testing.T) {

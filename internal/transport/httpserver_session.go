@@ -35,6 +35,7 @@ type httpSession struct {
 	mu         sync.Mutex // guards the fields below
 	isEnded    bool
 	isClosed   bool
+	isLost     bool                       // LoseSession: answer 404 where nothing was sent yet
 	version    string                     // negotiated revision once the initialize response went out, else the requested one
 	versionSet bool                       // version is the negotiated one
 	initID     string                     // raw id of the initialize request awaiting its response
@@ -77,6 +78,7 @@ type loggedEvent struct {
 	seq    uint64
 	data   []byte
 	status int // rpcStatus of an error response, else 0
+	retry  int // SSE "retry:" to send with the event (Message.Retry), else 0
 }
 
 // attachment is an HTTP request holding a stream. Its fields other than
@@ -187,7 +189,34 @@ func (s *httpSession) Write(ctx context.Context, msg *jsonrpc.Message) error {
 		status = rpcStatus(msg.Error)
 	}
 	s.appendLocked(st, msg.Raw, status)
+	if msg.Retry > 0 {
+		st.events[len(st.events)-1].retry = msg.Retry
+	}
 	return nil
+}
+
+var _ SessionLoser = (*httpSession)(nil)
+
+// LoseSession implements SessionLoser: the upstream lost the session, so
+// the client must start a new one. The session's id is forgotten at once
+// (404 for any request that comes from now on), and a POST whose stream has
+// not opened yet (see HTTPServerOptions.OpenWait) is answered 404 too, the
+// way the streamable HTTP transport tells a client its session is gone;
+// a stream already open gets what the relay writes before Close (the error
+// answers of its requests), then ends.
+func (s *httpSession) LoseSession() {
+	s.mu.Lock()
+	if s.isLost || s.isClosed {
+		s.mu.Unlock()
+		return
+	}
+	s.isLost = true
+	for _, st := range s.streams {
+		wakeWriter(st)
+	}
+	s.mu.Unlock()
+	s.srv.forget(s)
+	s.srv.log.Info("http: session ended", "session", s.id, "reason", "the upstream lost it")
 }
 
 // Close ends the session from the relay's side: its HTTP requests end, its
@@ -241,7 +270,7 @@ func (s *httpSession) end(reason string, cancelNow bool) {
 func (s *httpSession) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.isEnded || s.isClosed {
+	if s.isEnded || s.isClosed || s.isLost {
 		return false
 	}
 	s.active++
@@ -716,10 +745,17 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 		}
 	}
 	var buf [4]loggedEvent
+	final := false // the session was lost and closed: write what is left, then stop
 	for {
 		s.mu.Lock()
 		if att.taken {
 			s.mu.Unlock()
+			return false
+		}
+		if s.isLost && held != nil {
+			s.mu.Unlock()
+			held = nil
+			http.Error(w, "session not found", http.StatusNotFound)
 			return false
 		}
 		i, _ := slices.BinarySearchFunc(st.events, att.cursor, func(e loggedEvent, seq uint64) int {
@@ -758,6 +794,9 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 		if done {
 			return true
 		}
+		if final {
+			return false
+		}
 		select {
 		case <-att.wake:
 		case <-timeout:
@@ -771,7 +810,12 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 		case <-s.ended:
 			return false
 		case <-s.closed:
-			return false
+			s.mu.Lock()
+			final = s.isLost
+			s.mu.Unlock()
+			if !final {
+				return false
+			}
 		}
 	}
 }
@@ -786,6 +830,10 @@ func (s *httpSession) writeEvents(w io.Writer, st *sseStream, events []loggedEve
 			b = append(b, "id: "...)
 			b = appendEventID(b, st.id, e.seq)
 			b = append(b, '\n')
+		}
+		if e.retry > 0 {
+			b = append(b, "retry: "...)
+			b = append(strconv.AppendInt(b, int64(e.retry), 10), '\n')
 		}
 		b = appendEventData(b, e.data)
 	}
