@@ -34,7 +34,11 @@ import (
 // upstream per configured server, each with its dial function and its
 // pipeline (wire checks happen in the transports; then method-policy with the
 // gateway-wide and the upstream's lists; then tool-policy).
-func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
+//
+// What it opens (stores, the audit log, exporters) is in Options.Closers,
+// which Gateway.Close closes; when it fails, it closes what it opened
+// itself.
+func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) {
 	gc := cfg.Gateway
 	limits := jsonrpc.Limits{MaxBytes: gc.Limits.MaxMessageBytes, MaxDepth: gc.Limits.MaxDepth}
 	opts := Options{
@@ -48,7 +52,11 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		InsecureDisableHostCheck: gc.Listen.InsecureDisableHostCheck,
 		Logger:                   logger,
 	}
-	var err error
+	defer func() {
+		if err != nil {
+			opts.release()
+		}
+	}()
 	if opts.Authenticate, opts.ResourceMetadata, err = authentication(gc); err != nil {
 		return Options{}, fmt.Errorf("gateway.auth: %w", err)
 	}
@@ -89,9 +97,6 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	if gc.Pinning.Enabled {
 		p, closer, err := pinner(gc, logger)
 		if err != nil {
-			for _, c := range opts.Closers {
-				c.Close()
-			}
 			return Options{}, fmt.Errorf("gateway.pinning: %w", err)
 		}
 		opts.Closers = append(opts.Closers, closer)
@@ -187,9 +192,6 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 	}
 	rs, closers, err := records(cfg, logger)
 	if err != nil {
-		for _, c := range opts.Closers {
-			c.Close()
-		}
 		return Options{}, err
 	}
 	var auditLog any // the audit log, for readiness: a lost file makes warden not ready
@@ -221,25 +223,16 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (Options, error) {
 		return newA2AFlow(taintStage, a.RequireApproval, a.Name, queue, logger)
 	}
 	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
-		for _, c := range opts.Closers {
-			c.Close()
-		}
 		return Options{}, err
 	}
 	specs := make([]AGUISpec, len(gc.AGUI))
 	for i, a := range gc.AGUI {
 		if a.Headers, err = a.ResolvedHeaders(os.LookupEnv); err != nil {
-			for _, c := range opts.Closers {
-				c.Close()
-			}
 			return Options{}, fmt.Errorf("gateway.agui[%d]: %w", i, err)
 		}
 		specs[i] = AGUISpec(a)
 	}
 	if opts.AGUI, err = AGUIHandlers(gc, specs, opts.Authenticate, rs, logger); err != nil {
-		for _, c := range opts.Closers {
-			c.Close()
-		}
 		return Options{}, err
 	}
 	return opts, nil

@@ -161,8 +161,15 @@ type Gateway struct {
 }
 
 // New checks opts and returns a gateway. It starts nothing: serve it with
-// Handler or ServeConn.
-func New(opts Options) (*Gateway, error) {
+// Handler or ServeConn. The gateway owns what opts holds open
+// (Options.Closers, the upstreams' Close): Close closes it, and so does New
+// when it fails.
+func New(opts Options) (_ *Gateway, err error) {
+	defer func() {
+		if err != nil {
+			opts.release()
+		}
+	}()
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -396,13 +403,20 @@ func (g *Gateway) Close() error {
 		l.Close()
 	}
 	g.sessions.Wait()
-	for _, u := range g.upstreams {
+	return g.opts.release()
+}
+
+// release closes what the options hold open: the upstreams' Close, then
+// Closers in order (the audit log last). FromConfig and New call it when
+// they fail, Gateway.Close when the sessions are over.
+func (o *Options) release() error {
+	for _, u := range o.Upstreams {
 		if u.Close != nil {
 			u.Close()
 		}
 	}
 	var errs []error
-	for _, c := range g.opts.Closers {
+	for _, c := range o.Closers {
 		if c != nil {
 			errs = append(errs, c.Close())
 		}
