@@ -31,6 +31,10 @@ const (
 	// apart from ExitFindings (exploited) so that CI can tell a finished
 	// attack from a half-finished one.
 	ExitPartial = 6
+	// ExitDrained is warden gateway's stop (SIGTERM, SIGINT) when calls
+	// were still in flight after gateway.limits.drain_timeout: they were
+	// answered with -32035, rule shutdown. A stop with none left exits 0.
+	ExitDrained = 7
 )
 
 var exitCodes = []struct {
@@ -45,6 +49,7 @@ var exitCodes = []struct {
 	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
 	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all"},
+	{ExitDrained, "drained", "warden gateway stopped with calls in flight past the drain time (answered with -32035)"},
 }
 
 // Env is what a command may touch of the outside world.

@@ -161,14 +161,46 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	if err != nil {
 		return ExitConfig, err
 	}
-	defer g.Close() // flushes telemetry, closes the audit log and stores
 	client := transport.NewStream(env.Stdin, env.Stdout, closerOf(env.Stdin), transport.StreamOptions{
 		Limits: opts.Limits, Logger: logger, Name: "client", ReplyInvalid: true,
 	})
 	logger.Info("warden gateway: relaying stdio", "upstream", f.name, "command", program, "pipeline", strings.Join(g.Upstream(f.name).Pipeline.Stages(), " → "))
-	if err := g.ServeConn(ctx, client, f.name, "", false); err != nil {
-		return ExitUpstream, err
+	// The session outlives ctx (the signal): stop drains it first.
+	served := make(chan error, 1)
+	go func() { served <- g.ServeConn(context.WithoutCancel(ctx), client, f.name, "", false) }()
+	select {
+	case err := <-served: // the client or the server ended the session
+		if cerr := g.Close(); cerr != nil { // flushes telemetry, closes the audit log and stores
+			return ExitInternal, fmt.Errorf("closing: %w", cerr)
+		}
+		if err != nil {
+			return ExitUpstream, err
+		}
+		return ExitOK, nil
+	case <-ctx.Done():
 	}
+	code, err := stop(g, cfg.Gateway.Limits.DrainTimeout, logger)
+	<-served // Close ended it
+	return code, err
+}
+
+// stop stops a gateway gracefully, on SIGTERM or SIGINT: Drain lets the
+// calls in flight finish within drain and answers the rest with -32035,
+// rule shutdown; Close then ends the sessions and flushes the telemetry and
+// the audit log. The exit code is ExitOK when every call finished, and
+// ExitDrained when some had to be answered with the error.
+func stop(g *gateway.Gateway, drain time.Duration, logger *slog.Logger) (int, error) {
+	logger.Info("stopping: new sessions and requests are refused; calls in flight may finish", "drain_timeout", drain)
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	cut := g.Drain(ctx)
+	cancel()
+	if err := g.Close(); err != nil {
+		return ExitInternal, fmt.Errorf("closing: %w", err)
+	}
+	if cut > 0 {
+		return ExitDrained, fmt.Errorf("stopped: %d call(s) still in flight after the drain time (%s) were answered with -32035, rule shutdown", cut, drain)
+	}
+	logger.Info("stopped")
 	return ExitOK, nil
 }
 
@@ -226,15 +258,25 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
+		g.Close()
 		return ExitUpstream, err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(sctx)
-	g.Close()
-	return ExitOK, nil
+	// Shutdown closes the listener at once, then waits for the connections
+	// to go idle: those of the calls in flight once they are answered
+	// (Drain), the others' once Close has ended their sessions.
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		_ = srv.Shutdown(context.WithoutCancel(ctx))
+	}()
+	code, err := stop(g, cfg.Gateway.Limits.DrainTimeout, logger)
+	select {
+	case <-shut:
+	case <-time.After(gateway.FlushTimeout):
+		srv.Close()
+	}
+	return code, err
 }
 
 // serveAdmin starts the admin listener: the approval API (/v1/approvals)

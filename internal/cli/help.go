@@ -27,6 +27,13 @@ var commandHelp = map[string]string{
       process runs; /readyz answers 503, naming each one, when a store does
       not (the replay store, and the revocation and pin stores in Redis).
 
+      On SIGTERM or SIGINT (both modes) it stops gracefully: it refuses new
+      sessions and requests (-32035, rule shutdown), lets calls in flight
+      finish for up to gateway.limits.drain_timeout (default 10s; it stops
+      as soon as none is left), answers the rest with -32035 rule shutdown,
+      flushes the audit log and telemetry, and exits 0, or 7 when some calls
+      had to be cut.
+
   warden gateway --config FILE --check-store
       Checks that the zero-trust replay store answers and consumes, prints
       its epoch (tokens issued before it are refused), checks the pin store

@@ -70,6 +70,7 @@ type Relay struct {
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
 	holds   sync.WaitGroup // relayHeld's goroutines; Add only under mu while !closed
 	busy    atomic.Int64   // client requests being relayed (clientMessage); see inFlight
+	cut     atomic.Int64   // calls answered with -32035 shutdown at the drain time (relay_stop.go)
 
 	mu      sync.Mutex
 	pending map[string]*pendingCall            // by id text; guarded by mu
@@ -300,6 +301,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		denial = r.pipeline.Check(ctx, call)
 		if denial != nil && errors.Is(context.Cause(ctx), errStopping) {
 			denial = shutdownDenial("it was held and is not relayed") // a held call the drain time ran out on
+			r.cut.Add(1)
 		}
 	}
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,

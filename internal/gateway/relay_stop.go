@@ -43,9 +43,10 @@ func (r *Relay) inFlight() int {
 
 // stop answers every request still in flight with -32035, rule shutdown:
 // those the upstream has not answered (the upstream is told to stop
-// working on them) and those held for a person. The upstream's answers
-// that come later are dropped. It returns how many it answered.
-func (r *Relay) stop() int {
+// working on them) and those held for a person (relayClientCall answers
+// them). The upstream's answers that come later are dropped. r.cut counts
+// the answers.
+func (r *Relay) stop() {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
@@ -64,6 +65,7 @@ func (r *Relay) stop() int {
 		cancel(errStopping) // relayClientCall answers it (relayHeld)
 	}
 	ctx := context.Background()
+	r.cut.Add(int64(len(pending)))
 	for _, p := range pending {
 		d := shutdownDenial("the upstream did not answer within the drain time")
 		r.answerInstead(ctx, p, d.Code, d.Stage, d.Rule, d.Reason)
@@ -79,5 +81,4 @@ func (r *Relay) stop() int {
 			r.log.Debug("could not send cancellation", "err", err)
 		}
 	}
-	return len(pending) + len(held)
 }

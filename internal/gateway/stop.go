@@ -43,11 +43,14 @@ func (g *Gateway) Drain(ctx context.Context) (cut int) {
 	}
 	g.mu.Unlock()
 	for _, r := range relays {
-		cut += r.stop()
+		r.stop()
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushTimeout)
 	defer cancel()
 	waitUntil(fctx, func() bool { return g.inFlight() == 0 && g.posts.Load() == 0 })
+	for _, r := range relays {
+		cut += int(r.cut.Load())
+	}
 	if cut > 0 {
 		g.log.Warn("stopping: calls still in flight when the drain time ran out were answered with an error", "calls", cut, "rule", RuleShutdown)
 	}
