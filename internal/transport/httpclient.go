@@ -22,7 +22,9 @@ package transport
 // could not be resumed), a synthesized error response for that id is queued
 // instead, so a caller waiting on the id always gets an answer; an HTTP error
 // whose body is a valid JSON-RPC error response for the request (as
-// 2026-07-28 sends for some errors) is relayed instead.
+// 2026-07-28 sends for some errors) is relayed instead. The exception is a
+// 404 to the session id: the upstream lost the session, and the conn ends
+// (Read returns ErrSessionLost) rather than answer each request in vain.
 //
 // The goroutines that feed the queue block when it is full: a slow reader
 // slows the upstream streams down rather than growing memory. With Push they
