@@ -174,28 +174,41 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 // still be written: pass a context that outlives the request
 // (context.WithoutCancel) so that a cancelled call cannot lose its record.
 func (l *Log) Append(ctx context.Context, rec Record) (Record, error) {
+	return l.Submit(ctx, rec)()
+}
+
+// Submit queues rec as Append does and returns a function that waits for
+// it, returning what Append would. Records submitted one after another are
+// chained in that order, so a caller that must not wait for each record
+// before the next (a stream of notifications, each of which may leave only
+// once its record is durable) submits them in order and waits for each
+// later: they share group commits. Wait is to be called once.
+func (l *Log) Submit(ctx context.Context, rec Record) (wait func() (Record, error)) {
+	fail := func(err error) func() (Record, error) { return func() (Record, error) { return Record{}, err } }
 	if l.closed.Load() {
-		return Record{}, ErrClosed
+		return fail(ErrClosed)
 	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
 	if err := rec.normalize(); err != nil {
-		return Record{}, err
+		return fail(err)
 	}
 	req := &appendReq{rec: rec, reply: make(chan appendReply, 1)}
 	select {
 	case l.reqs <- req:
 	case <-l.stop:
-		return Record{}, ErrClosed
+		return fail(ErrClosed)
 	case <-ctx.Done():
-		return Record{}, ctx.Err()
+		return fail(ctx.Err())
 	}
-	select {
-	case r := <-req.reply:
-		return r.rec, r.err
-	case <-ctx.Done():
-		return Record{}, ctx.Err()
+	return func() (Record, error) {
+		select {
+		case r := <-req.reply:
+			return r.rec, r.err
+		case <-ctx.Done():
+			return Record{}, ctx.Err()
+		}
 	}
 }
 

@@ -86,18 +86,33 @@ type openCall struct {
 
 // Record implements Recorder.
 func (rs *Records) Record(ctx context.Context, d *Decision) error {
-	var seq uint64
-	var hash string
+	return rs.Begin(ctx, d)()
+}
+
+// Begin implements PipelinedRecorder: the audit record is queued now, in
+// order, and the rest (telemetry, metrics) is done by wait, once the
+// record is durable.
+func (rs *Records) Begin(ctx context.Context, d *Decision) (wait func() error) {
 	params := rs.paramsHash(d)
-	if rs.Audit != nil {
-		rec, err := rs.Audit.Append(ctx, auditRecord(d, params))
+	if rs.Audit == nil {
+		return func() error { rs.finish(ctx, d, params, 0, ""); return nil }
+	}
+	appended := rs.Audit.Submit(ctx, auditRecord(d, params))
+	return func() error {
+		rec, err := appended()
 		if err != nil {
 			rs.withheld(d)
 			return err
 		}
-		seq, hash = rec.Seq, rec.Hash
-		d.AuditID = strconv.FormatUint(seq, 10)
+		d.AuditID = strconv.FormatUint(rec.Seq, 10)
+		rs.finish(ctx, d, params, rec.Seq, rec.Hash)
+		return nil
 	}
+}
+
+// finish records d's telemetry and metrics, after its audit record (seq,
+// hash) if any.
+func (rs *Records) finish(ctx context.Context, d *Decision, params string, seq uint64, hash string) {
 	if d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil {
 		d.Open = &openCall{start: time.Now(), tool: d.Tool, actor: d.Actor, paramsHash: params, jti: d.JTI, approver: d.Approver}
 	}
@@ -107,7 +122,6 @@ func (rs *Records) Record(ctx context.Context, d *Decision) error {
 	if rs.Metrics != nil {
 		rs.Metrics.observe(d)
 	}
-	return nil
 }
 
 // SessionEnded implements SessionRecorder: the seed's server.disconnect

@@ -68,6 +68,7 @@ type Relay struct {
 	log              *slog.Logger
 
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
+	notes   noteQueue      // upstream notifications waiting for their records (relay_notify.go)
 	holds   sync.WaitGroup // relayHeld's goroutines; Add only under mu while !closed
 	busy    atomic.Int64   // client requests being relayed (clientMessage); see inFlight
 	cut     atomic.Int64   // calls answered with -32035 shutdown at the drain time (relay_stop.go)
@@ -224,6 +225,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	cancel()
 	r.upstream.Close()
 	err := <-upErr
+	r.stopNotes()
 	r.failPending(jsonrpc.CodeSessionClosed, "ended", "session closed")
 	r.relists.Wait() // closed is set: no re-list starts any more
 	r.holds.Wait()   // ctx is cancelled: held calls stop waiting for a person
@@ -430,6 +432,9 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 	for {
 		msg, err := r.upstream.Read(ctx)
 		if err != nil {
+			if ctx.Err() == nil {
+				r.flushNotes(ctx) // what the upstream sent before it ended reaches the client first
+			}
 			switch {
 			case ctx.Err() != nil:
 			case errors.Is(err, transport.ErrSessionLost):
@@ -464,6 +469,13 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
 		ID: msg.ID, Direction: "upstream", Msg: msg, Actor: r.principal}
+	if msg.Kind == jsonrpc.KindNotification && msg.Method != mcp.NotificationToolsListChanged {
+		if r.queueNote(ctx, &d) {
+			return // relayed once its record is kept (relay_notify.go)
+		}
+	} else {
+		r.flushNotes(ctx) // the notifications before it go first
+	}
 	var answered pendingCall
 	var checked chan struct{} // closed once warden has checked the tools a list_changed announced
 	switch msg.Kind {
