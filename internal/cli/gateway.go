@@ -243,9 +243,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		}
 		defer stop()
 	}
-	// IdleTimeout: a client that abandons keep-alive connections must not
-	// hold them (and their goroutines) forever.
-	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := gatewayServer(g.Handler(), cfg.Gateway.Limits)
 	fmt.Fprintf(env.Stderr, "warden gateway listening on %s://%s\n", scheme, ln.Addr())
 	for _, r := range g.Routes(scheme + "://" + ln.Addr().String()) {
 		fmt.Fprintf(env.Stderr, "  %s\n", r)

@@ -47,6 +47,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 		Limits:                   limits,
 		RequestTimeout:           gc.Limits.RequestTimeout,
 		SessionIdleTimeout:       gc.Limits.SessionIdleTimeout,
+		MaxSessions:              gc.Limits.MaxSessions,
+		MaxSessionsPerPrincipal:  gc.Limits.MaxSessionsPerPrincipal,
+		BodyTimeout:              gc.Limits.BodyTimeout,
 		AllowedHosts:             gc.Listen.AllowedHosts,
 		AllowedOrigins:           gc.Listen.AllowedOrigins,
 		InsecureDisableHostCheck: gc.Listen.InsecureDisableHostCheck,
@@ -173,6 +176,9 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 			Dial:      dial,
 			Close:     closeFn,
 			Pipeline:  NewPipeline(stages...),
+		}
+		if u.Transport() == config.TransportStdio {
+			up.MaxChildren = gc.Limits.MaxChildrenPerUpstream
 		}
 		var filters []ResultFilter
 		if pins != nil {

@@ -59,6 +59,11 @@ type Upstream struct {
 	// Answers, if set, sees each answer the client gets (Taint.Observe).
 	Answers func(context.Context, Answer)
 
+	// MaxChildren bounds the live child processes of a stdio upstream, one
+	// per stateful HTTP session; 0: no bound. A session over it is refused
+	// with HTTP 503 (childAdmission).
+	MaxChildren int
+
 	tools *toolIndex // what its tools/list answers said; set by New
 }
 
@@ -75,6 +80,12 @@ type Options struct {
 	Limits             jsonrpc.Limits
 	RequestTimeout     time.Duration // 0: no bound
 	SessionIdleTimeout time.Duration // 0: the listener's default
+	// MaxSessions and MaxSessionsPerPrincipal bound the listener's sessions,
+	// all upstreams together (transport.SessionLimits; 0: its defaults).
+	// BodyTimeout bounds the reading of a request's body (0: the default).
+	MaxSessions             int
+	MaxSessionsPerPrincipal int
+	BodyTimeout             time.Duration
 
 	// AllowedHosts and AllowedOrigins extend the loopback names that the
 	// listener's DNS-rebinding protection accepts.
@@ -206,8 +217,9 @@ func New(opts Options) (_ *Gateway, err error) {
 	if g.opts.Default != "" && g.upstreams[g.opts.Default] == nil {
 		return nil, fmt.Errorf("gateway: default upstream %q is not defined", g.opts.Default)
 	}
+	sessions := transport.NewSessionLimits(opts.MaxSessions, opts.MaxSessionsPerPrincipal) // shared by the listeners
 	for name, u := range g.upstreams {
-		g.listeners[name] = g.listener(u)
+		g.listeners[name] = g.listener(u, sessions)
 	}
 	return g, nil
 }
@@ -275,13 +287,16 @@ func (g *Gateway) Handler() http.Handler {
 }
 
 // listener returns the streamable HTTP listener for one upstream.
-func (g *Gateway) listener(u *Upstream) *transport.HTTPServer {
+func (g *Gateway) listener(u *Upstream, sessions *transport.SessionLimits) *transport.HTTPServer {
 	return transport.NewHTTPServer(transport.HTTPServerOptions{
 		Limits:                   g.opts.Limits,
 		AllowedHosts:             g.opts.AllowedHosts,
 		AllowedOrigins:           g.opts.AllowedOrigins,
 		InsecureDisableHostCheck: g.opts.InsecureDisableHostCheck,
 		SessionIdleTimeout:       g.opts.SessionIdleTimeout,
+		Sessions:                 sessions,
+		Admit:                    childAdmission(u),
+		BodyTimeout:              g.opts.BodyTimeout,
 		ParamBindings:            u.tools.paramBindings,
 		Authenticate:             g.opts.Authenticate,
 		Logger:                   g.log,
