@@ -158,7 +158,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 		maxBatch: opts.MaxBatch,
 		watch:    opts.WatchInterval,
 		log:      opts.Logger,
-		reqs:     make(chan *appendReq),
+		reqs:     make(chan *appendReq, opts.MaxBatch), // Submit does not wait for the commit in progress
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		head:     head,
@@ -206,6 +206,13 @@ func (l *Log) Submit(ctx context.Context, rec Record) (wait func() (Record, erro
 		select {
 		case r := <-req.reply:
 			return r.rec, r.err
+		case <-l.done: // closed while rec waited in the queue, unless it was answered
+			select {
+			case r := <-req.reply:
+				return r.rec, r.err
+			default:
+				return Record{}, ErrClosed
+			}
 		case <-ctx.Done():
 			return Record{}, ctx.Err()
 		}
