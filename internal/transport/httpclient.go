@@ -631,8 +631,9 @@ func (c *HTTPClientConn) finishOneWay(msg *jsonrpc.Message, resp *http.Response,
 			return ErrSessionLost
 		}
 		text := ""
-		if data, ok := c.readErrorBody(resp); ok {
-			text = c.upstreamText(data, mediaType(resp.Header.Get("Content-Type")))
+		ct := mediaType(resp.Header.Get("Content-Type"))
+		if data, ok := c.readErrorBody(resp, ct); ok {
+			text = c.upstreamText(data, ct)
 		}
 		if text != "" {
 			text = ": " + text
@@ -678,7 +679,7 @@ func (c *HTTPClientConn) consumeFailure(resp *http.Response, st *streamState) {
 		return
 	}
 	ct := mediaType(resp.Header.Get("Content-Type"))
-	data, ok := c.readErrorBody(resp)
+	data, ok := c.readErrorBody(resp, ct)
 	if ok && ct == "application/json" {
 		if m, err := jsonrpc.Decode(data, c.lim); err == nil && m.Kind == jsonrpc.KindResponse && m.ID == st.related && m.Error != nil {
 			c.deliver(m, st.related)
@@ -898,13 +899,19 @@ func (c *HTTPClientConn) deliverStatus(st *streamState, status int, upstreamText
 
 // Bounds on what an upstream's HTTP error body contributes to an error.
 const (
-	httpErrorBodyMax = 4 << 10 // read at most this much of it
+	httpErrorBodyMax = 4 << 10 // read at most this much of a body other than JSON
 	httpErrorTextMax = 256     // and pass on at most this many bytes of text
 )
 
-// readErrorBody reads the start of an HTTP error response's body.
-func (c *HTTPClientConn) readErrorBody(resp *http.Response) ([]byte, bool) {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, httpErrorBodyMax))
+// readErrorBody reads an HTTP error response's body: a JSON one whole, up to
+// the message size limit (it may be the JSON-RPC answer to relay), any
+// other only its start.
+func (c *HTTPClientConn) readErrorBody(resp *http.Response, contentType string) ([]byte, bool) {
+	n := int64(httpErrorBodyMax)
+	if contentType == "application/json" {
+		n = int64(c.maxBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, n))
 	if err != nil && len(data) == 0 {
 		return nil, false
 	}
