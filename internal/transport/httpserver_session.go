@@ -48,6 +48,8 @@ type httpSession struct {
 	order      []*sseStream               // the stream of each logged event, oldest first
 	logBytes   int                        // bytes of the logged events
 	active     int                        // HTTP requests in flight for this session
+	room       chan struct{}              // closed when a client has read events (markSent) or let go of a stream; nil when no Write waits
+	stalled    bool                       // a reading client made no progress for stallWait: Write drops instead of waiting, until it reads again
 	lastActive time.Time
 	timer      *time.Timer // idle timer; nil when stateless
 }
@@ -160,7 +162,9 @@ func (s *httpSession) Read(ctx context.Context) (*jsonrpc.Message, error) {
 // request or notification to the stream of msg.Related, else (progress) of
 // the request that issued its progress token, else the standalone stream if a
 // GET holds it, else the only POST stream still open, else the pending
-// buffer. Write never waits for the network; it may be called concurrently.
+// buffer. Write waits for the network only when the session's event buffer
+// is full of events a reading client has not read yet (awaitRoomLocked);
+// it may be called concurrently.
 // It returns ErrClosed after Close and io.ErrClosedPipe once the client side
 // has ended the session.
 func (s *httpSession) Write(ctx context.Context, msg *jsonrpc.Message) error {
@@ -174,6 +178,9 @@ func (s *httpSession) Write(ctx context.Context, msg *jsonrpc.Message) error {
 		return ErrClosed
 	case s.isEnded:
 		return io.ErrClosedPipe
+	}
+	if err := s.awaitRoomLocked(ctx, len(msg.Raw)); err != nil {
+		return err
 	}
 	st := s.routeLocked(msg)
 	if msg.Kind == jsonrpc.KindResponse {
@@ -595,6 +602,86 @@ func (s *httpSession) forgetRequestLocked(id string) {
 	}
 }
 
+// stallWait bounds how long Write waits for a client that is attached to a
+// stream but reads none of it: after that the client counts as gone, and
+// its oldest undelivered events are dropped to make room (appendLocked).
+const stallWait = 10 * time.Second
+
+// awaitRoomLocked applies back-pressure: while appending n more bytes would
+// drop an event that was never delivered from a stream a client is
+// reading, it waits for that client to read (or let go of the stream), for
+// the session to end, for ctx, or for stallWait without any progress. The
+// writer waits and not the client: an upstream flooding one session holds
+// up its own relay goroutine, never another session's, and a client that
+// reads every event gets every event. Events of a stream that nobody
+// reads (a POST whose client went away and may resume) are dropped oldest
+// first as before; they are kept only for resumption. s.mu is held on
+// entry and on return, and released while waiting.
+func (s *httpSession) awaitRoomLocked(ctx context.Context, n int) error {
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	for s.fullForReaderLocked(n) {
+		if s.room == nil {
+			s.room = make(chan struct{})
+		}
+		room := s.room
+		if stall == nil {
+			stall = time.NewTimer(stallWait)
+		} else {
+			stall.Reset(stallWait)
+		}
+		s.mu.Unlock()
+		var err error
+		timedOut := false
+		select {
+		case <-room:
+		case <-s.closed:
+		case <-s.ended:
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-stall.C:
+			timedOut = true
+		}
+		s.mu.Lock()
+		switch {
+		case err != nil:
+			return err
+		case s.isClosed:
+			return ErrClosed
+		case s.isEnded:
+			return io.ErrClosedPipe
+		case timedOut:
+			s.stalled = true
+			s.srv.log.Warn("http: the client reads none of its stream; dropping undelivered messages until it reads again", "session", s.id)
+			return nil
+		}
+	}
+	return nil
+}
+
+// fullForReaderLocked reports whether appending n bytes would drop the
+// session's oldest event while it is undelivered and a client is reading
+// its stream.
+func (s *httpSession) fullForReaderLocked(n int) bool {
+	if s.stalled || len(s.order) == 0 || (len(s.order) < s.srv.eventBuffer && s.logBytes+n <= s.srv.eventBytes) {
+		return false
+	}
+	old := s.order[0]
+	return old.attached != nil && len(old.events) > 0 && old.events[0].seq >= old.sent
+}
+
+// roomLocked wakes the Writes waiting in awaitRoomLocked.
+func (s *httpSession) roomLocked() {
+	if s.room != nil {
+		close(s.room)
+		s.room = nil
+	}
+}
+
 // appendLocked logs data as the next event of st and wakes its writer,
 // dropping the session's oldest events beyond the buffer's bounds.
 func (s *httpSession) appendLocked(st *sseStream, data []byte, status int) {
@@ -851,6 +938,8 @@ func (s *httpSession) markSent(st *sseStream, att *attachment, next uint64) {
 	defer s.mu.Unlock()
 	att.cursor = next
 	st.sent = max(st.sent, next)
+	s.stalled = false
+	s.roomLocked()
 }
 
 // detach releases st from att, unless another request took it over.
@@ -860,6 +949,7 @@ func (s *httpSession) detach(st *sseStream, att *attachment) {
 	if st.attached == att {
 		st.attached = nil
 		s.collectLocked(st)
+		s.roomLocked()
 	}
 }
 
