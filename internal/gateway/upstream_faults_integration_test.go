@@ -386,3 +386,81 @@ net.Server.prototype.listen = function (port, ...rest) {
 		}
 	}
 }
+
+// TestUpstreamSessionLossTypeScriptClient: the TypeScript SDK's client,
+// whose session's upstream restarted, is told 404 and starts a new session
+// that works.
+func TestUpstreamSessionLossTypeScriptClient(t *testing.T) {
+	node, sdk := testenv.Node22(t), testenv.TypeScriptSDK(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "tsclient", "sessionloss.cjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := &goEverything{bin: testenv.GoEverythingServer(t), addr: testenv.FreeLoopbackAddr(t)}
+	up.start(t)
+	gw := startGateway(t, fmt.Sprintf("version: 1\ngateway:\n  upstreams:\n    - name: everything\n      url: http://%s/mcp\n", up.addr))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a failure guard
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script, gw)
+	cmd.Env = []string{"NODE_PATH=" + sdk, "HOME=" + t.TempDir()}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	type step struct {
+		Step    string
+		Tools   int
+		OK      bool
+		Status  *int
+		Rule    string
+		Message string
+	}
+	dec := json.NewDecoder(stdout)
+	next := func() step {
+		t.Helper()
+		var s step
+		if err := dec.Decode(&s); err != nil {
+			t.Fatalf("the TypeScript client: %v\n%s", err, stderr.String())
+		}
+		if s.Step == "error" {
+			t.Fatalf("the TypeScript client failed: %s", s.Message)
+		}
+		return s
+	}
+	if s := next(); s.Step != "before" || s.Tools == 0 {
+		t.Fatalf("before the restart: %+v", s)
+	}
+	up.restart(t)
+	io.WriteString(stdin, "go\n")
+	for {
+		s := next()
+		if s.Step == "again" {
+			if s.Tools == 0 {
+				t.Errorf("the new session lists no tools: %+v", s)
+			}
+			break
+		}
+		switch {
+		case s.Step != "after" || s.OK:
+			t.Fatalf("after the restart: %+v, want a failure", s)
+		case s.Status != nil && *s.Status == http.StatusNotFound:
+			t.Logf("the TypeScript client was told 404: %s", s.Message)
+		case s.Rule == "session-expired":
+			t.Logf("the call that found out got the session-expired error: %s", s.Message)
+		default:
+			t.Fatalf("after the restart: %+v, want 404 or rule session-expired", s)
+		}
+	}
+	stdin.Close()
+}
