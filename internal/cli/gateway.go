@@ -221,7 +221,19 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	if err != nil {
 		return ExitConfig, err
 	}
-	ln, err := net.Listen("tcp", cfg.Gateway.Listen.Addr)
+	// Until it serves, a failure closes what was opened: the gateway's
+	// stores, audit log and children, and the listener.
+	var ln net.Listener
+	serving := false
+	defer func() {
+		if !serving {
+			if ln != nil {
+				ln.Close()
+			}
+			g.Close()
+		}
+	}()
+	ln, err = net.Listen("tcp", cfg.Gateway.Listen.Addr)
 	if err != nil {
 		return ExitUpstream, fmt.Errorf("listener: %w", err)
 	}
@@ -253,6 +265,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	// before serving rather than keep them until the scavenger gets to them.
 	debug.FreeOSMemory()
 	errc := make(chan error, 1)
+	serving = true
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,5 +102,32 @@ func TestGatewayStdioConfigWithoutUpstreams(t *testing.T) {
 	code, _, errOut = run(t, "gateway", "--stdio", "--config", cfg, "--require-token", "transfer_funds", "--check-store", "--", "srv")
 	if code != ExitConfig || !strings.Contains(errOut, "gateway.zero_trust.subject") {
 		t.Fatalf("a --stdio config without a subject for its tokens: %d %s", code, errOut)
+	}
+}
+
+// A gateway that cannot take its listener's address closes what it had
+// opened (its audit log among them) before it returns the error.
+func TestGatewayBusyAddressClosesWhatItOpened(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	audit := filepath.Join(dir, "audit.db")
+	cfg := filepath.Join(dir, "w.yaml")
+	os.WriteFile(cfg, []byte("version: 1\ngateway:\n  audit: {path: "+strconv.Quote(audit)+"}\n  upstreams:\n    - {name: a, command: [srv]}\n"), 0o600)
+	code, _, errOut := run(t, "gateway", "--config", cfg, "--listen", busy.Addr().String())
+	if code != ExitUpstream || !strings.Contains(errOut, "listener") {
+		t.Fatalf("a busy address: exit %d, %s", code, errOut)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd: ", err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, audit) {
+			t.Errorf("after the failed start, %s is still open", target)
+		}
 	}
 }
