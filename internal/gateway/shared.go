@@ -12,17 +12,30 @@ package gateway
 //
 // Renumbering changes the id member of a request's bytes and nothing else
 // (jsonrpc.Message.WithID); answers get their original id back the same way.
-// A request's progress notifications go to the session whose progress token
-// they carry. What cannot be routed on a shared connection is refused: a
+// A request's progress token is renumbered too: it becomes the request's
+// upstream id, so that two clients that chose the same token each get their
+// own progress. Notifications find their session by what names their
+// request:
+//
+//	notifications/progress  params.progressToken                         w2 ─► B, token restored
+//	anything else           params._meta["io.modelcontextprotocol/      w3 ─► C, id restored
+//	                        subscriptionId"] (a subscriptions/listen)
+//
+// Each rewrite replaces one JSON value in the bytes and nothing else.
+// What cannot be routed on a shared connection is refused: a
 // server-to-client request (the stateless revision has none; it uses
 // multi-round-trip results instead) is answered with an error, and an
-// unaddressed notification is dropped and logged.
+// unaddressed notification is dropped and logged. A session that ends with
+// requests in flight (a client that closed its listen stream) has them
+// cancelled upstream.
 //
-// mu guards conn, routes, tokens and next. The reader goroutine of a conn
+// mu guards conn, routes, owners and next. The reader goroutine of a conn
 // delivers to sessions after releasing mu.
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
@@ -44,24 +57,30 @@ type sharedUpstream struct {
 	conn   transport.Conn          // nil until first use and after it ends
 	next   int64                   // last id sent upstream
 	routes map[string]route        // by the id text warden sent upstream
-	tokens map[string]*sharedConn  // by progress token text; nil when two sessions chose the same token
 	owners map[*sharedConn]*owning // what each session has in flight
 }
 
+// metaSubscriptionID is the _meta member by which a 2026-07-28 server names
+// the subscriptions/listen request a notification belongs to: the request's
+// id, as the server received it.
+const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+
+// route is one request in flight upstream.
 type route struct {
-	sess *sharedConn
-	orig jsonrpc.ID
+	sess   *sharedConn
+	orig   jsonrpc.ID
+	token  []byte // the client's progress token as it wrote it; nil without one
+	listen bool   // a subscriptions/listen: notifications name it by its id
 }
 
 // owning is what one session has registered, so that it can be removed.
 type owning struct {
-	ids    map[string]jsonrpc.ID // original id text → id sent upstream
-	tokens []string
+	ids map[string]jsonrpc.ID // original id text → id sent upstream
 }
 
 func newSharedUpstream(name string, dial func(context.Context) (transport.Conn, error), log *slog.Logger) *sharedUpstream {
 	return &sharedUpstream{name: name, dial: dial, log: log,
-		routes: map[string]route{}, tokens: map[string]*sharedConn{}, owners: map[*sharedConn]*owning{}}
+		routes: map[string]route{}, owners: map[*sharedConn]*owning{}}
 }
 
 // session returns a Conn for one stateless session.
@@ -104,20 +123,20 @@ func (s *sharedUpstream) send(ctx context.Context, c *sharedConn, msg *jsonrpc.M
 	case msg.Kind == jsonrpc.KindRequest:
 		s.next++
 		id := jsonrpc.IntID(s.next)
-		s.routes[id.Raw()] = route{sess: c, orig: msg.ID}
-		own.ids[msg.ID.Raw()] = id
-		if raw, ok := jsonrpc.Lookup(msg.Params, "_meta", "progressToken"); ok {
-			tok := jsonrpc.IDFromRaw(raw).Raw()
-			if other, taken := s.tokens[tok]; taken && other != c {
-				// Two clients chose the same token: routing its progress
-				// to either could leak one client's progress to the other.
-				s.tokens[tok] = nil
-			} else if !taken {
-				s.tokens[tok] = c
+		r := route{sess: c, orig: msg.ID, listen: msg.Method == mcp.MethodSubscriptionsListen}
+		up := msg.WithID(id)
+		if tok, ok := jsonrpc.Lookup(up.Raw, "params", "_meta", "progressToken"); ok {
+			// The upstream id is unique on this connection, the client's
+			// token only in its own session.
+			r.token = bytes.Clone(tok)
+			if up, err = replaced(up, tok, []byte(id.Raw())); err != nil {
+				s.mu.Unlock()
+				return err
 			}
-			own.tokens = append(own.tokens, tok)
 		}
-		msg = msg.WithID(id)
+		s.routes[id.Raw()] = r
+		own.ids[msg.ID.Raw()] = id
+		msg = up
 	case msg.Method == mcp.NotificationCancelled:
 		// The upstream knows the request by the id warden gave it.
 		raw, _ := jsonrpc.Lookup(msg.Params, "requestId")
@@ -158,23 +177,100 @@ func (s *sharedUpstream) read(conn transport.Conn) {
 				s.log.Warn("shared upstream: response to no pending request dropped", "upstream", s.name, "id", msg.ID.Raw())
 				continue
 			}
-			r.sess.deliver(msg.WithID(r.orig))
+			r.sess.deliver(routedAnswer(msg, r, s.log))
 		case jsonrpc.KindRequest:
 			s.log.Warn("shared upstream: server request refused; stateless sessions cannot answer it", "upstream", s.name, "method", msg.Method)
 			_ = conn.Write(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "relay", Rule: "shared-upstream"}.
 				Errorf(jsonrpc.CodeMethodNotFound, "warden: "+msg.Method+" cannot reach a stateless client")))
 		default:
-			raw, _ := jsonrpc.Lookup(msg.Params, "progressToken")
-			s.mu.Lock()
-			sess := s.tokens[jsonrpc.IDFromRaw(raw).Raw()]
-			s.mu.Unlock()
+			sess, out := s.address(msg)
 			if sess == nil {
 				s.log.Debug("shared upstream: unaddressed notification dropped", "upstream", s.name, "method", msg.Method)
 				continue
 			}
-			sess.deliver(msg)
+			sess.deliver(out)
 		}
 	}
+}
+
+// routedAnswer gives the response msg to route r its client's id back, and to a
+// subscriptions/listen's result its subscription id.
+func routedAnswer(msg *jsonrpc.Message, r route, log *slog.Logger) *jsonrpc.Message {
+	up := msg.ID
+	out := msg.WithID(r.orig)
+	if !r.listen {
+		return out
+	}
+	at, ok := jsonrpc.Lookup(out.Raw, "result", "_meta", metaSubscriptionID)
+	if !ok || jsonrpc.IDFromRaw(at).Raw() != up.Raw() {
+		return out
+	}
+	restored, err := replaced(out, at, []byte(r.orig.Raw()))
+	if err != nil {
+		log.Warn("shared upstream: subscription id left as sent", "err", err)
+		return out
+	}
+	return restored
+}
+
+// address returns the session the notification msg is for, and msg as that
+// session's client must see it: with its own progress token, or its own
+// listen request's id. It returns nil when msg names no request in flight.
+func (s *sharedUpstream) address(msg *jsonrpc.Message) (*sharedConn, *jsonrpc.Message) {
+	progress := msg.Method == mcp.NotificationProgress
+	var at []byte
+	var ok bool
+	if progress {
+		at, ok = jsonrpc.Lookup(msg.Raw, "params", "progressToken")
+	} else {
+		at, ok = jsonrpc.Lookup(msg.Raw, "params", "_meta", metaSubscriptionID)
+	}
+	if !ok {
+		return nil, nil
+	}
+	s.mu.Lock()
+	r, ok := s.routes[jsonrpc.IDFromRaw(at).Raw()]
+	s.mu.Unlock()
+	var restore []byte
+	switch {
+	case !ok:
+		return nil, nil
+	case progress && r.token != nil:
+		restore = r.token
+	case !progress && r.listen:
+		restore = []byte(r.orig.Raw())
+	default:
+		return nil, nil
+	}
+	out, err := replaced(msg, at, restore)
+	if err != nil {
+		s.log.Warn("shared upstream: notification dropped", "upstream", s.name, "method", msg.Method, "err", err)
+		return nil, nil
+	}
+	out.Related = r.orig
+	return r.sess, out
+}
+
+// replaced returns a copy of msg whose JSON value at, a sub-slice of
+// msg.Raw found by jsonrpc.Lookup(msg.Raw, ...), is replaced by with, a JSON
+// value; the rest of the bytes are msg's. (Params and Result are views whose
+// capacity ends with them, so a value found in them has no offset in Raw.) The copy is decoded again, so that its views are right; it keeps
+// msg's Header and Related.
+func replaced(msg *jsonrpc.Message, at, with []byte) (*jsonrpc.Message, error) {
+	off := cap(msg.Raw) - cap(at)
+	if len(at) == 0 || off < 0 || off+len(at) > len(msg.Raw) || &msg.Raw[off] != &at[0] {
+		return nil, errors.New("warden: the value to replace is not in the message")
+	}
+	raw := make([]byte, 0, len(msg.Raw)-len(at)+len(with))
+	raw = append(append(append(raw, msg.Raw[:off]...), with...), msg.Raw[off+len(at):]...)
+	// The message passed the configured limits already; the new value
+	// adds no depth, and the size is what it is.
+	out, err := jsonrpc.Decode(raw, jsonrpc.Limits{MaxBytes: len(raw), MaxDepth: len(raw)})
+	if err != nil {
+		return nil, err
+	}
+	out.Header, out.Related = msg.Header, msg.Related
+	return out, nil
 }
 
 // ended forgets a connection that ended and answers its pending requests.
@@ -187,10 +283,8 @@ func (s *sharedUpstream) ended(conn transport.Conn, err error) {
 	s.conn = nil
 	pending := s.routes
 	s.routes = map[string]route{}
-	s.tokens = map[string]*sharedConn{}
 	for _, own := range s.owners {
 		clear(own.ids)
-		own.tokens = nil
 	}
 	s.mu.Unlock()
 	s.log.Warn("shared upstream ended", "upstream", s.name, "err", err, "pending", len(pending))
@@ -200,23 +294,37 @@ func (s *sharedUpstream) ended(conn transport.Conn, err error) {
 	}
 }
 
-// release forgets everything session c had in flight.
+// release forgets everything session c had in flight, and tells the
+// upstream to stop working on it: nobody is left to answer, and a
+// subscriptions/listen would otherwise stay open upstream for ever.
 func (s *sharedUpstream) release(c *sharedConn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	own := s.owners[c]
 	if own == nil {
+		s.mu.Unlock()
 		return
 	}
+	cancels := make([]*jsonrpc.Message, 0, len(own.ids))
 	for _, id := range own.ids {
 		delete(s.routes, id.Raw())
-	}
-	for _, t := range own.tokens {
-		if sess, ok := s.tokens[t]; ok && (sess == c || sess == nil) {
-			delete(s.tokens, t)
-		}
+		cancels = append(cancels, jsonrpc.NewNotification(mcp.NotificationCancelled,
+			[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: the client went away"}`)))
 	}
 	delete(s.owners, c)
+	conn := s.conn
+	s.mu.Unlock()
+	if conn == nil || len(cancels) == 0 {
+		return
+	}
+	// A child that does not read its stdin must not hold up the session's
+	// end: the writes wait, at most until the connection closes.
+	go func() {
+		for _, m := range cancels {
+			if err := conn.Write(context.Background(), m); err != nil {
+				return
+			}
+		}
+	}()
 }
 
 // Close ends the shared connection.

@@ -116,28 +116,83 @@ func TestSharedUpstreamRenumbersAndRoutesBack(t *testing.T) {
 func TestSharedUpstreamProgressAndCancellation(t *testing.T) {
 	f := newFakeShared(t)
 	a, b := f.session(), f.session()
-	post(t, a, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"pa"}}}`)
+	// Both clients chose the token "shared", A's with an escape.
+	post(t, a, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"sh\u0061red"}}}`)
 	up := <-f.upstreams
 	ra := read(t, up)
 	post(t, b, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"shared"}}}`)
-	read(t, up)
-	post(t, a, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":"shared"}}}`)
-	read(t, up)
-
-	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pa","progress":1}}`)
-	if got := read(t, a); got.Method != "notifications/progress" {
-		t.Fatalf("A got %s, want its progress", got.Raw)
+	rb := read(t, up)
+	// Upstream, each token is its request's own id, and nothing else changed.
+	for _, r := range []*jsonrpc.Message{ra, rb} {
+		want := `{"jsonrpc":"2.0","id":` + r.ID.Raw() + `,"method":"tools/call","params":{"name":"slow","_meta":{"progressToken":` + r.ID.Raw() + `}}}`
+		if string(r.Raw) != want {
+			t.Errorf("upstream got %s, want %s", r.Raw, want)
+		}
 	}
-	quiet(t, b, "B must not see A's progress")
-	// Two clients chose the same token: neither gets progress for it.
-	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"shared","progress":1}}`)
-	quiet(t, a, "progress under a token two clients chose")
-	quiet(t, b, "progress under a token two clients chose")
+
+	// Progress in the opposite order reaches each client, with the token
+	// as that client wrote it.
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+rb.ID.Raw()+`,"progress":2}}`)
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+ra.ID.Raw()+`,"progress":1}}`)
+	if got := read(t, a); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"sh\u0061red","progress":1}}` {
+		t.Errorf("A got %s", got.Raw)
+	} else if got.Related.Raw() != "1" {
+		t.Errorf("A's progress relates to %q, want its request 1", got.Related.Raw())
+	}
+	if got := read(t, b); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"shared","progress":2}}` {
+		t.Errorf("B got %s", got.Raw)
+	}
+	// A token warden did not give (a client's own) reaches nobody.
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"shared","progress":3}}`)
+	quiet(t, a, "progress under a token warden did not send upstream")
+	quiet(t, b, "progress under a token warden did not send upstream")
 
 	// A cancels its id 1: the upstream hears of the id it knows.
 	post(t, a, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
 	if got := read(t, up); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+ra.ID.Raw()+`}}` {
 		t.Errorf("upstream got %s", got.Raw)
+	}
+	// Once B's call is answered, its progress token is gone with it.
+	write(t, up, `{"jsonrpc":"2.0","id":`+rb.ID.Raw()+`,"result":{}}`)
+	read(t, b)
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`+rb.ID.Raw()+`,"progress":4}}`)
+	quiet(t, b, "progress after the answer")
+}
+
+func TestSharedUpstreamRoutesListenNotifications(t *testing.T) {
+	f := newFakeShared(t)
+	a, b := f.session(), f.session()
+	post(t, a, `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)
+	up := <-f.upstreams
+	la := read(t, up)
+	post(t, b, `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true}}}`)
+	lb := read(t, up)
+
+	// The server tags each notification with the listen's id as it got it;
+	// each client gets its own, tagged with its own listen's id.
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+lb.ID.Raw()+`},"notifications":{"toolsListChanged":true}}}`)
+	if got := read(t, b); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"toolsListChanged":true}}}` {
+		t.Errorf("B got %s", got.Raw)
+	} else if got.Related.Raw() != `"L"` {
+		t.Errorf("B's acknowledgement relates to %s, want its listen", got.Related.Raw())
+	}
+	quiet(t, a, "A must not see B's acknowledgement")
+	write(t, up, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+la.ID.Raw()+`}}}`)
+	if got := read(t, a); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {
+		t.Errorf("A got %s", got.Raw)
+	}
+	quiet(t, b, "B must not see A's notification")
+
+	// The listen ends gracefully: its result names the client's id too.
+	write(t, up, `{"jsonrpc":"2.0","id":`+la.ID.Raw()+`,"result":{"_meta":{"io.modelcontextprotocol/subscriptionId":`+la.ID.Raw()+`}}}`)
+	if got := read(t, a); string(got.Raw) != `{"jsonrpc":"2.0","id":"L","result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {
+		t.Errorf("A got %s", got.Raw)
+	}
+
+	// B goes away with its listen open: the upstream is told to stop it.
+	b.Close()
+	if got := read(t, up); string(got.Raw) != `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+lb.ID.Raw()+`,"reason":"warden: the client went away"}}` {
+		t.Errorf("upstream got %s, want the cancellation of B's listen", got.Raw)
 	}
 }
 
