@@ -61,15 +61,18 @@ func CheckParamHeaders(h http.Header, params []byte, bindings []ParamBinding) er
 	args, _ := jsonrpc.Lookup(params, "arguments")
 	for _, b := range bindings {
 		name := HeaderParamPrefix + b.Header
+		// Presence, not value, says whether the client sent the header: an
+		// empty value is how an empty string argument travels.
+		sent := len(h.Values(name)) > 0
 		header := h.Get(name)
 		arg, present := jsonrpc.Lookup(args, b.Path...)
 		if !present || string(arg) == "null" {
-			if header != "" {
+			if sent {
 				return fmt.Errorf("unexpected %s header for absent or null argument %q", name, strings.Join(b.Path, "."))
 			}
 			continue
 		}
-		if header == "" {
+		if !sent {
 			return fmt.Errorf("missing %s header for argument %q", name, strings.Join(b.Path, "."))
 		}
 		value, err := DecodeParamHeader(header)

@@ -67,10 +67,26 @@ func TestCheckParamHeaders(t *testing.T) {
 		}
 	}
 
-	// A header for an argument the body does not have is a mismatch too.
+	// An empty header is the empty string, not a missing header.
 	h := good.Clone()
+	h["Mcp-Param-Region"] = []string{""}
+	if err := CheckParamHeaders(h, []byte(strings.Replace(params, `"eu-west"`, `""`, 1)), bindings); err != nil {
+		t.Errorf("an empty header for an empty argument refused: %v", err)
+	}
+	if err := CheckParamHeaders(h, []byte(params), bindings); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Errorf("an empty header for a non-empty argument: %v, want a mismatch", err)
+	}
+
+	// A header for an argument the body does not have is a mismatch too,
+	// even empty.
+	h = good.Clone()
 	if err := CheckParamHeaders(h, []byte(`{"name":"deploy","arguments":{"count":3,"dry":false,"opts":{"tenant":"ünï"}}}`), bindings); err == nil ||
 		!strings.Contains(err.Error(), "unexpected Mcp-Param-Region") {
 		t.Errorf("header for an absent argument: %v", err)
+	}
+	h["Mcp-Param-Region"] = []string{""}
+	if err := CheckParamHeaders(h, []byte(`{"name":"deploy","arguments":{"region":null,"count":3,"dry":false,"opts":{"tenant":"ünï"}}}`), bindings); err == nil ||
+		!strings.Contains(err.Error(), "unexpected Mcp-Param-Region") {
+		t.Errorf("empty header for a null argument: %v", err)
 	}
 }

@@ -84,7 +84,8 @@ func isLoopbackName(name string) bool {
 // outright, since peers disagree on which one counts. Every Mcp-Param-* value
 // must be printable ASCII or valid Base64; whether it agrees with its argument
 // needs the tool's input schema, which bindings supplies when the gateway has
-// seen it.
+// seen it. An empty Mcp-Param-* header is a header: the empty string argument
+// travels as one (mcp.CheckParamHeaders).
 func checkMessageHeaders(h http.Header, msgs []*jsonrpc.Message, bindings func(string) ([]mcp.ParamBinding, bool)) *jsonrpc.Error {
 	for _, k := range []string{mcp.HeaderProtocolVersion, mcp.HeaderMethod, mcp.HeaderName} {
 		if len(h.Values(k)) > 1 {
