@@ -97,7 +97,8 @@ type CommandSpec struct {
 // the messages the child writes on stdout and io.EOF once stdout closes (the
 // child exited, and no grandchild holds its stdout open); Write writes to the
 // child's stdin. Invalid output from the child is logged and dropped, never
-// answered.
+// answered; a request whose answer it may have been is not left waiting:
+// Read returns an error answer in its place (StreamOptions.AnswerLost).
 type CommandConn struct {
 	// Immutable after Command.
 	cmd     *exec.Cmd
@@ -179,9 +180,10 @@ func Command(spec CommandSpec) (*CommandConn, error) {
 		log:     log,
 		timeout: timeout,
 		stream: NewStream(stdoutR, stdinW, stdinW, StreamOptions{
-			Limits: spec.Limits,
-			Logger: log,
-			Name:   spec.Name,
+			Limits:     spec.Limits,
+			Logger:     log,
+			Name:       spec.Name,
+			AnswerLost: true,
 		}),
 		stdout:     stdoutR,
 		stderr:     stderrR,

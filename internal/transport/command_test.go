@@ -308,7 +308,7 @@ func TestCommandInvalidOutputDropped(t *testing.T) {
 	if err := c.Write(context.Background(), bad); err != nil {
 		t.Fatal(err)
 	}
-	good := `{"jsonrpc":"2.0","id":3,"method":"ping"}`
+	good := `{"jsonrpc":"2.0","method":"notifications/ping"}`
 	if err := c.Write(context.Background(), contractMsg(t, good)); err != nil {
 		t.Fatal(err)
 	}
@@ -317,6 +317,117 @@ func TestCommandInvalidOutputDropped(t *testing.T) {
 	}
 	if len(rec.warnings()) != 1 {
 		t.Fatalf("warnings = %v, want one for the invalid line", rec.warnings())
+	}
+}
+
+// TestCommandInvalidOutputAnswersLostCalls: the echo child writes back what
+// the test writes, so the test makes it write what a broken server would.
+// A call whose answer the child spoiled is answered at once with warden's
+// error, not left to the request timeout; log noise on stdout fails nothing.
+func TestCommandInvalidOutputAnswersLostCalls(t *testing.T) {
+	c := startChild(t, "echo", CommandSpec{Logger: (&logRecorder{}).logger(), Name: "broken"})
+	ctx := context.Background()
+	// send makes the child write line; a valid one comes back as a message.
+	send := func(line string, valid bool) {
+		t.Helper()
+		m := &jsonrpc.Message{Raw: []byte(line)}
+		if valid {
+			m = contractMsg(t, line)
+		}
+		if err := c.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if valid {
+			mustRead(t, c)
+		}
+	}
+	call := func(id int) {
+		t.Helper()
+		m := contractMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id))
+		if err := c.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		mustRead(t, c) // the echo: a request from the child, to ignore
+	}
+	lost := func(id, rule string) {
+		t.Helper()
+		m := mustRead(t, c)
+		var d struct{ Stage, Rule string }
+		if m.Kind != jsonrpc.KindResponse || m.ID.Raw() != id || m.Error == nil || m.Error.Code != jsonrpc.CodeUpstreamInvalid ||
+			json.Unmarshal(m.Error.Data, &d) != nil || d.Stage != "upstream" || d.Rule != RuleInvalidOutput ||
+			!strings.Contains(m.Error.Message, `upstream "broken"`) || !strings.Contains(m.Error.Message, "rule "+rule) {
+			t.Fatalf("got %s; want the invalid-output answer to %s, naming rule %s", m.Raw, id, rule)
+		}
+	}
+
+	call(1)
+	call(2)
+	// An answer to 1 that the strict decoder refuses: 1 fails, 2 waits.
+	send(`{"jsonrpc":"2.0","id":1,"result":{"a":1,"a":2}}`, false)
+	lost("1", "duplicate-key")
+	// Log noise, and an invalid notification, answer nothing.
+	send(`server listening on port 8080`, false)
+	send(`{"jsonrpc":"2.0","method":"notifications/message","params":{"a":1,"a":2}}`, false)
+	answer := `{"jsonrpc":"2.0","id":2,"result":{}}`
+	send(answer, false)
+	if m := mustRead(t, c); string(m.Raw) != answer {
+		t.Fatalf("got %s, want 2's own answer %s", m.Raw, answer)
+	}
+
+	// Broken output that names no request: every pending call fails,
+	// except one the client cancelled (it expects no answer).
+	call(3)
+	call(4)
+	call(5)
+	send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}`, true)
+	send(`{"jsonrpc":"2.0","result":{"content":[`, false)
+	got := []string{}
+	for range 2 {
+		m := mustRead(t, c)
+		got = append(got, m.ID.Raw())
+		if m.Error == nil || m.Error.Code != jsonrpc.CodeUpstreamInvalid {
+			t.Fatalf("got %s, want an invalid-output answer", m.Raw)
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"3", "4"}) {
+		t.Fatalf("answered %v, want the pending 3 and 4", got)
+	}
+	assertBlocked(t, readAsync(ctx, c), 50*time.Millisecond)
+}
+
+// TestCommandOversizeLineAnswersLostCalls: an answer over the size limit
+// whose id comes last (as the TypeScript SDK writes it) fails the pending
+// calls at once; one whose id comes first fails only its own.
+func TestCommandOversizeLineAnswersLostCalls(t *testing.T) {
+	c := startChild(t, "echo", CommandSpec{Logger: (&logRecorder{}).logger(), Name: "big", Limits: jsonrpc.Limits{MaxBytes: 512}})
+	ctx := context.Background()
+	for _, id := range []int{1, 2} {
+		m := contractMsg(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"x"}}`, id))
+		if err := c.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		mustRead(t, c)
+	}
+	big := strings.Repeat("x", 1024)
+	if err := c.Write(ctx, &jsonrpc.Message{Raw: []byte(`{"jsonrpc":"2.0","id":2,"result":{"text":"` + big + `"}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if m := mustRead(t, c); m.ID.Raw() != "2" || m.Error == nil || m.Error.Code != jsonrpc.CodeUpstreamInvalid || !strings.Contains(m.Error.Message, "rule size") {
+		t.Fatalf("got %s, want 2 failed by the size rule", m.Raw)
+	}
+	if err := c.Write(ctx, &jsonrpc.Message{Raw: []byte(`{"result":{"text":"` + big + `"},"jsonrpc":"2.0","id":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if m := mustRead(t, c); m.ID.Raw() != "1" || m.Error == nil || m.Error.Code != jsonrpc.CodeUpstreamInvalid || !strings.Contains(m.Error.Message, "naming no request") {
+		t.Fatalf("got %s, want 1 failed as the possible owner of the answer", m.Raw)
+	}
+	// The line was read to its end: the stream is still in step.
+	note := `{"jsonrpc":"2.0","method":"notifications/ping"}`
+	if err := c.Write(ctx, contractMsg(t, note)); err != nil {
+		t.Fatal(err)
+	}
+	if m := mustRead(t, c); string(m.Raw) != note {
+		t.Fatalf("got %s, want %s", m.Raw, note)
 	}
 }
 

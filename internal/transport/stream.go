@@ -7,7 +7,9 @@ package transport
 //	                                                        ├─► or Push's deliver, on the reader goroutine
 //	                                                        └─ invalid: log, and if
 //	                                                           ReplyInvalid, error line ─► w
+//	                                                           AnswerLost, error answers ─► msgs
 //	Write ─► wmu ─► Raw + '\n' ─► w
+//	  └─ AnswerLost: request ids ─► pending (until answered or cancelled)
 //
 // The reader goroutine is what lets ctx and Close unblock Read although an
 // io.Reader cannot be interrupted: Read waits on a channel, not on r. The
@@ -48,7 +50,22 @@ type StreamOptions struct {
 	// peer is waiting for an answer; leave it false towards an upstream
 	// server, whose invalid output is only logged and dropped.
 	ReplyInvalid bool
+	// AnswerLost is for the side towards an upstream server. An invalid
+	// line from it may have been the answer to a request written on this
+	// stream, which would then wait for ever: Read returns, in that
+	// answer's place, an error response with code CodeUpstreamInvalid
+	// (stage "upstream", rule "invalid-output") for the request whose id
+	// the line names if one is pending, else for every request pending,
+	// since any of them may have been answered. A line that names a method
+	// (a server request or notification) answers nothing, and a line that
+	// does not begin as JSON does ('{' or '['; log output on stdout) cannot
+	// be an answer: those are only logged and dropped.
+	AnswerLost bool
 }
+
+// RuleInvalidOutput is the rule of the answers an AnswerLost stream gives in
+// place of an upstream's invalid one.
+const RuleInvalidOutput = "invalid-output"
 
 // NewStream returns a Conn that reads newline-delimited JSON-RPC from r and
 // writes it to w. Close closes closer (which may be nil), once; closer should
@@ -69,6 +86,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) C
 		log:          opts.Logger,
 		name:         opts.Name,
 		replyInvalid: opts.ReplyInvalid,
+		answerLost:   opts.AnswerLost,
 		msgs:         make(chan *jsonrpc.Message),
 		mode:         make(chan struct{}),
 		wmu:          make(chan struct{}, 1),
@@ -109,6 +127,12 @@ type stream struct {
 	log          *slog.Logger
 	name         string
 	replyInvalid bool
+	answerLost   bool
+
+	// pending holds, with AnswerLost, the ids of the requests written and
+	// not yet answered or cancelled, by id text.
+	pmu     sync.Mutex
+	pending map[string]jsonrpc.ID
 
 	// msgs carries valid messages from readLoop to Read, unless Push gave
 	// readLoop a function to deliver them to. readLoop closes msgs when the
@@ -195,7 +219,42 @@ func (s *stream) Write(ctx context.Context, msg *jsonrpc.Message) error {
 	if bytes.IndexByte(msg.Raw, '\n') >= 0 {
 		return fmt.Errorf("transport %s: message contains a newline and cannot be framed", s.name)
 	}
-	return s.writeLine(ctx, msg.Raw)
+	if !s.answerLost {
+		return s.writeLine(ctx, msg.Raw)
+	}
+	// Registered before the bytes leave, so that a quick answer finds it.
+	var id jsonrpc.ID
+	switch {
+	case msg.Kind == jsonrpc.KindRequest:
+		id = msg.ID
+		s.track(id, true)
+	case msg.Method == "notifications/cancelled":
+		// A cancelled request gets no answer to lose.
+		raw, _ := jsonrpc.Lookup(msg.Params, "requestId")
+		s.track(jsonrpc.IDFromRaw(raw), false)
+	}
+	err := s.writeLine(ctx, msg.Raw)
+	if err != nil && id.IsValid() {
+		s.track(id, false)
+	}
+	return err
+}
+
+// track adds id to the pending requests, or removes it.
+func (s *stream) track(id jsonrpc.ID, add bool) {
+	if !id.IsValid() {
+		return
+	}
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	if !add {
+		delete(s.pending, id.Raw())
+		return
+	}
+	if s.pending == nil {
+		s.pending = map[string]jsonrpc.ID{}
+	}
+	s.pending[id.Raw()] = id
 }
 
 // writeLine writes line and a newline to w and flushes them, holding wmu.
@@ -273,26 +332,89 @@ func (s *stream) readLoop() {
 		}
 		if err != nil {
 			s.invalid(line, tooLong, err)
-			continue
-		}
-		select {
-		case <-s.mode: // Read or Push was called: how to deliver is known
-		case <-s.done:
-			return
-		}
-		if s.push != nil {
-			if s.isClosed() {
-				return
+			for _, answer := range s.lost(line, err) {
+				if !s.deliver(answer) {
+					return
+				}
 			}
-			s.push(m)
 			continue
 		}
-		select {
-		case s.msgs <- m:
-		case <-s.done:
+		if s.answerLost && m.Kind == jsonrpc.KindResponse {
+			s.track(m.ID, false)
+		}
+		if !s.deliver(m) {
 			return
 		}
 	}
+}
+
+// deliver hands m to Read or to Push's function. It returns false once the
+// stream is closed.
+func (s *stream) deliver(m *jsonrpc.Message) bool {
+	select {
+	case <-s.mode: // Read or Push was called: how to deliver is known
+	case <-s.done:
+		return false
+	}
+	if s.push != nil {
+		if s.isClosed() {
+			return false
+		}
+		s.push(m)
+		return true
+	}
+	select {
+	case s.msgs <- m:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// lost returns, with AnswerLost, the error answers that stand for what the
+// invalid line may have answered (see StreamOptions.AnswerLost); the
+// requests they answer are no longer pending.
+func (s *stream) lost(line []byte, err error) []*jsonrpc.Message {
+	if !s.answerLost {
+		return nil
+	}
+	if start := bytes.TrimLeft(line, " \t\r"); len(start) == 0 || (start[0] != '{' && start[0] != '[') {
+		return nil // not JSON at all: output that is no message
+	}
+	if _, named := jsonrpc.Lookup(line, "method"); named {
+		return nil // a request or notification: it answers nothing
+	}
+	var jerr *jsonrpc.Error
+	reason := err.Error()
+	if errors.As(err, &jerr) {
+		reason = jerr.Message
+	}
+	reason = "rule " + ruleOf(err) + ": " + reason
+	named := jsonrpc.PeekID(line)
+	msg := "upstream " + strconv.Quote(s.name) + " answered with a message warden could not validate (" + reason + "); it was not relayed"
+	if !named.IsValid() {
+		msg = "upstream " + strconv.Quote(s.name) + " wrote a message warden could not validate, naming no request (" + reason +
+			"); it was not relayed, and each request pending on it is failed, since it may have been the answer"
+	}
+	s.pmu.Lock()
+	var ids []jsonrpc.ID
+	if p, ok := s.pending[named.Raw()]; ok && named.IsValid() {
+		ids = []jsonrpc.ID{p}
+	} else if !named.IsValid() {
+		for _, p := range s.pending {
+			ids = append(ids, p)
+		}
+	}
+	for _, id := range ids {
+		delete(s.pending, id.Raw())
+	}
+	s.pmu.Unlock()
+	answers := make([]*jsonrpc.Message, len(ids))
+	for i, id := range ids {
+		answers[i] = jsonrpc.NewErrorResponse(id, jsonrpc.Detail{Stage: "upstream", Rule: RuleInvalidOutput}.
+			Errorf(jsonrpc.CodeUpstreamInvalid, msg))
+	}
+	return answers
 }
 
 // readLine returns the next line without its "\n" or "\r\n". A line longer
