@@ -83,7 +83,10 @@ func TestUpstreamSessionLossGivesClient404(t *testing.T) {
 	gw := startGateway(t, fmt.Sprintf("version: 1\ngateway:\n  upstreams:\n    - name: everything\n      url: http://%s/mcp\n", up.addr))
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "loss", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw, MaxRetries: -1},
+	// go-sdk's default reconnection: warden may learn of the loss on its
+	// own standalone stream first and end the client's; the client then
+	// reconnects that stream and is told 404.
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +122,7 @@ func TestUpstreamSessionLossGivesClient404(t *testing.T) {
 	}
 
 	// go-sdk starts again, as the spec asks of a client given 404.
-	cs2, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw, MaxRetries: -1},
+	cs2, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: gw},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("a new session after the 404: %v", err)
