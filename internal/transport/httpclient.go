@@ -39,6 +39,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +52,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -386,7 +388,7 @@ func (c *HTTPClientConn) Write(ctx context.Context, msg *jsonrpc.Message) error 
 			return ctx.Err()
 		case msg.IsCall():
 			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
-			c.spawn(func() { c.deliverError(st, "connection", "unreachable: "+errText(err)) })
+			c.spawn(func() { c.deliverError(st, "connection", "unreachable: "+netReason(err)) })
 			return nil
 		}
 		return fmt.Errorf("upstream %s: %s: %s", c.name, describe(msg), errText(err))
@@ -447,7 +449,7 @@ func (c *HTTPClientConn) writeCall(msg *jsonrpc.Message) error {
 				return
 			}
 			c.log.Warn("upstream request failed", "method", msg.Method, "id", msg.ID, "error", errText(err))
-			c.deliverError(st, "connection", "unreachable: "+errText(err))
+			c.deliverError(st, "connection", "unreachable: "+netReason(err))
 			return
 		}
 		c.consume(resp, st)
@@ -978,6 +980,36 @@ func errText(err error) string {
 		err = ue.Err
 	}
 	return err.Error()
+}
+
+// netReason names what went wrong with a connection to an upstream without
+// saying where: the client learns that the upstream is unreachable and
+// why, never the address, port or resolver of warden's side (the log has
+// the full error).
+func netReason(err error) string {
+	var dns *net.DNSError
+	var tlsErr *tls.RecordHeaderError
+	var cert *tls.CertificateVerificationError
+	var ne net.Error
+	switch {
+	case err == nil:
+		return "no answer"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "connection reset"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "no route to the upstream"
+	case errors.As(err, &dns):
+		return "its name does not resolve"
+	case errors.As(err, &cert), errors.As(err, &tlsErr):
+		return "TLS handshake failed"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the connection closed"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	}
+	return "network error"
 }
 
 // mediaType returns the media type of a Content-Type value, lower-cased,

@@ -255,8 +255,14 @@ func TestHTTPClientUpstreamCrash(t *testing.T) {
 		hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(2), "tools/call", []byte(`{"name":"x"}`)))
 		m := hcResponse(t, c, jsonrpc.IntID(2))
 		if code, rule := hcErrorDetail(t, m); code != jsonrpc.CodeUpstreamUnavailable || rule != "connection" ||
-			!strings.HasPrefix(m.Error.Message, "upstream up1: unreachable: ") {
-			t.Errorf("answer %s, want -32032, rule connection, \"upstream up1: unreachable: ...\"", m.Raw)
+			m.Error.Message != "upstream up1: unreachable: connection refused" {
+			t.Errorf("answer %s, want -32032, rule connection, \"upstream up1: unreachable: connection refused\"", m.Raw)
+		}
+		// The client learns why, never where: not the upstream's address.
+		host := strings.TrimPrefix(url, "http://")
+		host, _, _ = strings.Cut(host, "/")
+		if strings.Contains(string(m.Raw), host) || strings.Contains(string(m.Raw), "127.0.0.1") {
+			t.Errorf("answer %s shows the upstream's address %s", m.Raw, host)
 		}
 	})
 }

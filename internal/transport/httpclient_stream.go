@@ -119,7 +119,8 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 			if st.broken != nil {
 				// The connection broke: the upstream crashed, or the
 				// network between went down.
-				c.deliverError(st, "connection", "unreachable: the connection broke before the response ("+errText(st.broken)+")")
+				c.log.Warn("upstream stream broke", "id", st.related, "error", errText(st.broken))
+				c.deliverError(st, "connection", "unreachable: the connection broke before the response ("+netReason(st.broken)+")")
 				return
 			}
 			c.deliverError(st, "stream-ended", "stream ended without the response")
@@ -133,7 +134,8 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 		for resp == nil {
 			if attempts++; attempts > httpMaxResumes {
 				if failed != nil {
-					c.deliverError(st, "connection", fmt.Sprintf("unreachable: the stream ended without the response, and resuming it failed %d times (%s)", httpMaxResumes, errText(failed)))
+					c.log.Warn("upstream stream could not be resumed", "id", st.related, "error", errText(failed))
+					c.deliverError(st, "connection", fmt.Sprintf("unreachable: the stream ended without the response, and resuming it failed %d times (%s)", httpMaxResumes, netReason(failed)))
 					return
 				}
 				c.deliverError(st, "stream-ended", fmt.Sprintf("stream ended without the response; resuming failed %d times", httpMaxResumes))
