@@ -119,23 +119,24 @@ func (h *HTTPServer) admit(r *http.Request, info SessionInfo) (release func(), r
 	if h.authenticate == nil {
 		key = remoteIP(r.RemoteAddr)
 	}
-	release, refusal = h.sessionLimits.acquire(key)
+	counted, refusal := h.sessionLimits.acquire(key)
 	if refusal != nil {
 		return nil, refusal
 	}
 	if h.admitHook == nil {
-		return release, nil
+		return counted, nil
 	}
 	more, refusal := h.admitHook(info)
 	if refusal != nil {
-		release()
+		counted()
 		return nil, refusal
 	}
+	// Not the named result: a closure calling release would call itself.
 	return func() {
 		if more != nil {
 			more()
 		}
-		release()
+		counted()
 	}, nil
 }
 

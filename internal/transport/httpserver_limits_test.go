@@ -178,7 +178,7 @@ func TestHTTPServerSessionLimitShared(t *testing.T) {
 // Admit refuses a session before OnSession (the gateway's child cap), and
 // what it admitted is released only once OnSession has returned.
 func TestHTTPServerAdmit(t *testing.T) {
-	var admitted atomic.Int32
+	var admitted, releases atomic.Int32
 	var running *atomic.Int32
 	releasedWhileRunning := make(chan int32, 8)
 	l, r := relayingListener(t, HTTPServerOptions{
@@ -187,8 +187,16 @@ func TestHTTPServerAdmit(t *testing.T) {
 				admitted.Add(-1)
 				return nil, &Busy{Rule: RuleChildLimit, Message: "no room"}
 			}
+			var calls atomic.Int32 // of this admission's release
 			return func() {
-				releasedWhileRunning <- running.Load()
+				if calls.Add(1) > 1 {
+					panic("an admitted session was released twice")
+				}
+				releases.Add(1)
+				select { // a release called again must not block here
+				case releasedWhileRunning <- running.Load():
+				default:
+				}
 				admitted.Add(-1)
 			}, nil
 		},
@@ -207,6 +215,9 @@ func TestHTTPServerAdmit(t *testing.T) {
 		}
 	case <-time.After(waitTimeout):
 		t.Fatal("the admitted session was never released")
+	}
+	if n := releases.Load(); n != 1 {
+		t.Fatalf("%d releases of one admitted session, want 1", n)
 	}
 	reopenLimited(t, l, nil)
 }
