@@ -295,8 +295,9 @@ func (s *sharedUpstream) ended(conn transport.Conn, err error) {
 }
 
 // release forgets everything session c had in flight, and tells the
-// upstream to stop working on it: nobody is left to answer, and a
-// subscriptions/listen would otherwise stay open upstream for ever.
+// upstream to stop working on it, since nobody is left to answer; except
+// a subscriptions/listen, which stays open in the child until a later
+// listen replaces it or the child ends.
 func (s *sharedUpstream) release(c *sharedConn) {
 	s.mu.Lock()
 	own := s.owners[c]
@@ -306,7 +307,15 @@ func (s *sharedUpstream) release(c *sharedConn) {
 	}
 	cancels := make([]*jsonrpc.Message, 0, len(own.ids))
 	for _, id := range own.ids {
+		r, ok := s.routes[id.Raw()]
 		delete(s.routes, id.Raw())
+		if ok && r.listen {
+			// Not cancelled: a server that keeps one subscription per
+			// session (go-sdk) ends the current one on a listen's
+			// cancellation, which may already be the next client's. Its
+			// notifications are dropped here, having no route.
+			continue
+		}
 		cancels = append(cancels, jsonrpc.NewNotification(mcp.NotificationCancelled,
 			[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: the client went away"}`)))
 	}
