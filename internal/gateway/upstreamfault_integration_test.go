@@ -65,11 +65,11 @@ func TestUpstreamFaults(t *testing.T) {
 		// The request times out; the session ends when the client leaves
 		// it idle, and the child, deaf to stdin and SIGTERM, is killed.
 		{"hang", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
-		// Garbage is dropped, never relayed: the call waits for a real
-		// answer until the request timeout, whose error says what came
-		// instead.
-		{"invalid-json", -32034, "timeout", `upstream "faulty" did not answer within 1s; meanwhile it sent 1 message(s) warden could not validate, dropped unrelayed (last: syntax: ` + invalidJSONReason + `)`, faultIdleTimeout},
-		{"not-jsonrpc", -32034, "timeout", `upstream "faulty" did not answer within 1s; meanwhile it sent 1 message(s) warden could not validate, dropped unrelayed (last: ` + notJSONRPCReason + `)`, faultIdleTimeout},
+		// Garbage is dropped, never relayed: the call whose id it carries
+		// is answered at once with what came instead, not when the request
+		// timeout runs out.
+		{"invalid-json", -32033, "invalid-output", `upstream "faulty" answered with a message warden could not validate (rule syntax: ` + invalidJSONReason + `); it was not relayed`, faultIdleTimeout},
+		{"not-jsonrpc", -32033, "invalid-output", `upstream "faulty" answered with a message warden could not validate (rule ` + notJSONRPCReason + `); it was not relayed`, faultIdleTimeout},
 		{"unknown-id", -32034, "timeout", `upstream "faulty" did not answer within 1s`, faultIdleTimeout},
 	}
 	for _, tc := range cases {

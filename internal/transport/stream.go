@@ -312,7 +312,7 @@ func (s *stream) isClosed() bool {
 func (s *stream) readLoop() {
 	defer close(s.msgs)
 	for {
-		line, tooLong, err := s.readLine()
+		line, tooLong, last, err := s.readLine()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				err = fmt.Errorf("transport %s: read: %w", s.name, err)
@@ -332,6 +332,12 @@ func (s *stream) readLoop() {
 		}
 		if err != nil {
 			s.invalid(line, tooLong, err)
+			if last && !tooLong {
+				// Cut off by the end of the output (a child that crashed
+				// mid-write): what ends next is the process, and that is
+				// what its pending calls are told.
+				continue
+			}
 			for _, answer := range s.lost(line, err) {
 				if !s.deliver(answer) {
 					return
@@ -422,7 +428,7 @@ func (s *stream) lost(line []byte, err error) []*jsonrpc.Message {
 // bytes are kept, and tooLong is set: memory stays bounded by maxBytes plus
 // the reader's buffer whatever the line's length. Each line is a fresh slice,
 // since a decoded Message keeps it as Raw.
-func (s *stream) readLine() (line []byte, tooLong bool, err error) {
+func (s *stream) readLine() (line []byte, tooLong, last bool, err error) {
 	for {
 		chunk, err := s.r.ReadSlice('\n')
 		if !tooLong {
@@ -436,9 +442,9 @@ func (s *stream) readLine() (line []byte, tooLong bool, err error) {
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF) && (len(line) > 0 || tooLong):
-			// The last line, without a newline.
+			last = true // the last line, without a newline
 		default:
-			return nil, false, err
+			return nil, false, false, err
 		}
 		if !tooLong {
 			line = bytes.TrimSuffix(line, []byte("\n"))
@@ -447,7 +453,7 @@ func (s *stream) readLine() (line []byte, tooLong bool, err error) {
 				line, tooLong = line[:s.maxBytes], true
 			}
 		}
-		return line, tooLong, nil
+		return line, tooLong, last, nil
 	}
 }
 
