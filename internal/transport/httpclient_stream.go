@@ -194,8 +194,12 @@ func (c *HTTPClientConn) runStandalone() {
 			discard(resp.Body, 4<<10)
 			c.log.Debug("upstream offers no standalone stream (HTTP 405)")
 			return
-		case c.sessionGone(resp, st):
-			discard(resp.Body, 4<<10) // the conn is over (lose)
+		case resp.StatusCode == http.StatusNotFound:
+			// Not taken for a lost session: servers without a GET stream
+			// answer 404 as well as 405 (aimock does). A lost session is
+			// found by the next POST.
+			discard(resp.Body, 4<<10)
+			c.log.Info("upstream answered the standalone stream 404: no standalone stream")
 			return
 		case resp.StatusCode/100 == 4:
 			discard(resp.Body, 4<<10)
