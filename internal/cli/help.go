@@ -25,7 +25,12 @@ var commandHelp = map[string]string{
       public signing keys (/.well-known/jwks.json); with session_credential
       on an upstream, POST /warden/v1/introspect. /healthz answers while the
       process runs; /readyz answers 503, naming each one, when a store does
-      not (the replay store, and the revocation and pin stores in Redis).
+      not (the replay store, and the revocation and pin stores in Redis) or
+      when the audit log's file was lost (calls are then refused).
+
+      gateway.limits bounds the listener: sessions overall and per
+      principal, children per stdio upstream, header and body read
+      timeouts. A limit reached is HTTP 503 with Retry-After and -32036.
 
       On SIGTERM or SIGINT (both modes) it stops gracefully: it refuses new
       sessions and requests (-32035, rule shutdown), lets calls in flight
