@@ -296,10 +296,15 @@ func (g *Gateway) listener(u *Upstream, sessions *transport.SessionLimits) *tran
 		SessionIdleTimeout:       g.opts.SessionIdleTimeout,
 		Sessions:                 sessions,
 		Admit:                    childAdmission(u),
-		BodyTimeout:              g.opts.BodyTimeout,
-		ParamBindings:            u.tools.paramBindings,
-		Authenticate:             g.opts.Authenticate,
-		Logger:                   g.log,
+		OnRefuse: func(string) {
+			if m, ok := g.opts.Metrics.(*Metrics); ok {
+				m.refused(u.Name)
+			}
+		},
+		BodyTimeout:   g.opts.BodyTimeout,
+		ParamBindings: u.tools.paramBindings,
+		Authenticate:  g.opts.Authenticate,
+		Logger:        g.log,
 		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
 			if info.Principal != "" {
 				ctx = WithPrincipal(ctx, info.Principal)

@@ -258,3 +258,24 @@ gateway:
 		t.Fatalf("%d children for a request that never arrived", n)
 	}
 }
+
+// Sessions refused for a limit are counted in /metrics, as denials of
+// stage listener, so that an operator sees the limit being reached.
+func TestSessionLimitRefusalsCounted(t *testing.T) {
+	up, _ := demoUpstream(t, false)
+	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
+gateway:
+  listen: {addr: "127.0.0.1:0"}
+  limits: {max_sessions: 1, max_sessions_per_principal: 1}
+  upstreams: [{name: demo, url: %q}]
+telemetry: {metrics: true}
+`, up))
+	srv := httptest.NewServer(g.Handler())
+	t.Cleanup(func() { srv.Close(); g.Close() })
+	mustInit(t, srv.URL+"/mcp", "")
+	wantBusy(t, srv.URL+"/mcp", "", transport.RuleSessionLimit)
+	wantBusy(t, srv.URL+"/mcp", "", transport.RuleSessionLimit)
+	if m := scrapeMetrics(t, srv.URL); !strings.Contains(m, `warden_denials_total{upstream="demo",stage="listener"} 2`) {
+		t.Errorf("/metrics does not count the 2 refused sessions:\n%s", m)
+	}
+}

@@ -105,6 +105,19 @@ func (m *Metrics) observe(d *Decision) {
 	}
 }
 
+// refused counts a request that upstream's listener refused for a bound
+// (a session limit, a body too slow): a denial of stage "listener".
+func (m *Metrics) refused(upstream string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.denials == nil {
+		m.messages = map[[3]string]uint64{}
+		m.denials = map[[2]string]uint64{}
+		m.durations = map[[2]string]*histogram{}
+	}
+	m.denials[[2]string{upstream, "listener"}]++
+}
+
 // series is one labelled value of a snapshot.
 type series[K [2]string | [3]string, V any] struct {
 	key K

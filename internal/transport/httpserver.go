@@ -94,6 +94,10 @@ type HTTPServerOptions struct {
 	// has returned. A refused session never reaches OnSession.
 	Admit func(info SessionInfo) (release func(), refusal *Busy)
 
+	// OnRefuse, if set, is told the rule of each request the listener
+	// refuses for a bound (a limit reached, a body too slow), for metrics.
+	OnRefuse func(rule string)
+
 	// BodyTimeout bounds the reading of a POST's body, from the end of its
 	// headers; a body that takes longer is answered 408 and its connection
 	// closed. It bounds the request only: the response, an SSE stream, may
@@ -196,6 +200,7 @@ type HTTPServer struct {
 	limits         jsonrpc.Limits
 	sessionLimits  *SessionLimits
 	admitHook      func(SessionInfo) (func(), *Busy)
+	onRefuse       func(rule string)
 	bodyTimeout    time.Duration
 	idle           time.Duration
 	openWait       time.Duration // < 0: open SSE streams at once
@@ -226,6 +231,7 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 		limits:         opts.Limits,
 		sessionLimits:  opts.Sessions,
 		admitHook:      opts.Admit,
+		onRefuse:       opts.OnRefuse,
 		bodyTimeout:    opts.BodyTimeout,
 		idle:           opts.SessionIdleTimeout,
 		openWait:       opts.OpenWait,
@@ -552,6 +558,7 @@ func (h *HTTPServer) bodyFailed(w http.ResponseWriter, r *http.Request, err erro
 		return
 	}
 	h.log.Warn("http: request body too slow", "rule", RuleBodyTimeout, "remote", r.RemoteAddr, "timeout", h.bodyTimeout)
+	h.refused(RuleBodyTimeout)
 	w.Header().Set("Connection", "close")
 	writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{},
 		jsonrpc.Detail{Stage: stageListener, Rule: RuleBodyTimeout}.Errorf(jsonrpc.CodeInvalidRequest,

@@ -144,9 +144,17 @@ func (h *HTTPServer) admit(r *http.Request, info SessionInfo) (release func(), r
 // a JSON-RPC error for id.
 func (h *HTTPServer) refuseBusy(w http.ResponseWriter, r *http.Request, id jsonrpc.ID, b *Busy) {
 	h.log.Warn("http: session refused", "rule", b.Rule, "remote", r.RemoteAddr, "reason", b.Message)
+	h.refused(b.Rule)
 	w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
 	writeRPCError(w, http.StatusServiceUnavailable, id,
 		jsonrpc.Detail{Stage: stageListener, Rule: b.Rule}.Errorf(CodeBusy, b.Message))
+}
+
+// refused tells OnRefuse, if set, of a request refused for a bound.
+func (h *HTTPServer) refused(rule string) {
+	if h.onRefuse != nil {
+		h.onRefuse(rule)
+	}
 }
 
 // remoteIP is the IP address of a request's RemoteAddr, without the port.
