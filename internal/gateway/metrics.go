@@ -15,7 +15,8 @@ package gateway
 // Every label takes its values from a set fixed by the code or the
 // configuration, never from what a peer sends: upstream is a configured
 // name, direction, kind and stage are warden's own words, and a method that
-// no MCP revision defines is labelled "other" (mcp.KnownMethod). So the
+// neither MCP nor A2A defines is labelled "other" (jsonrpc.KnownMethod,
+// the decoder's own list). So the
 // number of series is bounded by the configuration, whatever clients and
 // upstreams send (docs/telemetry.md, "Metrics").
 //
@@ -33,10 +34,9 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
-	"github.com/agentwarden/warden/internal/mcp"
 )
 
-// otherMethod labels every method that no MCP revision defines.
+// otherMethod labels every method that neither MCP nor A2A defines.
 const otherMethod = "other"
 
 // durationBuckets are the upper bounds, in seconds, that the OpenTelemetry
@@ -58,10 +58,10 @@ type histogram struct {
 	sum    float64
 }
 
-// metricMethod is the label of method: itself if some MCP revision
-// defines it, else "other".
+// metricMethod is the label of method: itself if some MCP revision or A2A
+// version defines it, else "other".
 func metricMethod(method string) string {
-	if mcp.KnownMethod(method) {
+	if jsonrpc.KnownMethod(method) {
 		return method
 	}
 	return otherMethod

@@ -439,6 +439,15 @@ func foldsToKnownMethod(method string) bool {
 	return ok
 }
 
+// KnownMethod reports whether method is, exactly, a method of some MCP
+// revision or A2A version warden relays. Peers may send others
+// (extensions, mistakes); anything that sizes itself by method names, such
+// as a metric's label set, must not take them as they come.
+func KnownMethod(method string) bool {
+	_, ok := knownMethods[method]
+	return ok
+}
+
 // isNotificationMethod reports whether a known method is a notification.
 // Every other known method is a request, which a notification must not
 // carry: a peer could run it, and nobody would see its answer.
