@@ -77,11 +77,7 @@ func (m *Metrics) observe(d *Decision) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.messages == nil {
-		m.messages = map[[3]string]uint64{}
-		m.denials = map[[2]string]uint64{}
-		m.durations = map[[2]string]*histogram{}
-	}
+	m.initLocked()
 	m.messages[[3]string{d.Upstream, d.Direction, d.Kind.String()}]++
 	if d.Denial != nil {
 		m.denials[[2]string{d.Upstream, d.Denial.Stage}]++
@@ -110,12 +106,17 @@ func (m *Metrics) observe(d *Decision) {
 func (m *Metrics) refused(upstream string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.denials == nil {
+	m.initLocked()
+	m.denials[[2]string{upstream, "listener"}]++
+}
+
+// initLocked makes the maps of a zero Metrics; m.mu is held.
+func (m *Metrics) initLocked() {
+	if m.messages == nil {
 		m.messages = map[[3]string]uint64{}
 		m.denials = map[[2]string]uint64{}
 		m.durations = map[[2]string]*histogram{}
 	}
-	m.denials[[2]string{upstream, "listener"}]++
 }
 
 // series is one labelled value of a snapshot.
