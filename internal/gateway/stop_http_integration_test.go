@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/testenv"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -167,21 +166,7 @@ func TestSIGTERMDrainsHTTP(t *testing.T) {
 		t.Fatalf("warden exited with %v, want exit code 7 (calls cut at the drain time)", err)
 	}
 
-	b, err := audit.OpenBackend(audit.KindSQLite, auditPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	answered := map[string][]string{}
-	if _, err := b.Scan(context.Background(), func(r audit.Record) error {
-		dropped := r.Rule == "unsolicited-response" && r.Decision == audit.Deny
-		if (r.RequestID == "2" || r.RequestID == "3") && !dropped && (r.Direction != "client" || r.Decision != audit.Allow) {
-			answered[r.RequestID] = append(answered[r.RequestID], fmt.Sprintf("%s %s %s/%s", r.Decision, r.Direction, r.Stage, r.Rule))
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	answered := answerRecords(t, auditPath)
 	for id, want := range map[string]string{"2": "allow upstream /", "3": "error warden gateway/shutdown"} {
 		if got := answered[id]; len(got) != 1 || got[0] != want {
 			t.Errorf("request %s: the audit log records %q, the client got %q", id, got, want)

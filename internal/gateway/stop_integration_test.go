@@ -139,34 +139,39 @@ func TestSIGTERMDrainsStdio(t *testing.T) {
 	shutdown("4")
 
 	// The audit log says the same, answer by answer.
-	b, err := audit.OpenBackend(audit.KindSQLite, auditPath)
+	answered := answerRecords(t, auditPath)
+	want := map[string]string{"2": "allow upstream /", "3": "error warden gateway/shutdown", "4": "deny client gateway/shutdown"}
+	for id, w := range want {
+		if got := answered[id]; len(got) != 1 || got[0] != w {
+			t.Errorf("request %s: the audit log records %q, the client got %q", id, got, w)
+		}
+	}
+}
+
+// answerRecords reads the SQLite audit log at path and returns, by request
+// id, the records of what each request got ("decision direction
+// stage/rule"): the upstream's answer or warden's refusal or error. The
+// record of a client's request that was let through is not an answer, nor
+// is an upstream's answer to a call already answered by the gateway's stop
+// (dropped, never sent).
+func answerRecords(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	b, err := audit.OpenBackend(audit.KindSQLite, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	answered := map[string][]audit.Record{} // the records of what each request got
+	answered := map[string][]string{}
 	if _, err := b.Scan(context.Background(), func(r audit.Record) error {
-		// Not an answer: the upstream's answer to a call already answered
-		// with the shutdown error, dropped (decision deny, never sent).
 		dropped := r.Rule == "unsolicited-response" && r.Decision == audit.Deny
 		if r.RequestID != "" && !dropped && (r.Direction != "client" || r.Decision != audit.Allow) {
-			answered[r.RequestID] = append(answered[r.RequestID], r)
+			answered[r.RequestID] = append(answered[r.RequestID], fmt.Sprintf("%s %s %s/%s", r.Decision, r.Direction, r.Stage, r.Rule))
 		}
 		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"2": "allow upstream /", "3": "error warden gateway/shutdown", "4": "deny client gateway/shutdown"}
-	for id, w := range want {
-		recs := answered[id]
-		if len(recs) != 1 {
-			t.Fatalf("request %s: %d answer records %+v, want 1: %s", id, len(recs), recs, w)
-		}
-		r := recs[0]
-		if got := fmt.Sprintf("%s %s %s/%s", r.Decision, r.Direction, r.Stage, r.Rule); got != w {
-			t.Errorf("request %s: the audit log records %q, the client got %q", id, got, w)
-		}
-	}
+	return answered
 }
 
 // testWriter logs what a child writes to stderr.
