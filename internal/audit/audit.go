@@ -36,6 +36,17 @@
 // record without one keeps version 1, so the logs written before reasons
 // were recorded verify as they did, and one chain may hold both.
 //
+// # Hash encoding (version 3)
+//
+// A record with a request_hash, a kind, a kid or a sig (a tools/call's
+// request hash, a checkpoint: checkpoint.go) is hashed with the tag
+// "warden.audit.v3" and, after field(direction):
+//
+//	field(reason) field(request_hash) field(kind) field(kid) field(sig)
+//
+// (each possibly empty). Records without any of the four keep version 1
+// or 2.
+//
 // # Backends
 //
 // A Backend stores records and an anchor: the seq and hash of the last
@@ -60,12 +71,12 @@
 // a chain that is valid as far as it goes; the anchor is what reveals it: the
 // log then ends before the anchor's seq.
 //
-// What it cannot see: someone who can write both the records and the anchor
-// can rewrite the log's tail, or all of it, and recompute every hash; a hash
-// chain without a secret only proves that the log is the one that ends in a
-// given head. Record Log.Head somewhere the writer cannot change (a ticket,
-// another machine, a signed export) to pin a log; Verify with that head as
-// its Want then sees any rewrite of the records before it. The JSONL anchor
+// What the chain alone cannot see: someone who can write both the records
+// and the anchor can rewrite the log's tail, or all of it, and recompute
+// every hash; a hash chain without a secret only proves that the log is the
+// one that ends in a given head. Signed checkpoints (checkpoint.go) close
+// that gap for every record before the last checkpoint; a head recorded
+// elsewhere (Verify's want, or a witness) pins it too. The JSONL anchor
 // is replaced after the records are synced, so a crash in between leaves an
 // anchor one batch behind the records; that is not reported (the records
 // after the anchor still chain correctly), and the next write moves the
@@ -104,6 +115,7 @@ const ZeroHash = "00000000000000000000000000000000000000000000000000000000000000
 const (
 	hashVersion       = "warden.audit.v1"
 	hashVersionReason = "warden.audit.v2"
+	hashVersion3      = "warden.audit.v3"
 )
 
 // MaxReason bounds a record's Reason in bytes: Append cuts a longer one
@@ -140,6 +152,15 @@ type Record struct {
 	// warden answered in the upstream's place; "" otherwise. At most
 	// MaxReason bytes.
 	Reason string `json:"reason,omitempty"`
+	// RequestHash, on a client's tools/call, is the OWASP Agent Control
+	// Standard's request_hash: lowercase hex SHA-256 of the JCS (RFC 8785)
+	// form of the request's params as the client sent them; "" otherwise.
+	RequestHash string `json:"request_hash,omitempty"`
+	// Kind is "" for the record of a message and CheckpointKind for a
+	// signed checkpoint (checkpoint.go), which also has KeyID and Sig.
+	Kind  string `json:"kind,omitempty"`
+	KeyID string `json:"kid,omitempty"`
+	Sig   string `json:"sig,omitempty"`
 }
 
 // Anchor is the seq and hash of the last record of a log: a log's head, as
@@ -153,10 +174,14 @@ type Anchor struct {
 // field but Hash.
 func (r *Record) ComputeHash() string {
 	var seq, ns [20]byte
-	b := make([]byte, 0, 512+len(r.Reason))
-	if r.Reason != "" {
+	b := make([]byte, 0, 512+len(r.Reason)+len(r.Sig))
+	v3 := r.RequestHash != "" || r.Kind != "" || r.KeyID != "" || r.Sig != ""
+	switch {
+	case v3:
+		b = append(b, hashVersion3...)
+	case r.Reason != "":
 		b = append(b, hashVersionReason...)
-	} else {
+	default:
 		b = append(b, hashVersion...)
 	}
 	b = append(b, 0)
@@ -166,7 +191,12 @@ func (r *Record) ComputeHash() string {
 		r.Tool, r.ParamsHash, string(r.Decision), r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction} {
 		b = appendField(b, s)
 	}
-	if r.Reason != "" {
+	switch {
+	case v3:
+		for _, s := range [...]string{r.Reason, r.RequestHash, r.Kind, r.KeyID, r.Sig} {
+			b = appendField(b, s)
+		}
+	case r.Reason != "":
 		b = appendField(b, r.Reason)
 	}
 	sum := sha256.Sum256(b)
@@ -186,7 +216,8 @@ func (r *Record) normalize() error {
 		return errors.New("audit: decision " + strconv.Quote(string(r.Decision)) + " is not allow, deny or error")
 	}
 	for _, p := range []*string{&r.Actor, &r.Session, &r.Upstream, &r.Method, &r.RequestID, &r.Tool,
-		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction, &r.Reason} {
+		&r.ParamsHash, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction, &r.Reason,
+		&r.RequestHash, &r.Kind, &r.KeyID, &r.Sig} {
 		if !utf8.ValidString(*p) {
 			*p = strings.ToValidUTF8(*p, "\uFFFD")
 		}

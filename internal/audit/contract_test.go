@@ -336,25 +336,29 @@ func TestHashCoversEveryField(t *testing.T) {
 	base.Seq, base.Time, base.PrevHash = 7, time.Unix(1700000000, 5), ZeroHash
 	h := base.ComputeHash()
 	edits := map[string]func(r *Record){
-		"seq":         func(r *Record) { r.Seq++ },
-		"time":        func(r *Record) { r.Time = r.Time.Add(time.Nanosecond) },
-		"prev_hash":   func(r *Record) { r.PrevHash = "1" + r.PrevHash[1:] },
-		"actor":       func(r *Record) { r.Actor += "x" },
-		"session":     func(r *Record) { r.Session += "x" },
-		"upstream":    func(r *Record) { r.Upstream += "x" },
-		"method":      func(r *Record) { r.Method += "x" },
-		"request_id":  func(r *Record) { r.RequestID += "x" },
-		"tool":        func(r *Record) { r.Tool += "x" },
-		"params_hash": func(r *Record) { r.ParamsHash += "x" },
-		"decision":    func(r *Record) { r.Decision = Allow },
-		"stage":       func(r *Record) { r.Stage += "x" },
-		"rule":        func(r *Record) { r.Rule += "x" },
-		"invariant":   func(r *Record) { r.Invariant += "x" },
-		"jti":         func(r *Record) { r.JTI += "x" },
-		"approver":    func(r *Record) { r.Approver += "x" },
-		"direction":   func(r *Record) { r.Direction += "x" },
-		"reason":      func(r *Record) { r.Reason += "x" },
-		"no reason":   func(r *Record) { r.Reason = "" },
+		"seq":          func(r *Record) { r.Seq++ },
+		"time":         func(r *Record) { r.Time = r.Time.Add(time.Nanosecond) },
+		"prev_hash":    func(r *Record) { r.PrevHash = "1" + r.PrevHash[1:] },
+		"actor":        func(r *Record) { r.Actor += "x" },
+		"session":      func(r *Record) { r.Session += "x" },
+		"upstream":     func(r *Record) { r.Upstream += "x" },
+		"method":       func(r *Record) { r.Method += "x" },
+		"request_id":   func(r *Record) { r.RequestID += "x" },
+		"tool":         func(r *Record) { r.Tool += "x" },
+		"params_hash":  func(r *Record) { r.ParamsHash += "x" },
+		"decision":     func(r *Record) { r.Decision = Allow },
+		"stage":        func(r *Record) { r.Stage += "x" },
+		"rule":         func(r *Record) { r.Rule += "x" },
+		"invariant":    func(r *Record) { r.Invariant += "x" },
+		"jti":          func(r *Record) { r.JTI += "x" },
+		"approver":     func(r *Record) { r.Approver += "x" },
+		"direction":    func(r *Record) { r.Direction += "x" },
+		"reason":       func(r *Record) { r.Reason += "x" },
+		"no reason":    func(r *Record) { r.Reason = "" },
+		"request_hash": func(r *Record) { r.RequestHash = "ab" },
+		"kind":         func(r *Record) { r.Kind = CheckpointKind },
+		"kid":          func(r *Record) { r.KeyID = "k" },
+		"sig":          func(r *Record) { r.Sig = "s" },
 		// Moving a byte from one field to the next must change the hash
 		// (the length prefixes make the encoding injective).
 		"boundary": func(r *Record) { r.Stage, r.Rule = r.Stage+r.Rule[:1], r.Rule[1:] },
@@ -400,6 +404,17 @@ func TestHashEncodingIsPinned(t *testing.T) {
 	if got, want := r.ComputeHash(), sha256Hex(b); got != want {
 		t.Errorf("ComputeHash with a reason = %s, want %s (the documented encoding, version 2)", got, want)
 	}
+
+	// Version 3: a record with a request_hash (or a checkpoint): reason,
+	// request_hash, kind, kid and sig last, each even when empty.
+	r.Reason, r.RequestHash = "", "ab"
+	b = append([]byte(nil), "warden.audit.v3\x00"...)
+	for _, s := range []string{"1", "1700000000000000000", ZeroHash, "", "", "", "tools/call", "", "", "", "deny", "", "", "", "", "", "", "", "ab", "", "", ""} {
+		field(s)
+	}
+	if got, want := r.ComputeHash(), sha256Hex(b); got != want {
+		t.Errorf("ComputeHash with a request_hash = %s, want %s (the documented encoding, version 3)", got, want)
+	}
 }
 
 // A reason longer than MaxReason is cut at a character boundary, and the
@@ -428,11 +443,13 @@ func TestLongReasonIsCut(t *testing.T) {
 // records with reasons on the same chain.
 func TestSQLiteLogWithoutReasonColumn(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "old.db")
-	// The first release's schema: every column but reason.
-	old := strings.Replace(sqliteSchema, ",\n\treason      TEXT    NOT NULL DEFAULT '' -- added after the first release: addReasonColumn", "", 1)
-	if old == sqliteSchema {
+	// The first release's schema: every column but reason and those after it.
+	from := strings.Index(sqliteSchema, ",\n\treason ")
+	to := strings.Index(sqliteSchema, "\n);")
+	if from < 0 || to < from {
 		t.Fatal("could not derive the old schema")
 	}
+	old := sqliteSchema[:from] + sqliteSchema[to:]
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,9 @@ type Options struct {
 	// names its file (lost.go); every batch is checked as it is written.
 	// 0 means DefaultWatchInterval; negative, only at writes and Ping.
 	WatchInterval time.Duration
+	// Checkpoint makes the log sign checkpoints (checkpoint.go); its zero
+	// value writes none.
+	Checkpoint CheckpointOptions
 }
 
 // Log is an open audit log. It is safe for concurrent use.
@@ -60,16 +63,18 @@ type Log struct {
 	maxBatch int
 	watch    time.Duration // ≤ 0: no ticker
 	log      *slog.Logger
-	reqs     chan *appendReq // to the writer; unbuffered, so every request sent is answered
-	stop     chan struct{}   // closed by Close
-	done     chan struct{}   // closed when the writer returns
+	reqs     chan *appendReq   // to the writer; unbuffered, so every request sent is answered
+	stop     chan struct{}     // closed by Close
+	done     chan struct{}     // closed when the writer returns
+	ck       CheckpointOptions // Key nil: no checkpoints; Every and Interval resolved
 
 	mu       sync.Mutex
 	head     Anchor // last durable record; guarded by mu, written only by the writer
 	lost     error  // set once the file is lost (wraps ErrLost); guarded by mu, never cleared
 	writeErr error  // the last batch's write error, nil after a success; guarded by mu
 
-	marked bool // the loss record was attempted; the writer's alone
+	marked     bool // the loss record was attempted; the writer's alone
+	unattested int  // records after the last checkpoint; the writer's alone
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -122,10 +127,14 @@ func Open(ctx context.Context, kind Kind, path string, opts Options) (*Log, erro
 }
 
 // New starts a log on b, continuing its chain: the next record gets the
-// stored last seq plus one and its hash as prev_hash. It checks the tail
-// first and fails with ErrBroken when the last record's hash is wrong or the
-// records end before the anchor (truncation); `warden audit verify` then
-// says where. It does not verify the whole chain. Close closes b.
+// stored last seq plus one and its hash as prev_hash. It first verifies the
+// records from the last checkpoint to the tail (and the checkpoint's
+// signature, with opts.Checkpoint.Key), and that the records reach the
+// anchor, and fails with ErrBroken naming the first record that does not;
+// `warden audit verify` then says more. With a key, when records follow the
+// last checkpoint (warden stopped without closing the log, or someone else
+// appended them), it signs a checkpoint of rule "open" that says so. Close
+// closes b.
 func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = 1024
@@ -136,22 +145,19 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.WatchInterval == 0 {
 		opts.WatchInterval = DefaultWatchInterval
 	}
-	last, ok, anchor, err := b.Tail(ctx)
+	if opts.Checkpoint.Every <= 0 {
+		opts.Checkpoint.Every = DefaultCheckpointEvery
+	}
+	if opts.Checkpoint.Interval == 0 {
+		opts.Checkpoint.Interval = DefaultCheckpointInterval
+	}
+	var key *VerifyKey
+	if opts.Checkpoint.Key != nil {
+		key = opts.Checkpoint.Key.Public()
+	}
+	st, err := checkOpen(ctx, b, key)
 	if err != nil {
 		return nil, err
-	}
-	head := Anchor{Hash: ZeroHash}
-	if ok {
-		if h := last.ComputeHash(); h != last.Hash {
-			return nil, fmt.Errorf("%w: the last record (seq %d) does not match its hash", ErrBroken, last.Seq)
-		}
-		head = Anchor{Seq: last.Seq, Hash: last.Hash}
-	}
-	switch {
-	case anchor.Seq > head.Seq:
-		return nil, fmt.Errorf("%w: the records end at seq %d but the anchor is at seq %d (truncated)", ErrBroken, head.Seq, anchor.Seq)
-	case anchor.Seq == head.Seq && anchor.Seq > 0 && anchor.Hash != head.Hash:
-		return nil, fmt.Errorf("%w: the last record (seq %d) does not match the anchor", ErrBroken, head.Seq)
 	}
 	l := &Log{
 		b:        b,
@@ -161,7 +167,19 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 		reqs:     make(chan *appendReq, opts.MaxBatch), // Submit does not wait for the commit in progress
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
-		head:     head,
+		ck:       opts.Checkpoint,
+		head:     st.head,
+	}
+	if l.ck.Key != nil && st.unattested > 0 {
+		l.unattested = st.unattested
+		reason := fmt.Sprintf("records %d..%d followed the last checkpoint (seq %d) when the log was opened: warden stopped without closing the log, or they were appended by someone else; they were not attested before this checkpoint",
+			st.head.Seq-uint64(st.unattested)+1, st.head.Seq, st.lastCheckpoint)
+		if st.lastCheckpoint == 0 {
+			reason = fmt.Sprintf("records 1..%d were written without a checkpoint before the log was opened with an audit key; they were not attested before this checkpoint", st.head.Seq)
+		}
+		if err := l.writeCheckpoint(CheckpointOpen, reason); err != nil {
+			return nil, fmt.Errorf("audit: the opening checkpoint: %w", err)
+		}
 	}
 	go l.writeLoop()
 	return l, nil
@@ -190,6 +208,9 @@ func (l *Log) Submit(ctx context.Context, rec Record) (wait func() (Record, erro
 	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
+	}
+	if rec.Kind != "" || rec.KeyID != "" || rec.Sig != "" {
+		return fail(errors.New("audit: kind, kid and sig are the log's own (checkpoints), not a caller's"))
 	}
 	if err := rec.normalize(); err != nil {
 		return fail(err)
@@ -233,14 +254,18 @@ func (l *Log) Verify(ctx context.Context) (Report, error) { return Verify(ctx, l
 // Export writes every record as JSON Lines; see the package function Export.
 func (l *Log) Export(ctx context.Context, w io.Writer) error { return Export(ctx, l.b, w) }
 
-// Close waits for the batch being written, refuses further Appends and
-// closes the backend.
+// Close waits for the batch being written, refuses further Appends,
+// writes a checkpoint when records are unattested (with a key), and closes
+// the backend and the witness.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
 		l.closed.Store(true)
 		close(l.stop)
 		<-l.done
 		l.closeErr = l.b.Close()
+		if l.ck.Witness != nil {
+			l.closeErr = errors.Join(l.closeErr, l.ck.Witness.Close())
+		}
 	})
 	return l.closeErr
 }
@@ -250,16 +275,33 @@ func (l *Log) writeLoop() {
 	defer close(l.done)
 	batch := make([]*appendReq, 0, l.maxBatch)
 	recs := make([]Record, 0, l.maxBatch)
-	var tick <-chan time.Time // nil: never
+	var tick, ckTick <-chan time.Time // nil: never
 	if _, ok := l.b.(fileBackend); ok && l.watch > 0 {
 		t := time.NewTicker(l.watch)
 		defer t.Stop()
 		tick = t.C
 	}
+	if l.ck.Key != nil && l.ck.Interval > 0 {
+		t := time.NewTicker(l.ck.Interval)
+		defer t.Stop()
+		ckTick = t.C
+	}
 	for {
 		select {
 		case <-l.stop:
+			if l.ck.Key != nil && l.unattested > 0 {
+				if err := l.writeCheckpoint(CheckpointClose, ""); err != nil {
+					l.log.Error("audit: the closing checkpoint could not be written; the last records stay unattested", "err", err)
+				}
+			}
 			return
+		case <-ckTick:
+			if l.unattested > 0 {
+				if err := l.writeCheckpoint(CheckpointInterval, ""); err != nil {
+					l.log.Error("audit: a checkpoint could not be written", "err", err)
+				}
+			}
+			continue
 		case <-tick:
 			if err := l.lostNow(); err != nil {
 				l.markOnce(err)
@@ -304,6 +346,14 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 		prev = rec.Hash
 		recs = append(recs, rec)
 	}
+	// A checkpoint that falls due goes into the same durable step.
+	due := l.ck.Key != nil && l.unattested+len(batch) >= l.ck.Every
+	if due {
+		seq++
+		ck := l.checkpointRecord(seq, prev, CheckpointCount, "")
+		prev = ck.Hash
+		recs = append(recs, ck)
+	}
 	// The write is not tied to any caller's context: a caller that stops
 	// waiting must not abort the others' records. Nor has it a deadline:
 	// modernc.org/sqlite watches a cancellable context with a goroutine per
@@ -330,7 +380,58 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 	for i, r := range batch {
 		r.reply <- appendReply{rec: recs[i]}
 	}
+	if due {
+		l.unattested = 0
+		l.witness(recs[len(recs)-1])
+	} else {
+		l.unattested += len(batch)
+	}
 	return recs
+}
+
+// checkpointRecord returns the checkpoint record of rule at seq, signing
+// the chain up to prev (the hash of the record at seq-1).
+func (l *Log) checkpointRecord(seq uint64, prev, rule, reason string) Record {
+	c := l.ck.Key.sign(seq-1, prev, time.Now().UTC().Round(0))
+	rec := Record{Seq: seq, Time: c.Time, PrevHash: prev, Decision: Allow, Stage: "audit", Rule: rule,
+		Direction: "warden", Reason: reason, Kind: CheckpointKind, KeyID: c.KeyID, Sig: c.Sig}
+	rec.Hash = rec.ComputeHash()
+	return rec
+}
+
+// writeCheckpoint writes a checkpoint of rule on its own, then hands it to
+// the witness. Only the writer calls it (or New, before the writer runs).
+func (l *Log) writeCheckpoint(rule, reason string) error {
+	if err := l.lostNow(); err != nil {
+		return err
+	}
+	head := l.Head()
+	rec := l.checkpointRecord(head.Seq+1, head.Hash, rule, reason)
+	if err := l.b.Write(context.Background(), []Record{rec}); err != nil {
+		return err
+	}
+	if err := l.lostNow(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.head = Anchor{Seq: rec.Seq, Hash: rec.Hash}
+	l.mu.Unlock()
+	l.unattested = 0
+	l.witness(rec)
+	return nil
+}
+
+// witness hands checkpoint record rec to the witness, if any. A failure is
+// logged: the log itself holds the checkpoint.
+func (l *Log) witness(rec Record) {
+	if l.ck.Witness == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := l.ck.Witness.Witness(ctx, rec.Checkpoint()); err != nil {
+		l.log.Error("audit: the witness did not take a checkpoint", "seq", rec.Seq, "err", err)
+	}
 }
 
 // refuse answers every request of batch with err.

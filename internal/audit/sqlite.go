@@ -55,7 +55,11 @@ const sqliteSchema = `CREATE TABLE IF NOT EXISTS audit_records (
 	jti         TEXT    NOT NULL,
 	approver    TEXT    NOT NULL,
 	direction   TEXT    NOT NULL,
-	reason      TEXT    NOT NULL DEFAULT '' -- added after the first release: addReasonColumn
+	reason      TEXT    NOT NULL DEFAULT '', -- this and the columns below were added after the first release: addColumns
+	request_hash TEXT   NOT NULL DEFAULT '',
+	kind        TEXT    NOT NULL DEFAULT '',
+	kid         TEXT    NOT NULL DEFAULT '',
+	sig         TEXT    NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS audit_head (
 	id   INTEGER PRIMARY KEY CHECK (id = 1),
@@ -71,9 +75,9 @@ BEGIN SELECT RAISE(ABORT, 'audit log is append-only'); END;`
 
 const (
 	sqliteColumns = `seq, time_ns, prev_hash, hash, actor, session, upstream, method, request_id, tool,
-	params_hash, decision, stage, rule, invariant, jti, approver, direction, reason`
+	params_hash, decision, stage, rule, invariant, jti, approver, direction, reason, request_hash, kind, kid, sig`
 	sqliteInsert = `INSERT INTO audit_records (` + sqliteColumns + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 	// The anchor only moves forward; the WHERE makes a stale writer fail
 	// rather than move it back.
 	sqliteSetHead = `INSERT INTO audit_head (id, seq, hash) VALUES (1, ?1, ?2)
@@ -104,7 +108,7 @@ func NewSQLite(path string) (*SQLite, error) {
 	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
 		return fail(err)
 	}
-	if err := addReasonColumn(ctx, db); err != nil {
+	if err := addColumns(ctx, db); err != nil {
 		return fail(err)
 	}
 	var mode string
@@ -142,23 +146,29 @@ func NewSQLite(path string) (*SQLite, error) {
 	return s, nil
 }
 
-// addReasonColumn adds the reason column to a log created before it
-// existed. Adding a column with a default rewrites no row, so the records
-// (and their hashes: a record without a reason hashes as before) stay as
-// they were; the append-only triggers do not fire for it.
-func addReasonColumn(ctx context.Context, db *sql.DB) error {
-	var n int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('audit_records') WHERE name = 'reason'`).Scan(&n); err != nil {
-		return err
+// addedColumns are the columns of audit_records added after the first
+// release, in the order they were added.
+var addedColumns = []string{"reason", "request_hash", "kind", "kid", "sig"}
+
+// addColumns adds the columns a log created before them lacks. Adding a
+// column with a default rewrites no row, so the records (and their hashes:
+// a record with none of them hashes as before) stay as they were; the
+// append-only triggers do not fire for it.
+func addColumns(ctx context.Context, db *sql.DB) error {
+	for _, col := range addedColumns {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info('audit_records') WHERE name = ?`, col).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		_, err := db.ExecContext(ctx, `ALTER TABLE audit_records ADD COLUMN `+col+` TEXT NOT NULL DEFAULT ''`)
+		if err != nil && !strings.Contains(err.Error(), "duplicate column") { // another process added it meanwhile
+			return err
+		}
 	}
-	if n > 0 {
-		return nil
-	}
-	_, err := db.ExecContext(ctx, `ALTER TABLE audit_records ADD COLUMN reason TEXT NOT NULL DEFAULT ''`)
-	if err != nil && strings.Contains(err.Error(), "duplicate column") {
-		return nil // another process added it meanwhile
-	}
-	return err
+	return nil
 }
 
 // Write implements Backend: one IMMEDIATE transaction for the records and
@@ -182,7 +192,7 @@ func (s *SQLite) Write(ctx context.Context, batch []Record) (err error) {
 		r := &batch[i]
 		if _, err := s.insert.ExecContext(ctx, int64(r.Seq), r.Time.UnixNano(), r.PrevHash, r.Hash, r.Actor,
 			r.Session, r.Upstream, r.Method, r.RequestID, r.Tool, r.ParamsHash, string(r.Decision),
-			r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction, r.Reason); err != nil {
+			r.Stage, r.Rule, r.Invariant, r.JTI, r.Approver, r.Direction, r.Reason, r.RequestHash, r.Kind, r.KeyID, r.Sig); err != nil {
 			return err
 		}
 	}
@@ -269,7 +279,8 @@ func scanRecord(rows *sql.Rows) (Record, error) {
 	var seq, ns int64
 	var decision string
 	if err := rows.Scan(&seq, &ns, &r.PrevHash, &r.Hash, &r.Actor, &r.Session, &r.Upstream, &r.Method,
-		&r.RequestID, &r.Tool, &r.ParamsHash, &decision, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction, &r.Reason); err != nil {
+		&r.RequestID, &r.Tool, &r.ParamsHash, &decision, &r.Stage, &r.Rule, &r.Invariant, &r.JTI, &r.Approver, &r.Direction, &r.Reason,
+		&r.RequestHash, &r.Kind, &r.KeyID, &r.Sig); err != nil {
 		return Record{}, err
 	}
 	r.Seq, r.Time, r.Decision = uint64(seq), time.Unix(0, ns).UTC(), Decision(decision)
