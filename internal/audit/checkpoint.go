@@ -363,3 +363,25 @@ func ReadWitness(path string) ([]Checkpoint, error) {
 		out = append(out, c)
 	}
 }
+
+// Witnesses hands each checkpoint to every witness in turn.
+type Witnesses []Witness
+
+// Witness implements Witness: every witness gets the checkpoint, and the
+// errors are joined.
+func (ws Witnesses) Witness(ctx context.Context, c Checkpoint) error {
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, w.Witness(ctx, c))
+	}
+	return errors.Join(errs...)
+}
+
+// Close implements Witness.
+func (ws Witnesses) Close() error {
+	var errs []error
+	for _, w := range ws {
+		errs = append(errs, w.Close())
+	}
+	return errors.Join(errs...)
+}

@@ -428,6 +428,20 @@ type AuditConfig struct {
 	// Path is the log file; "" means DATA_DIR/audit.db (audit.jsonl for
 	// jsonl), DATA_DIR being zero_trust.data_dir or the default data dir.
 	Path string
+	// SigningKey is the private audit key (a JWK file, `warden keys
+	// audit`) that signs checkpoints; "" writes none, and the log can then
+	// be rewritten by anyone who can write its file without verify seeing
+	// it.
+	SigningKey string
+	// CheckpointEvery is how many records may follow a checkpoint; 0
+	// means audit.DefaultCheckpointEvery (1000).
+	CheckpointEvery int
+	// CheckpointInterval is how long records may wait unattested; 0 means
+	// audit.DefaultCheckpointInterval (10s).
+	CheckpointInterval time.Duration
+	// Witness is a file that also receives every checkpoint (one JSON
+	// line each), and WitnessURL an http(s) URL each is POSTed to.
+	Witness, WitnessURL string
 }
 
 // TelemetryConfig configures spans and OCSF events (internal/telemetry).

@@ -799,6 +799,44 @@ telemetry:
 	}
 }
 
+// The audit log's checkpoint settings decode, and those that need a
+// signing key, or a sane value, are refused with their paths.
+func TestAuditCheckpoints(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  audit: {signing_key: keys/audit.jwk, checkpoint_every: 50, checkpoint_interval: 2s, witness: /mnt/other/witness.jsonl, witness_url: "https://witness.example.com/cp"}
+  upstreams: [{name: s, command: [srv]}]
+`), "t.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Gateway.Audit; a.SigningKey != "keys/audit.jwk" || a.CheckpointEvery != 50 || a.CheckpointInterval != 2*time.Second ||
+		a.Witness != "/mnt/other/witness.jsonl" || a.WitnessURL != "https://witness.example.com/cp" {
+		t.Errorf("audit %+v: the checkpoint settings as written", a)
+	}
+	cfg, err = Parse([]byte(`version: 1
+gateway:
+  audit: {checkpoint_every: -1, checkpoint_interval: -2s, witness: w.jsonl, witness_url: "http://witness.example.com/cp"}
+  upstreams: [{name: s, command: [srv]}]
+`), "t.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	for _, want := range []string{
+		"gateway.audit.checkpoint_every: must be at least 1 record, got -1",
+		"gateway.audit.checkpoint_interval: must be greater than zero, got -2s",
+		"gateway.audit.witness_url: witness_url must be an https URL (http only on loopback)",
+		"gateway.audit.witness: witness needs gateway.audit.signing_key",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("problems lack %q:\n%v", want, err)
+		}
+	}
+}
+
 // TestTelemetryDefaults: without a telemetry section nothing is exported;
 // with one, spans and OCSF events go to JSONL files (in the data directory
 // unless a path is given) until an exporter is named.

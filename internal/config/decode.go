@@ -614,6 +614,11 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &g.Audit.Enabled) }},
 				{"backend", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Backend) }},
 				{"path", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Path) }},
+				{"signing_key", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.SigningKey) }},
+				{"checkpoint_every", func(n *yaml.Node, p string) { d.int(n, p, &g.Audit.CheckpointEvery) }},
+				{"checkpoint_interval", func(n *yaml.Node, p string) { d.duration(n, p, &g.Audit.CheckpointInterval) }},
+				{"witness", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Witness) }},
+				{"witness_url", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.WitnessURL) }},
 			})
 		}},
 	})

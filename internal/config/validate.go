@@ -226,6 +226,7 @@ func (v *validator) gateway() {
 	v.limits("gateway.limits", g.Limits)
 	v.list("gateway.methods", g.Methods)
 	v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
+	v.audit("gateway.audit", g.Audit)
 	if t := g.Taint; t.Action != "" {
 		v.oneOf("gateway.taint.action", "the taint action", t.Action, TaintActions)
 	}
@@ -523,6 +524,34 @@ func (v *validator) limits(p string, l LimitsConfig) {
 	}
 	if l.BodyTimeout < MinReadTimeout || l.BodyTimeout > MaxBodyTimeout {
 		v.errorf(join(p, "body_timeout"), "must be between %s and %s, got %s", MinReadTimeout, MaxBodyTimeout, l.BodyTimeout)
+	}
+}
+
+// audit checks the checkpoint settings: they need a signing key, and
+// numbers that make sense.
+func (v *validator) audit(p string, a AuditConfig) {
+	if a.CheckpointEvery < 0 {
+		v.errorf(join(p, "checkpoint_every"), "must be at least 1 record, got %d", a.CheckpointEvery)
+	}
+	if a.CheckpointInterval < 0 {
+		v.errorf(join(p, "checkpoint_interval"), "must be greater than zero, got %s", a.CheckpointInterval)
+	}
+	if a.WitnessURL != "" {
+		if u, err := url.Parse(a.WitnessURL); err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+			v.errorf(join(p, "witness_url"), "witness_url must be an https URL (http only on loopback)")
+		}
+	}
+	if a.SigningKey != "" {
+		return
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"checkpoint_every", a.CheckpointEvery != 0}, {"checkpoint_interval", a.CheckpointInterval != 0},
+		{"witness", a.Witness != ""}, {"witness_url", a.WitnessURL != ""}} {
+		if f.set {
+			v.errorf(join(p, f.name), "%s needs gateway.audit.signing_key: checkpoints are signed (create a key with warden keys audit --out FILE)", f.name)
+		}
 	}
 }
 

@@ -124,12 +124,47 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 				return fail(fmt.Errorf("gateway.audit: %w", err))
 			}
 		}
-		l, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger})
+		ck, err := checkpointOptions(a)
 		if err != nil {
+			return fail(fmt.Errorf("gateway.audit: %w", err))
+		}
+		l, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger, Checkpoint: ck})
+		if err != nil {
+			if ck.Witness != nil {
+				ck.Witness.Close()
+			}
 			return fail(fmt.Errorf("gateway.audit: %w", err))
 		}
 		rs.Audit = l
 		closers = append(closers, l) // last: after every record is in
 	}
 	return rs, closers, nil
+}
+
+// checkpointOptions loads the audit key and opens the witnesses of a; the
+// zero options (no checkpoints) without a signing key.
+func checkpointOptions(a config.AuditConfig) (audit.CheckpointOptions, error) {
+	if a.SigningKey == "" {
+		return audit.CheckpointOptions{}, nil
+	}
+	key, err := audit.LoadSigningKey(a.SigningKey)
+	if err != nil {
+		return audit.CheckpointOptions{}, fmt.Errorf("signing_key: %w", err)
+	}
+	ck := audit.CheckpointOptions{Key: key, Every: a.CheckpointEvery, Interval: a.CheckpointInterval}
+	var ws audit.Witnesses
+	if a.Witness != "" {
+		w, err := audit.NewFileWitness(a.Witness)
+		if err != nil {
+			return audit.CheckpointOptions{}, fmt.Errorf("witness: %w", err)
+		}
+		ws = append(ws, w)
+	}
+	if a.WitnessURL != "" {
+		ws = append(ws, &audit.HTTPWitness{URL: a.WitnessURL})
+	}
+	if len(ws) > 0 {
+		ck.Witness = ws
+	}
+	return ck, nil
 }
