@@ -3,6 +3,7 @@ package ocsf
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
@@ -109,15 +110,48 @@ func activityUID(c *Call) string {
 	return ""
 }
 
+// trace is the trace profile's object for c, nil without a trace. Its span
+// is there only with its start and end, which OCSF requires of a span.
 func trace(c *Call) *Trace {
 	if c.TraceID == "" {
 		return nil
 	}
 	t := &Trace{UID: c.TraceID}
-	if c.SpanID != "" {
-		t.Span = &TraceSpan{UID: c.SpanID, StartTime: epochMillis(c.Start), EndTime: epochMillis(c.End), Operation: c.Method}
+	if c.SpanID != "" && !c.Start.IsZero() {
+		end := c.End
+		if end.IsZero() {
+			end = c.Start
+		}
+		t.Span = &TraceSpan{UID: c.SpanID, StartTime: epochMillis(c.Start), EndTime: epochMillis(end), Operation: method(c)}
 	}
 	return t
+}
+
+// method is the name of c's operation, never empty: OCSF requires
+// api.operation, and activity_name with activity_id 99.
+func method(c *Call) string { return orDefault(c.Method, "unknown") }
+
+// request is api.request for c: nil for a notification or a session's end,
+// which have no JSON-RPC id, since OCSF requires request.uid. A string id is
+// recorded as the string itself, without its JSON quotes, as OpenTelemetry's
+// jsonrpc.request.id does (so the ids "7" and 7 look alike).
+func request(c *Call) *APIRequest {
+	if c.RequestID == "" {
+		return nil
+	}
+	return &APIRequest{UID: RequestUID(c.RequestID), Data: c.Arguments}
+}
+
+// RequestUID returns a raw JSON-RPC id as OCSF records it: a JSON string
+// unquoted, a number as it is.
+func RequestUID(raw string) string {
+	if strings.HasPrefix(raw, `"`) {
+		var s string
+		if json.Unmarshal([]byte(raw), &s) == nil {
+			return s
+		}
+	}
+	return raw
 }
 
 func eventTime(c *Call) int64 {
@@ -157,7 +191,7 @@ type APIActivity struct {
 // APIActivity builds the standard event for c.
 func (b Builder) APIActivity(c *Call) *APIActivity {
 	e := &APIActivity{Base: Base{
-		ActivityID: ActivityOther, ActivityName: c.Method,
+		ActivityID: ActivityOther, ActivityName: method(c),
 		CategoryUID: CategoryApplication, CategoryName: "Application Activity",
 		Class: ClassAPIActivity, ClassName: "API Activity",
 		TypeUID: ClassAPIActivity*100 + ActivityOther,
@@ -192,7 +226,7 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 	if c.Upstream != "" {
 		e.DstEndpoint = &Endpoint{SvcName: c.Upstream}
 	}
-	e.API = API{Operation: c.Method, Request: &APIRequest{UID: c.RequestID, Data: c.Arguments}}
+	e.API = API{Operation: method(c), Request: request(c)}
 	if c.Upstream != "" {
 		e.API.Service = &Service{Name: c.Upstream, Version: c.UpstreamVersion}
 	}
@@ -210,6 +244,9 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 		e.MessageContext.Service = &Service{Name: orDefault(c.Upstream, "warden")}
 	}
 	e.Unmapped = unmapped(c)
+	if e.API.Request == nil && c.Arguments != nil {
+		e.Unmapped["mcp.params"] = c.Arguments // a notification's params: no request to hold them
+	}
 	return e
 }
 
@@ -223,7 +260,7 @@ func (a *API) responseCode() string {
 // unmapped collects the MCP attributes OCSF has no place for, under their
 // OpenTelemetry/AITF names, and the compliance tags.
 func unmapped(c *Call) map[string]any {
-	m := map[string]any{"mcp.method.name": c.Method}
+	m := map[string]any{"mcp.method.name": method(c)}
 	set := func(k, v string) {
 		if v != "" {
 			m[k] = v
@@ -278,6 +315,11 @@ func AuditCall(r *audit.Record) *Call {
 		Method: r.Method, RequestID: r.RequestID, Session: r.Session, Actor: r.Actor, Upstream: r.Upstream,
 		Tool: r.Tool, Approver: r.Approver, ParamsHash: r.ParamsHash, JTI: r.JTI,
 		AuditSeq: r.Seq, AuditHash: r.Hash, Start: r.Time, End: r.Time,
+	}
+	if r.Method == "" {
+		// A record of the log itself (a loss record, a checkpoint): no
+		// message, so it is named after its stage and rule.
+		c.Method = orDefault(r.Stage, "audit") + "." + orDefault(r.Rule, "record")
 	}
 	if r.Method == "tools/call" {
 		c.SeedSpan = SpanToolInvoke

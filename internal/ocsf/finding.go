@@ -83,7 +83,7 @@ type Finding struct {
 func (b Builder) DenialFinding(c *Call) *DetectionFinding {
 	d := c.Denial
 	f := Finding{
-		Title:       "MCP " + c.Method + " denied by " + d.Stage,
+		Title:       "MCP " + method(c) + " denied by " + d.Stage,
 		Description: d.Reason,
 		Rule:        d.Stage + ": " + d.Rule,
 		Severity:    SeverityMedium,
@@ -120,7 +120,6 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 			Message: f.Title,
 			Metadata: Metadata{Version: SchemaVersion, Product: b.product(), Profiles: []string{"security_control"},
 				CorrelationUID: activityUID(c)},
-			Trace: trace(c),
 		},
 		FindingInfo: FindingInfo{UID: uid, Title: f.Title, Desc: f.Description,
 			Analytic: &Analytic{Name: f.Rule, TypeID: 1, Type: "Rule"}},
@@ -128,9 +127,6 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 		IsAlert:      true,
 		RiskScore:    f.RiskScore,
 		Policy:       &Policy{Name: f.Rule},
-	}
-	if e.Trace != nil {
-		e.Metadata.Profiles = append(e.Metadata.Profiles, "trace")
 	}
 	if f.Blocked {
 		e.ActionID, e.Action = ActionDenied, "Denied"
@@ -145,8 +141,16 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 		}
 	}
 	e.FindingInfo.Attacks = e.Attacks
-	e.Evidences = []Evidence{{API: &API{Operation: c.Method, Request: &APIRequest{UID: c.RequestID, Data: c.Arguments}}}}
+	e.Evidences = []Evidence{{API: &API{Operation: method(c), Request: request(c)}}}
 	e.Unmapped = unmapped(c)
+	// Class 2004 does not take the trace profile: the trace ids go here, as
+	// OpenTelemetry names them on a log record.
+	if c.TraceID != "" {
+		e.Unmapped["trace_id"] = c.TraceID
+		if c.SpanID != "" {
+			e.Unmapped["span_id"] = c.SpanID
+		}
+	}
 	if tags := ComplianceTags(f.Controls); tags != nil {
 		e.Unmapped["compliance"] = tags
 	}
@@ -171,9 +175,11 @@ func severityName(id int) string {
 	return "Unknown"
 }
 
-// ToolExecution is the seed's AITF form, "OCSF class 7003 Tool Execution".
-// It is not valid OCSF; ProfileAITF emits it for consumers of that form.
-// Field names follow the seed's attributes without their prefix.
+// ToolExecution is the seed's "OCSF class 7003 Tool Execution" as class
+// tool_execution of warden's OCSF extension aitf (internal/ocsf/extension):
+// class_uid 7006001 (extension uid 70, category 6 Application Activity,
+// class 1), with the seed's attributes without their prefix. The events
+// name the extension in metadata.extensions.
 type ToolExecution struct {
 	Base
 	MCPServer        string                 `json:"mcp_server,omitempty"`
@@ -191,11 +197,19 @@ type ToolExecution struct {
 	Approver         string                 `json:"approver,omitempty"`
 	ResourceURI      string                 `json:"resource_uri,omitempty"`
 	PromptName       string                 `json:"prompt_name,omitempty"`
-	Compliance       map[Framework][]string `json:"compliance,omitempty"`
+	ComplianceTags   map[Framework][]string `json:"compliance_tags,omitempty"`
 }
 
-// AITF activity ids of the 7003 form, one per seed span type (warden's
-// numbering: the seed gives the class but no activities).
+// The extension that defines ToolExecution (internal/ocsf/extension/extension.json).
+const (
+	ExtensionName    = "aitf"
+	ExtensionUID     = 70
+	ExtensionVersion = "1.0.0"
+)
+
+// AITF activity ids of Tool Execution, one per seed span type (warden's
+// numbering: the seed gives the class but no activities), as the
+// extension's class defines them.
 var aitfActivities = map[string]struct {
 	id   int
 	name string
@@ -210,32 +224,41 @@ var aitfActivities = map[string]struct {
 	SpanServerDisconnect:  {8, "Disconnect"},
 }
 
-// ToolExecution builds the AITF 7003 form for c.
+// ToolExecution builds the AITF Tool Execution event for c.
 func (b Builder) ToolExecution(c *Call) *ToolExecution {
 	act, ok := aitfActivities[c.SeedSpan]
 	if !ok {
-		act.id, act.name = ActivityOther, c.Method
+		act.id, act.name = ActivityOther, method(c)
 	}
 	e := &ToolExecution{
 		Base: Base{
 			ActivityID: act.id, ActivityName: act.name,
-			CategoryUID: CategoryAITF, CategoryName: "AI System Activity",
+			CategoryUID: CategoryApplication, CategoryName: "Application Activity",
 			Class: ClassToolExecution, ClassName: "Tool Execution",
 			TypeUID:    ClassToolExecution*100 + act.id,
 			Time:       eventTime(c),
 			SeverityID: SeverityInformational, Severity: "Informational",
 			StatusID: StatusSuccess, Status: "Success",
-			Metadata: Metadata{Version: SchemaVersion, Product: b.product(), UID: activityUID(c)},
-			Trace:    trace(c),
+			Metadata: Metadata{Version: SchemaVersion, Product: b.product(), UID: activityUID(c), CorrelationUID: c.Session,
+				Extensions: []Extension{{Name: ExtensionName, UID: strconv.Itoa(ExtensionUID), Version: ExtensionVersion}}},
+			Trace: trace(c),
 		},
-		MCPServer: c.Upstream, MCPTransport: c.Transport, ConnectionID: c.Session, Method: c.Method,
+		MCPServer: c.Upstream, MCPTransport: c.Transport, ConnectionID: c.Session, Method: method(c),
 		ToolName: c.Tool, ToolInput: c.Arguments, ToolOutput: c.Result,
 		ResourceURI: c.ResourceURI, PromptName: c.Prompt,
-		IsError:  c.ErrorCode != 0 || c.ToolError,
 		Approver: c.Approver,
 	}
+	if e.Trace != nil {
+		e.Metadata.Profiles = []string{"trace"}
+	}
 	if bad, detail := failed(c); bad {
+		// A refusal is an error too: the caller got an error, not a result.
+		e.IsError = true
 		e.StatusID, e.Status, e.StatusDetail = StatusFailure, "Failure", detail
+		e.SeverityID, e.Severity = SeverityLow, "Low"
+		if c.Denial != nil {
+			e.SeverityID, e.Severity = SeverityMedium, "Medium"
+		}
 		e.ResponseError = orDefault(c.ErrorMessage, detail)
 	}
 	if !c.Start.IsZero() && !c.End.IsZero() {
@@ -246,6 +269,6 @@ func (b Builder) ToolExecution(c *Call) *ToolExecution {
 		approved := c.Approval == "approved"
 		e.Approved = &approved
 	}
-	e.Compliance = ComplianceTags(callControls(c))
+	e.ComplianceTags = ComplianceTags(callControls(c))
 	return e
 }

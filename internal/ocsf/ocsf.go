@@ -48,11 +48,12 @@ const (
 const (
 	CategoryFindings    = 2
 	CategoryApplication = 6
-	CategoryAITF        = 7 // the seed's numbering; in OCSF 7 is Remediation
 
 	ClassDetectionFinding = 2004
 	ClassAPIActivity      = 6003
-	ClassToolExecution    = 7003 // AITF only
+	// ClassToolExecution is the seed's "7003 Tool Execution" as class 1 of
+	// category 6 in warden's extension aitf (uid 70): 70×100000 + 6×1000 + 1.
+	ClassToolExecution = ExtensionUID*100000 + CategoryApplication*1000 + 1
 
 	ActivityOther = 99
 
@@ -109,12 +110,20 @@ func (b *Base) ClassUID() int { return b.Class }
 
 // Metadata is the OCSF metadata object.
 type Metadata struct {
-	Version        string   `json:"version"`
-	Product        Product  `json:"product"`
-	Profiles       []string `json:"profiles,omitempty"`
-	UID            string   `json:"uid,omitempty"`
-	CorrelationUID string   `json:"correlation_uid,omitempty"`
-	LogName        string   `json:"log_name,omitempty"`
+	Version        string      `json:"version"`
+	Product        Product     `json:"product"`
+	Profiles       []string    `json:"profiles,omitempty"`
+	Extensions     []Extension `json:"extensions,omitempty"`
+	UID            string      `json:"uid,omitempty"`
+	CorrelationUID string      `json:"correlation_uid,omitempty"`
+	LogName        string      `json:"log_name,omitempty"`
+}
+
+// Extension names a schema extension an event uses (metadata.extensions).
+type Extension struct {
+	Name    string `json:"name"`
+	UID     string `json:"uid"`
+	Version string `json:"version"`
 }
 
 // Product names the producer of an event.

@@ -234,7 +234,7 @@ func TestAITFToolExecution(t *testing.T) {
 	if errs := Validate(raw); errs != nil {
 		t.Errorf("base fields: %v", errs)
 	}
-	want := map[string]any{"class_uid": 7003.0, "category_uid": 7.0, "type_uid": 700301.0, "activity_id": 1.0,
+	want := map[string]any{"class_uid": 7006001.0, "category_uid": 6.0, "type_uid": 700600101.0, "activity_id": 1.0,
 		"tool_name": "read_file", "mcp_server": "filesystem", "mcp_transport": "stdio", "connection_id": "sess-1",
 		"duration_ms": 12.0, "is_error": false, "approval_required": true, "approved": true, "approver": "user@example.com"}
 	for k, v := range want {
@@ -242,7 +242,7 @@ func TestAITFToolExecution(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
 	}
-	if _, ok := m["compliance"].(map[string]any)["owasp_llm"]; !ok {
+	if _, ok := m["compliance_tags"].(map[string]any)["owasp_llm"]; !ok {
 		t.Errorf("no compliance tags: %s", raw)
 	}
 }

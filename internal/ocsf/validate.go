@@ -5,14 +5,18 @@ import (
 	"fmt"
 )
 
-// Validate checks an event's JSON against the required attributes of its
-// class in OCSF 1.8.0 (base event: activity_id, category_uid, class_uid,
+// Validate is a quick structural check of an event's JSON, for code that
+// cannot read the schema files: the required attributes of its class in
+// OCSF 1.8.0 (base event: activity_id, category_uid, class_uid,
 // type_uid = class_uid×100 + activity_id, time in epoch milliseconds,
 // severity_id, metadata.version, metadata.product.name/vendor_name;
 // activity_name when activity_id is 99; API Activity: actor with at least
 // one attribute, api.operation, src_endpoint; Detection Finding:
 // finding_info.uid and title). It returns every problem found. Events of
-// the AITF form are checked against the base event only.
+// the AITF Tool Execution class are checked against the base event only.
+//
+// The test suite's oracle is package ocsfschema, which validates against
+// the official schema files themselves.
 func Validate(event []byte) []error {
 	var m map[string]any
 	if err := json.Unmarshal(event, &m); err != nil {
@@ -38,7 +42,7 @@ func Validate(event []byte) []error {
 	if okc && oka && okt && typ != class*100+activity {
 		bad("type_uid: %d, want class_uid×100+activity_id = %d", typ, class*100+activity)
 	}
-	if okc && class/1000 != category {
+	if okc && class%100000/1000 != category { // an extension class: ext×100000 + category×1000 + n
 		bad("category_uid: %d does not match class_uid %d", category, class)
 	}
 	if t, ok := num("time"); ok && (t < 1e12 || t > 1e14) {

@@ -1,0 +1,142 @@
+package ocsf
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/ocsf/ocsfschema/ocsfschematest"
+)
+
+// everyCall is one Call of each kind the gateway records: allowed, failed,
+// refused, notifications, a session's end, requests from the upstream,
+// calls before a session exists, string and numeric ids, audit records.
+func everyCall() map[string]*Call {
+	calls := map[string]*Call{"tools/call allowed": toolCall()}
+	add := func(name string, f func(c *Call)) {
+		c := toolCall()
+		f(c)
+		calls[name] = c
+	}
+	add("tools/call JSON-RPC error", func(c *Call) { c.Result, c.ErrorCode, c.ErrorMessage = nil, -32602, "bad params" })
+	add("tools/call tool error", func(c *Call) { c.ToolError, c.ErrorMessage = true, "no such file" })
+	add("tools/call denied", func(c *Call) {
+		c.Result = nil
+		c.Denial = &Denial{Stage: "zero-trust", Rule: "params-hash", Invariant: "INV-3", Reason: "hash mismatch"}
+	})
+	add("tools/call approved", func(c *Call) { c.Approval, c.Approver = "approved", "alice@example.com" })
+	add("tools/call approval denied", func(c *Call) {
+		c.Approval, c.Approver = "denied", "alice@example.com"
+		c.Denial = &Denial{Stage: "approval", Rule: "human", Reason: "denied by alice@example.com"}
+	})
+	add("string request id", func(c *Call) { c.RequestID = `"req-\"7\""` })
+	add("no trace", func(c *Call) { c.TraceID, c.SpanID = "", "" })
+	add("no session, no upstream, no client", func(c *Call) {
+		c.Session, c.Upstream, c.UpstreamVersion, c.Client, c.Actor = "", "", "", "", ""
+	})
+	add("initialize", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool, c.Arguments, c.Result = SpanServerConnect, nil, "initialize", "", nil, json.RawMessage(`{}`)
+	})
+	add("tools/list", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool, c.Arguments, c.Result = SpanToolDiscover, nil, "tools/list", "", nil, nil
+	})
+	add("resources/read", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool, c.ResourceURI = SpanResourceRead, nil, "resources/read", "", "file:///etc/hosts"
+	})
+	add("prompts/get", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool, c.Prompt = SpanPromptGet, nil, "prompts/get", "", "summarize"
+	})
+	add("sampling from the upstream", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool = SpanSamplingRequest, nil, "sampling/createMessage", ""
+	})
+	add("notification", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.RequestID, c.Tool, c.Arguments, c.Result = "", nil, "notifications/progress", "", "", nil, nil
+		c.End = c.Start
+	})
+	add("disconnect", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.RequestID, c.Tool, c.Arguments, c.Result = SpanServerDisconnect, nil, "mcp.server.disconnect", "", "", nil, nil
+		c.AuditSeq = 0
+	})
+	add("unknown method, no span times", func(c *Call) {
+		c.SeedSpan, c.SeedFields, c.Method, c.Tool = "", nil, "x/custom", ""
+		c.Start, c.End = time.Time{}, time.Time{}
+	})
+	for _, r := range []audit.Record{
+		{Seq: 1, Time: t0, Hash: "h1", RequestID: "1", Method: "tools/call", Tool: "read_file", Upstream: "fs", Decision: audit.Allow, Approver: "bob"},
+		{Seq: 2, Time: t0, Hash: "h2", RequestID: `"two"`, Method: "tools/call", Tool: "get_env", Upstream: "fs", Decision: audit.Deny,
+			Stage: "tool-policy", Rule: `deny "get_*"`, Reason: "listed"},
+		{Seq: 3, Time: t0, Hash: "h3", RequestID: "3", Method: "resources/read", Upstream: "fs", Decision: audit.Error, Stage: "upstream", Rule: "timeout"},
+		{Seq: 4, Time: t0, Hash: "h4", Method: "notifications/initialized", Upstream: "fs", Decision: audit.Allow},
+		{Seq: 5, Time: t0, Hash: "h5", Decision: audit.Error, Stage: "audit", Rule: "lost", Direction: "warden", Reason: "records are missing"},
+	} {
+		calls["audit record "+r.Method+" "+string(r.Decision)] = AuditCall(&r)
+	}
+	return calls
+}
+
+// TestEveryEventValidatesAgainstOCSF builds the events of every kind of
+// call with each profile and validates them against the official OCSF
+// 1.8.0 schema (with warden's extension for the AITF Tool Execution class),
+// and the findings the security processor reports, blocked or not.
+func TestEveryEventValidatesAgainstOCSF(t *testing.T) {
+	s := ocsfschematest.Schema(t, ocsfschematest.V180)
+	for _, profile := range []Profile{ProfileStandard, ProfileAITF} {
+		b := Builder{Profile: profile, Product: Product{Name: "warden", VendorName: "agentwarden", Version: "0.1.0"}}
+		for name, c := range everyCall() {
+			t.Run(string(profile)+"/"+name, func(t *testing.T) {
+				evs := b.Events(c)
+				evs = append(evs, b.Finding(c, Finding{Title: "secret in output", Rule: "security: secrets", Severity: SeverityHigh,
+					Controls: []Control{{OWASPLLM, "LLM02"}, {MITREATLAS, "AML.T0051"}}, RiskScore: 80}))
+				evs = append(evs, b.Finding(c, Finding{Title: "injection", Rule: "security: injection", Blocked: true}))
+				for _, e := range evs {
+					raw, err := json.Marshal(e)
+					if err != nil {
+						t.Fatal(err)
+					}
+					ocsfschematest.Check(t, s, raw)
+				}
+			})
+		}
+	}
+}
+
+// TestWhatTheSchemaCannotSee: the fixes the schema alone does not force.
+func TestWhatTheSchemaCannotSee(t *testing.T) {
+	c := toolCall()
+	c.RequestID = `"req-7"`
+	_, m := marshal(t, Builder{}.APIActivity(c))
+	if uid := m["api"].(map[string]any)["request"].(map[string]any)["uid"]; uid != "req-7" {
+		t.Errorf("string id %s recorded as api.request.uid %q, want req-7", c.RequestID, uid)
+	}
+	c.Denial = &Denial{Stage: "tool-policy", Rule: "deny", Reason: "listed"}
+	_, m = marshal(t, Builder{Profile: ProfileAITF}.ToolExecution(c))
+	if m["is_error"] != true || m["status_id"] != 2.0 {
+		t.Errorf("a refused call: is_error %v, status_id %v; want true, 2", m["is_error"], m["status_id"])
+	}
+	_, m = marshal(t, Builder{}.DenialFinding(c))
+	if u := m["unmapped"].(map[string]any); u["trace_id"] != c.TraceID || u["span_id"] != c.SpanID {
+		t.Errorf("the finding lost its trace ids: unmapped %v", u)
+	}
+	n := toolCall()
+	n.Method, n.RequestID, n.Arguments = "notifications/cancelled", "", json.RawMessage(`{"requestId":3}`)
+	_, m = marshal(t, Builder{}.APIActivity(n))
+	if _, has := m["api"].(map[string]any)["request"]; has {
+		t.Errorf("a notification has an api.request: %v", m["api"])
+	}
+	if string(must(json.Marshal(m["unmapped"].(map[string]any)["mcp.params"]))) != `{"requestId":3}` {
+		t.Errorf("a notification's params are lost: %v", m["unmapped"])
+	}
+	r := audit.Record{Seq: 9, Time: t0, Hash: "h9", Decision: audit.Error, Stage: "audit", Rule: "lost", Direction: "warden"}
+	_, m = marshal(t, Builder{}.APIActivity(AuditCall(&r)))
+	if m["activity_name"] != "audit.lost" || m["api"].(map[string]any)["operation"] != "audit.lost" {
+		t.Errorf("a record without a method: activity_name %v, api %v", m["activity_name"], m["api"])
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
