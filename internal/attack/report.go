@@ -52,7 +52,10 @@ type attackInfo struct {
 }
 
 type verdictInfo struct {
-	Result            string          `json:"result"`
+	Result string `json:"result"`
+	// Error says why the run could not test its target (an actor failed,
+	// the run timed out, no peer answered); the result is then error.
+	Error             string          `json:"error,omitempty"`
 	MaxTier           string          `json:"max_tier,omitempty"`
 	IndicatorVerdicts []indicatorInfo `json:"indicator_verdicts"`
 	Summary           oatf.Summary    `json:"evaluation_summary"`
@@ -92,7 +95,7 @@ func VerdictJSON(r *Result) ([]byte, error) {
 	d := verdictDoc{
 		Attack: attackInfo{ID: a.Get("id").StringOr(""), Name: a.Get("name").StringOr(""),
 			Version: a.Get("version").Int, File: r.Document.File, Category: a.Get("classification").Get("category").StringOr("")},
-		Verdict: verdictInfo{Result: r.Verdict.Result, MaxTier: r.Verdict.MaxTier, Summary: r.Verdict.Summary,
+		Verdict: verdictInfo{Result: r.Verdict.Result, Error: r.Error, MaxTier: r.Verdict.MaxTier, Summary: r.Verdict.Summary,
 			Correlation: a.Get("correlation").Get("logic").StringOr("any"), Timestamp: r.Verdict.Timestamp, Source: Source,
 			IndicatorVerdicts: []indicatorInfo{}},
 		Execution: execInfo{Started: r.Started.UTC(), DurationMS: r.Duration.Milliseconds(), TimedOut: r.TimedOut,
@@ -130,6 +133,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "verdict: %s%s  matched %d, not matched %d, error %d, skipped %d  in %s\n",
 		strings.ToUpper(r.Verdict.Result), tier, r.Verdict.Summary.Matched, r.Verdict.Summary.NotMatched,
 		r.Verdict.Summary.Error, r.Verdict.Summary.Skipped, r.Duration.Round(time.Millisecond))
+	if r.Error != "" {
+		fmt.Fprintf(w, "  the target was not really exercised: %s\n", r.Error)
+	}
 	for _, ir := range r.Indicators {
 		line := fmt.Sprintf("  %-12s %s", ir.Result, ir.IndicatorID)
 		if ir.Description != "" {
@@ -149,6 +155,9 @@ func WriteSummary(w io.Writer, r *Result) {
 		status := "done"
 		if !act.Terminal {
 			status = "stopped before its terminal phase"
+		}
+		if act.PeerMessages == 0 {
+			status += "; its peer never sent it a message"
 		}
 		if act.Error != "" {
 			status = "failed: " + act.Error
@@ -170,3 +179,21 @@ func clip(s string, n int) string {
 
 // relURI renders a file path for SARIF: forward slashes, relative as given.
 func relURI(p string) string { return filepath.ToSlash(p) }
+
+// errorText says why a result's verdict is error: the run's reason, else
+// the indicators that failed to evaluate, else that all were skipped.
+func (r *Result) errorText() string {
+	if r.Error != "" {
+		return r.Error
+	}
+	var msgs []string
+	for _, ir := range r.Indicators {
+		if ir.Result == oatf.Error {
+			msgs = append(msgs, fmt.Sprintf("indicator %s: %s: %s", ir.IndicatorID, ir.ErrorKind, ir.IndicatorVerdict.Message))
+		}
+	}
+	if len(msgs) == 0 {
+		return "the attack could not be evaluated (no indicator could be evaluated)"
+	}
+	return strings.Join(msgs, "; ")
+}

@@ -107,7 +107,11 @@ type ActorSummary struct {
 	Phase    string `json:"final_phase"`
 	Phases   int    `json:"phases_reached"`
 	Terminal bool   `json:"terminal_reached"`
-	Error    string `json:"error,omitempty"`
+	// PeerMessages counts the messages the actor's peer sent it (server
+	// actors: requests; client actors: responses and events): 0 means the
+	// target never took part.
+	PeerMessages int    `json:"peer_messages"`
+	Error        string `json:"error,omitempty"`
 }
 
 // Result is the outcome of one run.
@@ -123,6 +127,10 @@ type Result struct {
 	Started    time.Time
 	Duration   time.Duration
 	TimedOut   bool // MaxSession ended the run
+	// Error says why the run cannot support its indicators' not_exploited
+	// (an actor failed, the run timed out, no peer ever answered): the
+	// verdict is then error. Empty when the run was complete.
+	Error string
 }
 
 // Failed reports whether an actor failed (an unreachable target, a
@@ -360,9 +368,11 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 		res.Trace[i].Attack = attack.Get("id").StringOr("")
 	}
 	res.Dropped = rt.trace.Dropped()
+	peers := peerMessages(res.Trace, actors)
 	for i, a := range actors {
 		idx, _, terminal, _ := a.current()
-		s := ActorSummary{Name: a.name, Mode: a.mode, Phase: a.phaseName(), Phases: idx + 1, Terminal: terminal}
+		s := ActorSummary{Name: a.name, Mode: a.mode, Phase: a.phaseName(), Phases: idx + 1, Terminal: terminal,
+			PeerMessages: peers[a.name]}
 		if err := errs[i]; err != nil && !errors.Is(err, context.Canceled) {
 			s.Error = err.Error()
 		}
@@ -372,8 +382,59 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 	res.Logs = rt.logs
 	rt.mu.Unlock()
 	res.Indicators, res.Verdict = Evaluate(context.WithoutCancel(ctx), doc, res.Trace, oatf.NewEvaluator(opts.Eval))
+	switch res.Verdict.Result {
+	case oatf.NotExploited, oatf.Error:
+		// No indicator matched: that means something only if the target
+		// was really exercised.
+		if why := res.incomplete(); why != "" {
+			res.Verdict.Result, res.Error = oatf.Error, why
+		}
+	}
 	res.Duration = time.Since(res.Started)
 	return res, nil
+}
+
+// peerMessages counts, per actor, the trace entries its peer sent: requests
+// to a server actor (but not a push notification it sends itself),
+// responses and events to a client actor.
+func peerMessages(trace []Entry, actors []*actor) map[string]int {
+	server := map[string]bool{}
+	for _, a := range actors {
+		server[a.name] = strings.HasSuffix(a.mode, "_server")
+	}
+	n := map[string]int{}
+	for _, e := range trace {
+		if server[e.Actor] {
+			if e.Direction == Request && e.Method != a2aPushEvent {
+				n[e.Actor]++
+			}
+		} else if e.Direction == Response {
+			n[e.Actor]++
+		}
+	}
+	return n
+}
+
+// incomplete says why a run that matched nothing was not a real test of
+// its target, or "" when it was: an actor failed (an unreachable target, an
+// HTTP error, a broken stream), MaxSession cut the run short, or no actor's
+// peer ever sent it anything.
+func (r *Result) incomplete() string {
+	var why []string
+	peers := 0
+	for _, a := range r.Actors {
+		if a.Error != "" {
+			why = append(why, "actor "+a.Name+" failed: "+a.Error)
+		}
+		peers += a.PeerMessages
+	}
+	if r.TimedOut {
+		why = append(why, "the run reached its maximum session time")
+	}
+	if peers == 0 && len(why) == 0 {
+		why = append(why, "no target ever sent an actor a message")
+	}
+	return strings.Join(why, "; ")
 }
 
 func cmpOr[T comparable](v, def T) T {

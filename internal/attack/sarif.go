@@ -119,6 +119,20 @@ func WriteSARIF(w io.Writer, outcomes []Outcome) error {
 			}
 			continue
 		}
+		if r := o.Result; r.Verdict.Result == oatf.Error {
+			// The verdict says nothing about the target: the run is not a
+			// successful execution, whatever else it produced.
+			inv.ExecutionSuccessful = false
+			inv.Notifications = append(inv.Notifications, sarifNotification{Level: "error",
+				Message: sarifText{fmt.Sprintf("%s (%s): verdict error: %s", o.ID, o.File, r.errorText())}})
+		} else {
+			for _, act := range r.Actors {
+				if act.Error != "" {
+					inv.Notifications = append(inv.Notifications, sarifNotification{Level: "warning",
+						Message: sarifText{fmt.Sprintf("%s (%s): actor %s failed: %s", o.ID, o.File, act.Name, act.Error)}})
+				}
+			}
+		}
 		a := o.Result.Document.Attack()
 		level, score := severityLevel(a)
 		var tags []string
@@ -213,15 +227,11 @@ func WriteJUnit(w io.Writer, outcomes []Outcome) error {
 		case oatf.Exploited, oatf.Partial:
 			docCase.Failure = &junitProblem{Message: st, Type: st, Text: "the attack succeeded against the target"}
 		case oatf.Error:
-			text := "the attack could not be evaluated"
+			text := ""
 			if o.Err != nil {
 				text = o.Err.Error()
-			} else if o.Result.Failed() {
-				for _, a := range o.Result.Actors {
-					if a.Error != "" {
-						text += "; actor " + a.Name + ": " + a.Error
-					}
-				}
+			} else {
+				text = o.Result.errorText()
 			}
 			docCase.Error = &junitProblem{Message: st, Type: st, Text: text}
 		case "skipped":

@@ -387,7 +387,7 @@ func runOne(ctx context.Context, env *Env, file string, opts attack.Options, sin
 	case oatf.Partial:
 		return o, ExitPartial
 	case oatf.Error:
-		if res.Failed() {
+		if res.Error != "" {
 			return o, ExitUpstream
 		}
 		return o, ExitConfig

@@ -158,9 +158,9 @@ func callReport(ctx context.Context, t *testing.T, url string, hold bool) {
 }
 
 // TestAttackRunMaxSession: a server-only run that no peer ends stops at
-// --max-session. With nothing exploited that is exit 4 and the summary and
-// the verdict JSON say the run timed out; a run exploited before the limit
-// still exits 1.
+// --max-session. With nothing exploited that is exit 4, a verdict of error
+// (never not_exploited: nobody was tested), and the summary and the verdict
+// JSON say the run timed out; a run exploited before the limit still exits 1.
 func TestAttackRunMaxSession(t *testing.T) {
 	dir := t.TempDir()
 	doc := writeFile(t, dir, "server.yaml", mcpServerAttack)
@@ -173,17 +173,20 @@ func TestAttackRunMaxSession(t *testing.T) {
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the run took %s with --max-session 300ms", d)
 	}
-	if !strings.Contains(stdout, "NOT_EXPLOITED") || !strings.Contains(stdout, "the run reached its maximum session time") {
-		t.Errorf("summary does not say the run timed out:\n%s", stdout)
+	if !strings.Contains(stdout, "verdict: ERROR") || !strings.Contains(stdout, "the run reached its maximum session time") {
+		t.Errorf("summary does not say the run timed out with a verdict of error:\n%s", stdout)
 	}
 	var v struct {
+		Verdict struct {
+			Result string `json:"result"`
+		} `json:"verdict"`
 		Exec struct {
 			TimedOut bool `json:"timed_out"`
 		} `json:"execution_summary"`
 	}
 	readJSON(t, verdict, &v)
-	if !v.Exec.TimedOut {
-		t.Errorf("verdict JSON does not say timed_out")
+	if !v.Exec.TimedOut || v.Verdict.Result != "error" {
+		t.Errorf("verdict JSON: timed_out %v, result %q; want true, error", v.Exec.TimedOut, v.Verdict.Result)
 	}
 
 	// A client calls report and keeps its session open: exploited, and the

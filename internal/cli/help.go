@@ -287,8 +287,10 @@ cs5-federated. See docs/conform.md.
       every *.yaml under DIR with a progress line and a table. Exit codes:
       0 not exploited, 1 exploited, 6 partial (correlation all: some
       indicators matched, not all), 2 usage (missing endpoint), 3 invalid
-      document or a verdict of error, 4 target unreachable or failed, or
-      --max-session reached (nothing exploited or partial), 5 internal.
+      document or a verdict of error from the indicators, 4 a target never
+      really exercised (unreachable, an HTTP error such as 404, an actor
+      that failed, --max-session reached, nothing sent by any target): the
+      verdict is then error, never not exploited, 5 internal.
       A library exits with the worst code, in the order 5, 4, 3, 2, 1, 6, 0.
 `,
 	"demo": `  warden demo [--verbose]
