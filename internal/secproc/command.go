@@ -6,7 +6,8 @@ import (
 )
 
 // freeTextKeys are member names whose values are prose, code or queries:
-// metacharacters there are content, not injection.
+// most metacharacters there are content, not injection. Only the dangerous
+// commands and freeTextInjection count there.
 var freeTextKeys = map[string]bool{
 	"content": true, "contents": true, "text": true, "body": true, "message": true, "msg": true,
 	"description": true, "desc": true, "comment": true, "note": true, "notes": true, "summary": true,
@@ -46,7 +47,7 @@ var dangerous = []struct {
 }{
 	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|c)?sh\b`)},
 	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[23]?|perl|ruby|php|node)\b`)},
-	{"decode-to-shell", regexp.MustCompile(`(?i)\bbase64\s+(?:-d|--decode|-D)\b[^|;\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b`)},
+	{"decode-to-shell", regexp.MustCompile(`(?i)\bbase64\b[^|;\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b`)},
 	{"rm-root", regexp.MustCompile(`(?i)\brm\s+(?:-{1,2}[\w-]+\s+)*-[a-z]*r[a-z]*\s+(?:-{1,2}[\w-]+\s+)*(?:/\*?|~/?|\$home/?|/(?:etc|usr|var|home|root|boot|bin)/?)(?:\s|$|;|&|\|)`)},
 	{"rm-root", regexp.MustCompile(`(?i)--no-preserve-root`)},
 	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:nc|ncat|netcat)\b[^\n|;]*\s-[a-z]*[ec]\s`)},
@@ -70,6 +71,39 @@ var injection = []struct {
 	{"command-substitution", regexp.MustCompile("\\$\\([^)]*\\)|`[^`]+`")},
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|%0a)\s*(?:sudo\s+)?(?:sh|bash|zsh|dash|rm|curl|wget|cat|nc|ncat|netcat|python[23]?|perl|ruby|php|id|whoami|uname|chmod|chown|echo|touch|ls|ping|sleep|nslookup|dig|powershell|cmd|su|kill|reboot|shutdown|mkfs|dd|tar|base64|eval|exec|sed|awk|env|printenv|export|cp|mv|scp|ssh|telnet|ftp|tftp|crontab|systemctl|useradd|usermod|passwd|iex|certutil|bitsadmin|mshta|rundll32|reg|net|xargs|find|head|tail|nohup|node|sudo)(?:\s|$|;|&|\||>|<)`)},
 	{"redirection", regexp.MustCompile(`>\s*/(?:etc|tmp|dev|root|usr|bin|var)/`)},
+	{"absolute-binary", absoluteBinary},
+	// A call that runs a command from code (Ruby, Perl, PHP, Python): a
+	// parameter that is not code does not call system("…").
+	{"code-execution", regexp.MustCompile(`(?i)(?:\b(?:system|exec|popen|spawn|passthru|shell_exec|proc_open)\s*\(\s*['"]|%x\(|\bKernel\.(?:exec|system|spawn)\b)`)},
+}
+
+// absoluteBinary is a separator followed by a program named by its
+// absolute path (`; /bin/cat`, `| /usr/bin/id`): shell syntax in any
+// argument.
+var absoluteBinary = regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|\$\(|` + "`" + `)[ \t]*(?:/usr)?(?:/local)?/s?bin/[\w.+-]+`)
+
+// shellWords are commands an injected chain runs: to look around (id,
+// uname, ls, cat), to fetch or connect (curl, nc, ping, nslookup), to
+// wait (sleep), to change or destroy (rm, chmod, dd).
+const shellWords = `sh|bash|zsh|dash|ksh|rm|curl|wget|cat|nc|ncat|netcat|python[23]?|perl|ruby|php|node|id|whoami|uname|` +
+	`env|printenv|ping|sleep|nslookup|dig|host|chmod|chown|touch|ls|powershell|cmd|certutil|bitsadmin|mshta|rundll32|` +
+	`tftp|telnet|ftp|scp|ssh|crontab|useradd|usermod|passwd|kill|reboot|shutdown|mkfs|dd|base64|eval|exec|xargs|nohup|` +
+	`sudo|su|echo|cp|mv|tar|find|awk|sed|export|systemctl|ifconfig|netstat|ps`
+
+// freeTextInjection is shell syntax that is injection even in prose, code
+// or a query: a separator followed by a command that takes an option, a
+// path or a variable, or ends the value or the chain (`; cat /etc/passwd`,
+// `| id`, `&& whoami;`), a command substitution of such a command, and a
+// program named by its absolute path after a separator. A command word
+// followed by plain words (`rock & roll`, `tea; cat lovers`) is prose.
+var freeTextInjection = []struct {
+	rule string
+	re   *regexp.Regexp
+}{
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
+		`)(?:[ \t]*$|[ \t]*[;&|]|[ \t]+[-/~$'"])`)},
+	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`)},
+	{"absolute-binary", absoluteBinary},
 }
 
 // argument injection: a whole value that is an option, or an option
@@ -81,6 +115,18 @@ var (
 	systemPath      = regexp.MustCompile(`^(?:/etc|/usr|/bin|/sbin|/lib|/root|/boot|/var/spool|/var/lib|/dev|/proc|/sys)(?:/|$)|^~/\.|^/home/[^/]+/\.`)
 )
 
+// positionalKeys are member names whose values a tool typically passes to
+// a program as a positional argument; longOption is a value that is an
+// option instead.
+var (
+	positionalKeys = map[string]bool{
+		"branch": true, "ref": true, "revision": true, "rev": true, "tag": true, "commit": true,
+		"host": true, "hostname": true, "remote": true, "repo": true, "repository": true,
+		"package": true, "pkg": true, "module": true, "name": true, "target": true,
+	}
+	longOption = regexp.MustCompile(`^--?[A-Za-z][\w-]*(?:=.*)?$`)
+)
+
 // commandInjection checks the arguments of tool calls.
 func (p *Processor) commandInjection(in *input, fs *findings) {
 	if !p.on(CommandInjection) || in.ev.Kind != KindToolCall {
@@ -88,9 +134,7 @@ func (p *Processor) commandInjection(in *input, fs *findings) {
 	}
 	cmdTool := commandTool(in.ev.Tool)
 	for _, s := range in.args {
-		if freeText(s.key) {
-			continue
-		}
+		free := freeText(s.key)
 		variants := []string{s.value}
 		if d, _ := percentDecode(s.value); d != s.value {
 			variants = append(variants, d)
@@ -100,17 +144,20 @@ func (p *Processor) commandInjection(in *input, fs *findings) {
 		}
 		command := cmdTool || commandKeys[s.key]
 		for vi, v := range variants {
-			if p.checkCommand(s, v, vi > 0, command, fs) {
+			if p.checkCommand(s, v, vi > 0, command, free, fs) {
 				break
 			}
 		}
-		p.checkArgumentInjection(in, s, fs)
+		if !free {
+			p.checkArgumentInjection(in, s, fs)
+		}
 	}
 }
 
 // checkCommand reports the first rule v breaks; decoded says v is a decoded
-// form of the value.
-func (p *Processor) checkCommand(s str, v string, decoded, command bool, fs *findings) bool {
+// form of the value, command that the value is a command, free that it is
+// free text.
+func (p *Processor) checkCommand(s str, v string, decoded, command, free bool, fs *findings) bool {
 	add := func(rule string, loc []int, sev Severity, msg string) bool {
 		if decoded {
 			rule += "-encoded"
@@ -127,7 +174,11 @@ func (p *Processor) checkCommand(s str, v string, decoded, command bool, fs *fin
 	if command {
 		return false // a command may chain and substitute
 	}
-	for _, r := range injection {
+	rules := injection
+	if free {
+		rules = freeTextInjection
+	}
+	for _, r := range rules {
 		if loc := r.re.FindStringIndex(v); loc != nil {
 			return add(r.rule, loc, High, "shell syntax in a parameter ("+r.rule+")")
 		}
@@ -157,6 +208,13 @@ func (p *Processor) checkArgumentInjection(in *input, s str, fs *findings) {
 				return
 			}
 		}
+	}
+	// An option where a tool expects a name it passes on to a program
+	// as a positional argument (a branch, a host, a package) is injected
+	// (git checkout --version, ping --help).
+	if positionalKeys[s.key] && !commandTool(in.ev.Tool) && longOption.MatchString(v) {
+		report("parameter value is a command-line option")
+		return
 	}
 	// A whole value that is a dangerous option, in a field that is not a
 	// list of options, is injected.
