@@ -427,25 +427,92 @@ func TestEventsSignalNewCalls(t *testing.T) {
 	}
 }
 
-func TestPendingShowsDiffAndUnusualCharacters(t *testing.T) {
+// TestDiffBaselineIsTheLastApprovedCall: an attacker who sends the same
+// call twice must not make the second card say "Same arguments"; each card
+// is compared with what was last approved for the same user and tool.
+func TestDiffBaselineIsTheLastApprovedCall(t *testing.T) {
 	e := newEnv(t, Options{})
-	e.transfer("2500")
-	e.transfer("250000")
+	honest := e.transfer("2500")
+	if err := e.q.Decide(honest.ID, true, "console:bob", "invoice 17"); err != nil {
+		t.Fatal(err)
+	}
+	// Another user's approved call of the same tool is not the baseline.
+	other := e.q.Submit(approval.Request{Upstream: "demo", Subject: "mallory", Tool: "transfer_funds",
+		Arguments: []byte(`{"account_id":"ACC_9","amount":1,"recipient":"m@example.com"}`), Hash: "h-mallory"})
+	if err := e.q.Decide(other.ID, true, "console:bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	first, second := e.transfer("250000"), e.transfer("250000")
 	e.q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "send_mail",
-		Arguments: []byte(`{"to":"vendor@exаmple.com"}`), Hash: "h-mail"}) // Cyrillic а
+		Arguments: []byte(`{"to":"vendor@example.com"}`), Hash: "h-mail"})
 	cookie, _ := e.login("alice")
 	_, page := e.do("GET", "/console", cookie, nil, nil)
-	for _, want := range []string{
-		`<span class="d-del">-   &#34;amount&#34;: 2500,</span>`,
-		`<span class="d-add">&#43;   &#34;amount&#34;: 250000,</span>`,
-		`vendor@ex\u{0430}mple.com`,
-	} {
-		if !strings.Contains(page, want) {
-			t.Errorf("the pending page lacks %s", want)
+	for _, p := range []approval.Pending{first, second} {
+		card := cardOf(t, page, p.ID)
+		for _, want := range []string{
+			"Compared with the last approved call of transfer_funds for alice: " + honest.ID + ", approved by console:bob",
+			`<span class="d-del">-   &#34;amount&#34;: 2500,</span>`,
+			`<span class="d-add">&#43;   &#34;amount&#34;: <span class="num">250<span class="grp">000</span></span>,</span>`,
+		} {
+			if !strings.Contains(card, want) {
+				t.Errorf("the card of %s lacks %s\n%s", p.ID, want, card)
+			}
+		}
+		if strings.Contains(card, "Same arguments") || strings.Contains(card, other.ID) {
+			t.Errorf("the card of %s compares with a pending call or another user's:\n%s", p.ID, card)
 		}
 	}
-	if n := strings.Count(page, `class="d-add"`); n != 1 {
+	if n := strings.Count(cardOf(t, page, first.ID), `class="d-add"`); n != 1 {
 		t.Errorf("%d added lines, want 1 (only the amount changed)", n)
+	}
+	if mail := cardOf(t, page, "", "send_mail"); !strings.Contains(mail, "Compared with nothing: no call of send_mail on demo for alice has been approved before") {
+		t.Errorf("a call with no approved predecessor:\n%s", mail)
+	}
+}
+
+// cardOf cuts the <article> of call id (or, with id "", of the tool) out
+// of a pending page.
+func cardOf(t *testing.T, page, id string, tool ...string) string {
+	t.Helper()
+	needle := `id="call-` + id + `"`
+	if id == "" {
+		needle = `data-tool="` + tool[0] + `"`
+	}
+	i := strings.Index(page, needle)
+	if i < 0 {
+		t.Fatalf("no card %s %v on the page", id, tool)
+	}
+	j := strings.Index(page[i:], "</article>")
+	return page[i : i+j]
+}
+
+// TestPendingRevealsDeception: bidi controls, invisible characters and
+// look-alike letters are escaped inline in the card itself, with a warning.
+func TestPendingRevealsDeception(t *testing.T) {
+	e := newEnv(t, Options{})
+	e.q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "send_mail",
+		Arguments: []byte("{\"cc\":\"a\u200b@example.com\",\"to\":\"\u202emoc.elpmaxe@rodnev\",\"via\":\"vendor@ex\u0430mple.com\"}"), Hash: "h-mail"})
+	e.q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "note",
+		Arguments: []byte(`{"text":"Grüße aus Köln, 東京 Tokyo, привет"}`), Hash: "h-note"})
+	cookie, _ := e.login("alice")
+	_, page := e.do("GET", "/console", cookie, nil, nil)
+	mail := cardOf(t, page, "", "send_mail")
+	for _, want := range []string{
+		`<mark class="esc esc-bidi" title="U+202E: a direction control">\u{202E}</mark>moc.elpmaxe@rodnev`,
+		`a<mark class="esc esc-invisible" title="U+200B: an invisible character">\u{200B}</mark>@example.com`,
+		`vendor@ex<mark class="esc esc-lookalike"`,
+		`>\u{0430}</mark>mple.com`,
+		`id="deception-`, "direction-changing characters", "invisible characters", "words that mix scripts",
+	} {
+		if !strings.Contains(mail, want) {
+			t.Errorf("the card lacks %s\n%s", want, mail)
+		}
+	}
+	if strings.ContainsAny(mail, "\u202e\u200b\u0430") {
+		t.Error("the card draws a deceptive character as itself")
+	}
+	if note := cardOf(t, page, "", "note"); strings.Contains(note, "deception") || strings.Contains(note, "<mark") {
+		t.Errorf("ordinary non-ASCII text was flagged:\n%s", note)
 	}
 }
 
@@ -455,5 +522,20 @@ func TestPinsPageIsHonest(t *testing.T) {
 	_, page := e.do("GET", "/console/pins", cookie, nil, nil)
 	if !strings.Contains(page, "Tool pinning is off") || strings.Contains(page, "<table") {
 		t.Fatalf("pins page:\n%s", page)
+	}
+}
+
+// TestEnterHasNoDefaultDecision: a browser submits a form on Enter through
+// its first submit button; in a decision form that button is disabled, so
+// Enter submits nothing, with or without the script.
+func TestEnterHasNoDefaultDecision(t *testing.T) {
+	e := newEnv(t, Options{})
+	p := e.transfer("2500")
+	cookie, _ := e.login("alice")
+	_, page := e.do("GET", "/console", cookie, nil, nil)
+	card := cardOf(t, page, p.ID)
+	first := regexp.MustCompile(`<button type="submit"[^>]*>`).FindString(card)
+	if !strings.Contains(first, " disabled") || strings.Contains(first, `value="approve"`) || strings.Contains(first, `value="deny"`) {
+		t.Errorf("the decision form's default button is %s, want a disabled one that decides nothing", first)
 	}
 }

@@ -4,21 +4,34 @@ package console
 // sees at a glance what changed since the previous call of the same tool
 // ("amount": 2500 became "amount": 250000).
 
+import "html/template"
+
 // maxDiffLines bounds each side of a diff: the table below is quadratic.
 const maxDiffLines = 400
 
 // diffView is a diff as the page shows it.
 type diffView struct {
-	Against  string // which call the diff compares with
-	Lines    []diffLine
-	Same     bool // the arguments are identical
-	TooLarge bool // not computed: too many lines
+	Against     string        // which call the diff compares with, or why there is none
+	AgainstHTML template.HTML // Against with deceptive characters escaped
+	None        bool          // there is no call to compare with
+	Lines       []diffLine
+	Same        bool // the arguments are identical
+	TooLarge    bool // not computed: too many lines
 }
 
 // diffLine is one line of the diff; Op is "+" (only in the new call), "-"
 // (only in the previous one) or " " (in both).
 type diffLine struct {
 	Op, Text string
+	HTML     template.HTML // Text with deceptive characters escaped (reveal.go)
+}
+
+// reveal fills each line's HTML, recording what it found in f.
+func (d *diffView) reveal(f *findings) {
+	d.AgainstHTML = revealText(d.Against, f)
+	for i := range d.Lines {
+		d.Lines[i].HTML = revealJSON(d.Lines[i].Text, f)
+	}
 }
 
 // Class is the line's CSS class suffix.
@@ -86,21 +99,21 @@ func lineDiff(a, b []string) []diffLine {
 	for i < len(a) && j < len(b) {
 		switch {
 		case a[i] == b[j]:
-			out = append(out, diffLine{" ", a[i]})
+			out = append(out, diffLine{Op: " ", Text: a[i]})
 			i, j = i+1, j+1
 		case lcs[i+1][j] >= lcs[i][j+1]:
-			out = append(out, diffLine{"-", a[i]})
+			out = append(out, diffLine{Op: "-", Text: a[i]})
 			i++
 		default:
-			out = append(out, diffLine{"+", b[j]})
+			out = append(out, diffLine{Op: "+", Text: b[j]})
 			j++
 		}
 	}
 	for ; i < len(a); i++ {
-		out = append(out, diffLine{"-", a[i]})
+		out = append(out, diffLine{Op: "-", Text: a[i]})
 	}
 	for ; j < len(b); j++ {
-		out = append(out, diffLine{"+", b[j]})
+		out = append(out, diffLine{Op: "+", Text: b[j]})
 	}
 	return out
 }

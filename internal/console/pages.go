@@ -78,13 +78,22 @@ type pendingData struct {
 // callView is a pending call as the page shows it.
 type callView struct {
 	approval.Pending
-	Args     string // the canonical arguments, indented
-	Escaped  string // Args with every non-ASCII or invisible character escaped; "" if there is none
-	Class    string // classification and tier in words
+	Args     string        // the canonical arguments, indented
+	ArgsHTML template.HTML // Args with deceptive characters escaped and numbers grouped (reveal.go)
+	Shown    shownFacts    // the other caller-controlled texts, revealed
+	Warnings []string      // what reveal found anywhere on the card
+	Class    string        // classification and tier in words
 	Created  string
 	Expires  string
 	Diff     *diffView
 	HashHead string // the first 12 hex digits, for the sentence by the buttons
+}
+
+// shownFacts are a card's caller-controlled texts, with deceptive
+// characters escaped.
+type shownFacts struct {
+	Tool, Upstream, Subject, Session, Description template.HTML
+	Findings                                      []template.HTML
 }
 
 func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request) {
@@ -105,30 +114,41 @@ func (c *Console) pendingData() pendingData {
 		v := callView{Pending: p, Args: indent(p.Arguments), Class: classText(p.Request),
 			Created: stamp(p.Created), Expires: stamp(p.Expires)}
 		v.HashHead = p.Hash[:min(12, len(p.Hash))]
-		if esc, ok := escapeUnusual(v.Args); ok {
-			v.Escaped = esc
+		var f findings
+		v.ArgsHTML = revealJSON(v.Args, &f)
+		v.Shown = shownFacts{Tool: revealText(p.Tool, &f), Upstream: revealText(p.Upstream, &f),
+			Subject: revealText(p.Subject, &f), Session: revealText(p.Session, &f), Description: revealText(p.Description, &f)}
+		for _, x := range p.Findings {
+			v.Shown.Findings = append(v.Shown.Findings, revealText(x, &f))
 		}
-		v.Diff = previousDiff(p, list[:i], hist, v.Args)
+		v.Diff = baselineDiff(p, hist, v.Args)
+		v.Diff.reveal(&f)
+		v.Warnings = f.Warnings()
 		d.Calls[i] = v
 	}
 	return d
 }
 
-// previousDiff compares p with the previous call of the same tool on the
-// same upstream: the one pending just before it, else the latest outcome.
-func previousDiff(p approval.Pending, earlier []approval.Pending, hist []approval.Decided, args string) *diffView {
-	same := func(o approval.Pending) bool { return o.Tool == p.Tool && o.Upstream == p.Upstream }
-	for i := len(earlier) - 1; i >= 0; i-- {
-		if same(earlier[i]) {
-			return newDiff(indent(earlier[i].Arguments), args, earlier[i].ID+", also pending")
-		}
-	}
+// baselineDiff compares p with the last approved call of the same tool on
+// the same upstream for the same user: what was last allowed to run, so
+// that a call repeated by an attacker is compared with the honest one and
+// not with itself. Pending calls are never the baseline. With no approved
+// call to compare with, the view says so.
+func baselineDiff(p approval.Pending, hist []approval.Decided, args string) *diffView {
 	for _, h := range hist { // newest first
-		if same(h.Pending) && h.Created.Before(p.Created) {
-			return newDiff(indent(h.Arguments), args, fmt.Sprintf("%s, %s %s", h.ID, h.Outcome(), stamp(h.At)))
+		if h.Approved && h.Tool == p.Tool && h.Upstream == p.Upstream && h.Subject == p.Subject && h.Created.Before(p.Created) {
+			return newDiff(indent(h.Arguments), args, fmt.Sprintf("the last approved call of %s for %s: %s, approved by %s at %s",
+				h.Tool, orUnknown(h.Subject), h.ID, h.Approver, stamp(h.At)))
 		}
 	}
-	return nil
+	return &diffView{None: true, Against: fmt.Sprintf("no call of %s on %s for %s has been approved before", p.Tool, p.Upstream, orUnknown(p.Subject))}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown user"
+	}
+	return s
 }
 
 // indent pretty-prints canonical JSON without changing any value: only
@@ -139,28 +159,6 @@ func indent(raw []byte) string {
 		return string(raw)
 	}
 	return b.String()
-}
-
-// escapeUnusual returns s with every character outside printable ASCII
-// (and the newline) written as \u{XXXX}, and whether there was one: an
-// approver must see that "vendor@example.com" is not spelled with a
-// Cyrillic "е" or hides a right-to-left override.
-func escapeUnusual(s string) (string, bool) {
-	var b strings.Builder
-	found := false
-	for _, r := range s {
-		if r == '\n' || (r >= 0x20 && r < 0x7f) {
-			b.WriteRune(r)
-			continue
-		}
-		found = true
-		if r == utf8.RuneError {
-			b.WriteString(`\u{FFFD}`)
-			continue
-		}
-		fmt.Fprintf(&b, `\u{%04X}`, r)
-	}
-	return b.String(), found
 }
 
 func classText(r approval.Request) string {
@@ -247,8 +245,24 @@ type historyRow struct {
 	approval.Decided
 	When       string
 	Args       string
+	Shown      historyShown // caller- and approver-given texts, revealed
+	Warnings   []string
 	AuditText  string
 	AuditClass string // "ok", "bad" or "none"
+}
+
+// historyShown are a history row's texts with deceptive characters escaped.
+type historyShown struct {
+	Args, Tool, Upstream, Subject, Approver, Reason template.HTML
+}
+
+func newHistoryRow(h approval.Decided) historyRow {
+	row := historyRow{Decided: h, When: stamp(h.At), Args: indent(h.Arguments)}
+	var f findings
+	row.Shown = historyShown{Args: revealJSON(row.Args, &f), Tool: revealText(h.Tool, &f), Upstream: revealText(h.Upstream, &f),
+		Subject: revealText(h.Subject, &f), Approver: revealText(h.Approver, &f), Reason: revealText(h.Reason, &f)}
+	row.Warnings = f.Warnings()
+	return row
 }
 
 type auditSummary struct {
@@ -282,7 +296,7 @@ func (c *Console) historyPage(w http.ResponseWriter, r *http.Request) {
 		if f.Problem == "" && !matches(h, f, from, to) {
 			continue
 		}
-		d.Rows = append(d.Rows, historyRow{Decided: h, When: stamp(h.At), Args: indent(h.Arguments)})
+		d.Rows = append(d.Rows, newHistoryRow(h))
 	}
 	if c.audit != nil {
 		d.Audit = c.auditStatus(r.Context(), d.Rows)

@@ -52,21 +52,85 @@
     }
   }
 
-  function refresh() {
-    fetch('/console/pending', { credentials: 'same-origin', redirect: 'error' })
-      .then(function (r) {
-        if (r.status !== 200) { throw new Error('status ' + r.status); }
-        return r.text();
-      })
-      .then(merge)
-      .catch(function () { window.location.assign('/console/login'); });
+  // The connection state, never silent: while the event stream is down the
+  // page says so and greys the list; when the session is gone (logged out,
+  // expired, or the gateway restarted and forgot it) it says "signed out"
+  // and hides the calls, which can no longer be decided from this page.
+  var conn = document.getElementById('conn');
+  var es = null;
+  var delay = 1000;        // the next reconnection's wait; doubles up to maxDelay
+  var maxDelay = 30000;
+  var retry = null;
+
+  function setState(kind, msg) {
+    if (!conn) { return; }
+    conn.dataset.state = kind || 'live';
+    conn.className = 'conn' + (kind ? ' ' + kind : '');
+    conn.hidden = !kind;
+    conn.textContent = msg || '';
+    list.classList.toggle('stale', kind === 'reconnecting');
+    list.hidden = kind === 'signedout';
+    var empty = document.getElementById('pending-empty');
+    if (empty) {
+      empty.textContent = kind ? 'Not connected: the calls waiting are unknown.' : 'No calls are waiting for approval.';
+    }
   }
 
-  if (list && window.EventSource) {
-    var es = new EventSource('/console/events');
-    es.addEventListener('pending', refresh);
-    es.addEventListener('logout', function () { es.close(); window.location.assign('/console/login'); });
+  function signedOut(why) {
+    if (es) { es.close(); es = null; }
+    clearTimeout(retry);
+    setState('signedout', why + ' ');
+    var a = document.createElement('a');
+    a.href = '/console/login';
+    a.textContent = 'Log in again';
+    conn.appendChild(a);
+    document.title = 'Signed out · warden console';
   }
+
+  function lost() {
+    if (es) { es.close(); es = null; }
+    clearTimeout(retry);
+    setState('reconnecting', 'Connection to the gateway lost: this list may be out of date. Reconnecting in ' +
+      Math.round(delay / 1000) + ' s…');
+    retry = setTimeout(probe, delay);
+    delay = Math.min(delay * 2, maxDelay);
+  }
+
+  // probe asks for the list: 200 means connected again, 401 signed out.
+  function probe() {
+    fetch('/console/pending', { credentials: 'same-origin', redirect: 'error' })
+      .then(function (r) {
+        if (r.status === 401) {
+          signedOut('Signed out: your session ended (logged out, expired, or the gateway restarted).');
+          return;
+        }
+        if (r.status !== 200) { throw new Error('status ' + r.status); }
+        return r.text().then(function (html) {
+          merge(html);
+          if (!es) { connect(); }
+        });
+      })
+      .catch(lost);
+  }
+
+  function connect() {
+    es = new EventSource('/console/events');
+    es.addEventListener('open', function () { delay = 1000; setState('', ''); });
+    es.addEventListener('pending', probe);
+    es.addEventListener('logout', function () { signedOut('Signed out: this session was logged out.'); });
+    es.addEventListener('error', lost);
+  }
+
+  if (list && window.EventSource) { connect(); }
+
+  // Enter in a field of a decision form never decides (the form's default
+  // button is disabled for the same reason, without script).
+  document.addEventListener('keydown', function (e) {
+    var t = e.target;
+    if (e.key === 'Enter' && t && t.tagName === 'INPUT' && t.form && t.form.classList.contains('decide')) {
+      e.preventDefault();
+    }
+  }, true);
 
   // Shortcuts: j/k move between calls, r goes to the reason field. No key
   // approves or denies on its own.

@@ -1,0 +1,236 @@
+//go:build integration
+
+package console_test
+
+// Approval that is safe by construction, proved in real Chromium against a
+// console on a bare approval queue (issue 19): Enter never decides,
+// deceptive characters are drawn as escapes with a warning, the diff
+// compares with the last approved call, and a lost connection or session
+// is shown, never a silently stale list.
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/console"
+)
+
+const safetyToken = "browser-test-admin-token-0123456789"
+
+// consoleServer serves a console for q on addr ("127.0.0.1:0" for any
+// port) and returns its base URL; stop closes it and every connection.
+func consoleServer(t *testing.T, q *approval.Queue, addr string, opts console.Options) (base string, stop func()) {
+	t.Helper()
+	opts.Queue, opts.Token = q, safetyToken
+	con, err := console.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/console", con)
+	mux.Handle("/console/", con)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("console server: %v", err)
+		}
+	}()
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			srv.Close()
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return "http://" + ln.Addr().String(), stop
+}
+
+// loginAs logs the browser in at base as name.
+func loginAs(t *testing.T, b context.Context, base, name string) {
+	t.Helper()
+	do(t, b, "log in as "+name,
+		chromedp.Navigate(base+"/console/login"),
+		chromedp.WaitVisible(chromedp.ID("token")),
+		chromedp.SendKeys(chromedp.ID("name"), name),
+		chromedp.SendKeys(chromedp.ID("token"), safetyToken),
+		chromedp.Click(chromedp.CSS("form.login button[type=submit]")),
+		chromedp.WaitVisible(chromedp.ID("approver")),
+	)
+}
+
+func heldTransfer(q *approval.Queue, recipient, amount string) approval.Pending {
+	args := `{"account_id":"ACC_123","amount":` + amount + `,"recipient":"` + recipient + `"}`
+	return q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "transfer_funds",
+		Arguments: []byte(args), Hash: "h-" + amount + "-" + recipient, Classification: 4, Tier: 1})
+}
+
+// TestBrowserEnterNeverDecides: typing a reason and pressing Enter, in the
+// reason field or anywhere else in the form, neither approves nor denies.
+func TestBrowserEnterNeverDecides(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	p := heldTransfer(q, "vendor@example.com", "10000")
+	loginAs(t, b, base, "alice")
+	do(t, b, "type a denial reason and press Enter",
+		chromedp.WaitVisible(chromedp.ID("call-"+p.ID)),
+		chromedp.SendKeys(chromedp.ID("reason-"+p.ID), "this looks wrong\r"),
+		chromedp.Sleep(time.Second),
+		chromedp.KeyEvent("\r"),
+		chromedp.Sleep(time.Second),
+	)
+	if _, ok := q.Get(p.ID); !ok {
+		t.Fatalf("Enter in the reason field decided the call: %+v", q.History())
+	}
+	if v := get(t, b, "read the reason", chromedp.Value(chromedp.ID("reason-"+p.ID))); v != "this looks wrong" {
+		t.Errorf("the reason field holds %q after Enter", v)
+	}
+	// Only the deny control itself denies, with the reason typed.
+	do(t, b, "press Deny",
+		chromedp.Click(chromedp.CSS("#call-"+p.ID+" button.deny")),
+		chromedp.WaitVisible(chromedp.ID("flash")),
+	)
+	h := q.History()
+	if len(h) != 1 || h[0].Approved || h[0].Reason != "this looks wrong" || h[0].Approver != "console:alice" {
+		t.Fatalf("after Deny: %+v", h)
+	}
+}
+
+// TestBrowserRevealsDeception: a recipient written backwards behind a
+// right-to-left override is drawn as an escape, with a warning on the card,
+// in the diff, and in the history's arguments and reason.
+func TestBrowserRevealsDeception(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	shots := artifacts(t)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	honest := heldTransfer(q, "vendor@example.com", "2500")
+	if err := q.Decide(honest.ID, true, "console:bob", "invoice 17"); err != nil {
+		t.Fatal(err)
+	}
+	p := heldTransfer(q, "\u202emoc.elpmaxe@rodnev", "2500")
+	loginAs(t, b, base, "alice")
+	do(t, b, "open the card", chromedp.WaitVisible(chromedp.ID("call-"+p.ID)))
+
+	args := get(t, b, "read the arguments", chromedp.TextContent(chromedp.ID("args-"+p.ID)))
+	if strings.Contains(args, "\u202e") || !strings.Contains(args, `"recipient": "\u{202E}moc.elpmaxe@rodnev"`) {
+		t.Errorf("the main arguments view draws the override instead of showing it:\n%s", args)
+	}
+	do(t, b, "see the warning", chromedp.WaitVisible(chromedp.ID("deception-"+p.ID)))
+	if w := get(t, b, "read the warning", chromedp.Text(chromedp.ID("deception-"+p.ID))); !strings.Contains(w, "direction-changing characters") {
+		t.Errorf("the warning says %q", w)
+	}
+	// The warning is at the top of the card, above the arguments, however
+	// long they are.
+	if get(t, b, "compare positions", chromedp.Evaluate[bool](`document.getElementById('deception-`+p.ID+`').getBoundingClientRect().top >
+		document.getElementById('args-`+p.ID+`').getBoundingClientRect().top`)) {
+		t.Error("the warning is below the arguments")
+	}
+	diff := get(t, b, "read the diff", chromedp.TextContent(chromedp.CSS("#diff-"+p.ID+" .diffbody")))
+	if strings.Contains(diff, "\u202e") || !strings.Contains(diff, `+   "recipient": "\u{202E}moc.elpmaxe@rodnev"`) ||
+		!strings.Contains(diff, `-   "recipient": "vendor@example.com"`) {
+		t.Errorf("the diff:\n%s", diff)
+	}
+	screenshot(t, b, shots, "console-bidi-warning-1280.png", 1280)
+	do(t, b, "back to 1280 px", chromedp.EmulateViewport(1280, 900))
+
+	do(t, b, "deny with a reason that hides a character",
+		chromedp.SetValue(chromedp.ID("reason-"+p.ID), "spoofed\u200b recipient"), // typed keys cannot carry U+200B
+		chromedp.Click(chromedp.CSS("#call-"+p.ID+" button.deny")),
+		chromedp.WaitVisible(chromedp.ID("flash")),
+		chromedp.Navigate(base+"/console/history"),
+		chromedp.WaitVisible(chromedp.CSS(`#history tr[data-id="`+p.ID+`"]`)),
+	)
+	row := `#history tr[data-id="` + p.ID + `"] `
+	if r := get(t, b, "read the reason", chromedp.TextContent(chromedp.CSS(row+"td.reason"))); r != `spoofed\u{200B} recipient` {
+		t.Errorf("history shows the reason %q", r)
+	}
+	if a := get(t, b, "read the arguments", chromedp.TextContent(chromedp.CSS(row+"pre.args"))); !strings.Contains(a, `\u{202E}moc.elpmaxe@rodnev`) {
+		t.Errorf("history shows the arguments %q", a)
+	}
+	if w := get(t, b, "read the row's warning", chromedp.Text(chromedp.CSS(row+".deception"))); !strings.Contains(w, "direction-changing") || !strings.Contains(w, "invisible") {
+		t.Errorf("history warns %q", w)
+	}
+}
+
+// TestBrowserDiffAgainstLastApproved: the same malicious call sent twice is
+// compared, both times, with the last approved call, never with the other.
+func TestBrowserDiffAgainstLastApproved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	honest := heldTransfer(q, "vendor@example.com", "2500")
+	if err := q.Decide(honest.ID, true, "console:bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	loginAs(t, b, base, "alice")
+	first := heldTransfer(q, "attacker@example.net", "900000")
+	second := heldTransfer(q, "attacker@example.net", "900000")
+	for _, p := range []approval.Pending{first, second} {
+		do(t, b, "see the call", chromedp.WaitVisible(chromedp.ID("diff-"+p.ID)))
+		text := get(t, b, "read the diff", chromedp.Text(chromedp.ID("diff-"+p.ID)))
+		if strings.Contains(text, "Same arguments") || !strings.Contains(text, "Compared with the last approved call of transfer_funds for alice: "+honest.ID) ||
+			!strings.Contains(text, `+   "recipient": "attacker@example.net"`) {
+			t.Errorf("the diff of %s:\n%s", p.ID, text)
+		}
+	}
+}
+
+// TestBrowserShowsLostConnection: with the page open, the console stops
+// (the page says it is reconnecting and greys the list), then comes back
+// as a new process that has forgotten the session (the page says it is
+// signed out and hides the calls). It never keeps showing a stale list.
+func TestBrowserShowsLostConnection(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, stop := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	loginAs(t, b, base, "alice")
+	do(t, b, "see the empty list", chromedp.WaitVisible(chromedp.ID("pending-empty")))
+
+	stop()
+	do(t, b, "see the page reconnecting", chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="reconnecting"]`)))
+	if s := get(t, b, "read the state", chromedp.Text(chromedp.ID("conn"))); !strings.Contains(s, "Connection to the gateway lost") {
+		t.Errorf("while the console is down the page says %q", s)
+	}
+	if e := get(t, b, "read the list", chromedp.Text(chromedp.ID("pending-list"))); strings.Contains(e, "No calls are waiting") {
+		t.Errorf("while the console is down the page says %q", e)
+	}
+
+	// A call arrives while the console is down; a new console (a restarted
+	// gateway) knows no session.
+	heldTransfer(q, "vendor@example.com", "2500")
+	consoleServer(t, q, strings.TrimPrefix(base, "http://"), console.Options{})
+	do(t, b, "see the page signed out", chromedp.WaitVisible(chromedp.CSS(`#conn[data-state="signedout"]`)))
+	if s := get(t, b, "read the state", chromedp.Text(chromedp.ID("conn"))); !strings.Contains(s, "Signed out") || !strings.Contains(s, "Log in again") {
+		t.Errorf("after the restart the page says %q", s)
+	}
+	do(t, b, "the list is hidden", chromedp.WaitNotVisible(chromedp.ID("pending-list")))
+
+	// Logging in again shows the call that arrived meanwhile.
+	loginAs(t, b, base, "alice")
+	do(t, b, "see the call", chromedp.WaitVisible(chromedp.CSS("article.call")))
+}
