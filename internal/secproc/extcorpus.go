@@ -147,6 +147,9 @@ type ExternalCase struct {
 	Labelled
 	Source string // package@version:file
 	Where  string // line or section in that file
+	// FreeText says the case is text in an argument named like free text
+	// (message, body, search, …) or code written to a file.
+	FreeText bool
 }
 
 // ErrNoExternalCorpus is returned when the dependency cache does not hold a
@@ -198,7 +201,7 @@ func LoadExternalCorpus(depsDir string) ([]ExternalCase, error) {
 			out = append(out, ExternalCase{
 				Labelled: Labelled{ID: fmt.Sprintf("%s#%d", src.Source(), i), Label: c.label, Category: c.category,
 					Event: c.event(i), Split: src.Split},
-				Source: src.Source(), Where: c.where,
+				Source: src.Source(), Where: c.where, FreeText: c.shape == shapeFreeText || c.shape == shapeCode,
 			})
 		}
 	}
@@ -208,19 +211,35 @@ func LoadExternalCorpus(depsDir string) ([]ExternalCase, error) {
 // ExternalReport is the processor's results on the external corpus.
 type ExternalReport struct {
 	Tuning, HeldOut Metrics
+	// FreeTextTuning and FreeTextHeldOut are the benign free-text cases
+	// alone (prose and code in free-text arguments): their false
+	// positives are what scanning free text costs.
+	FreeTextTuning, FreeTextHeldOut Metrics
 	// Sources lists the sources of each split.
 	Sources map[string][]string
 	Cases   int
 }
 
-// RunExternalCorpus evaluates a processor with CorpusConfig on the external
+// ExternalCorpusConfig is CorpusConfig without a host allowlist: the
+// external corpus measures file access, command injection and injected
+// instructions, and the hosts its commands and prose name (localhost,
+// nodejs.org, api.openai.com) are no one's allowlist. Without one, the
+// exfiltration detector reports only collection services, raw IPs and
+// encoded payloads in URLs.
+func ExternalCorpusConfig() Config {
+	c := CorpusConfig()
+	c.AllowedHosts = nil
+	return c
+}
+
+// RunExternalCorpus evaluates a processor with ExternalCorpusConfig on the external
 // corpus read from depsDir, per split.
 func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 	cases, err := LoadExternalCorpus(depsDir)
 	if err != nil {
 		return ExternalReport{}, err
 	}
-	p, err := New(CorpusConfig())
+	p, err := New(ExternalCorpusConfig())
 	if err != nil {
 		return ExternalReport{}, err
 	}
@@ -228,15 +247,19 @@ func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 	for _, s := range ExternalSources {
 		r.Sources[s.Split] = append(r.Sources[s.Split], s.Source())
 	}
-	var tuning, held []Labelled
+	var tuning, held, freeTuning, freeHeld []Labelled
 	for _, c := range cases {
+		all, free := &held, &freeHeld
 		if c.Split == SplitTuning {
-			tuning = append(tuning, c.Labelled)
-		} else {
-			held = append(held, c.Labelled)
+			all, free = &tuning, &freeTuning
+		}
+		*all = append(*all, c.Labelled)
+		if c.FreeText && c.Label == Benign {
+			*free = append(*free, c.Labelled)
 		}
 	}
 	r.Tuning, r.HeldOut = Evaluate(p, tuning), Evaluate(p, held)
+	r.FreeTextTuning, r.FreeTextHeldOut = Evaluate(p, freeTuning), Evaluate(p, freeHeld)
 	return r, nil
 }
 
@@ -328,8 +351,9 @@ func extractChangelog(data []byte) ([]extCase, error) {
 	return out, nil
 }
 
-// pathToken is a relative path in backticks, as READMEs name files.
-var pathToken = regexp.MustCompile("`(\\.{0,2}/?[A-Za-z0-9_@.-]+(?:/[A-Za-z0-9_@.-]+)+/?)`")
+// pathToken is a relative path in backticks, as READMEs name files (an
+// absolute one there is as often an HTTP route, `/v1/models`, as a file).
+var pathToken = regexp.MustCompile("`((?:\\.{1,2}/)?[A-Za-z0-9_@.-]+(?:/[A-Za-z0-9_@.-]+)+/?)`")
 
 // extractReadme reads a README: shell lines of its shell code blocks are
 // benign commands, its other code blocks benign code, its prose

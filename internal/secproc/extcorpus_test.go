@@ -37,7 +37,8 @@ func TestExternalCorpusReport(t *testing.T) {
 	for _, s := range []struct {
 		name string
 		m    Metrics
-	}{{SplitTuning, r.Tuning}, {SplitHeldOut, r.HeldOut}} {
+	}{{SplitTuning, r.Tuning}, {SplitHeldOut, r.HeldOut}, {"free-text " + SplitTuning, r.FreeTextTuning},
+		{"free-text " + SplitHeldOut, r.FreeTextHeldOut}} {
 		t.Logf("%s (%s):\n%s", s.name, strings.Join(r.Sources[s.name], ", "), s.m.Table())
 		if os.Getenv("SECPROC_MISSES") == s.name {
 			for _, miss := range s.m.Misses {
@@ -45,6 +46,52 @@ func TestExternalCorpusReport(t *testing.T) {
 				t.Logf("  miss: %s (%s) %s %s [%s] %s %s", miss.ID, c.Where, miss.Label, miss.Category,
 					strings.Join(miss.Rules, ", "), c.Event.Tool, c.Event.Arguments)
 			}
+		}
+	}
+}
+
+// Floors of the held-out measurement, per category: a regression guard set
+// from the measurement of 2026-11-27 (see docs/security-processor.md), not
+// the targets (recall ≥ 0.90 and FP rate ≤ 0.02), which command injection
+// and injected instructions do not meet. Raise a floor when the detectors
+// get better; never lower one to make a change pass. minMalicious and
+// minBenign keep the guard from passing on a corpus that lost its cases.
+var externalFloors = []struct {
+	cat                     Category
+	minRecall, maxFPR       float64
+	minMalicious, minBenign int
+}{
+	{FileAccess, 0.90, 0.02, 100, 20},
+	{CommandInjection, 0.45, 0.02, 15, 100},
+	{InjectedInstructions, 0.40, 0.02, 20, 50},
+}
+
+// TestExternalCorpusFloors fails when the processor's recall or false
+// positive rate on the held-out sources, which the detectors were never
+// tuned on, falls past its floor; and when benign free text is flagged
+// more than 2% of the time.
+func TestExternalCorpusFloors(t *testing.T) {
+	r := externalReport(t)
+	for _, f := range externalFloors {
+		c := r.HeldOut.ByCategory[f.cat]
+		if c.TP+c.FN < f.minMalicious || c.TN+c.FP < f.minBenign {
+			t.Errorf("%s: held-out has %d malicious and %d benign cases; want ≥ %d and ≥ %d",
+				f.cat, c.TP+c.FN, c.TN+c.FP, f.minMalicious, f.minBenign)
+			continue
+		}
+		if c.Recall < f.minRecall {
+			t.Errorf("%s: held-out recall %.3f (%d/%d), floor %.2f", f.cat, c.Recall, c.TP, c.TP+c.FN, f.minRecall)
+		}
+		if c.FPR > f.maxFPR {
+			t.Errorf("%s: held-out FP rate %.3f (%d/%d), ceiling %.2f", f.cat, c.FPR, c.FP, c.FP+c.TN, f.maxFPR)
+		}
+	}
+	for name, m := range map[string]Metrics{SplitTuning: r.FreeTextTuning, SplitHeldOut: r.FreeTextHeldOut} {
+		c := m.Overall
+		if c.TN+c.FP < 50 {
+			t.Errorf("free text, %s: %d benign cases; want ≥ 50", name, c.TN+c.FP)
+		} else if c.FPR > 0.02 {
+			t.Errorf("free text, %s: FP rate %.3f (%d/%d), ceiling 0.02", name, c.FPR, c.FP, c.FP+c.TN)
 		}
 	}
 }
