@@ -33,7 +33,8 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 	if !a.Enabled && !spansOn && !ocsfOn && !t.Metrics {
 		return nil, nil, nil
 	}
-	rs := &Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP, URLs: serverURLs(cfg.Gateway.Upstreams)}
+	rs := &Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP,
+		URLs: serverURLs(cfg.Gateway.Upstreams), Transports: serverTransports(cfg.Gateway.Upstreams)}
 	if t.Metrics {
 		rs.Metrics = &Metrics{}
 	}

@@ -45,6 +45,9 @@ type Records struct {
 	Propagate bool
 	// Transport is the client leg, as telemetry names it.
 	Transport string
+	// Transports are the upstream legs, by upstream name, as telemetry
+	// names them: see serverTransports.
+	Transports map[string]string
 	// Metrics, if set, counts messages, denials and operation durations.
 	Metrics *Metrics
 	// URLs are the endpoints of the network upstreams, by upstream name,
@@ -131,7 +134,7 @@ func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
 		return
 	}
 	rs.Spans.Record(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
-		Session: session, Transport: rs.Transport, UpstreamURL: rs.URLs[upstream], Start: time.Now()})
+		Session: session, Transport: rs.Transport, ServerTransport: rs.Transports[upstream], UpstreamURL: rs.URLs[upstream], Start: time.Now()})
 }
 
 // Unanswered implements UnansweredRecorder: the request's span ends with
@@ -250,7 +253,7 @@ func (rs *Records) start(ctx context.Context, d *Decision, params string, seq ui
 func (rs *Records) operation(d *Decision, params string) *telemetry.Operation {
 	op := &telemetry.Operation{
 		Method: d.Method, FromUpstream: d.Direction != "client", Notification: d.Kind == jsonrpc.KindNotification,
-		RequestID: d.ID.Raw(), Session: d.Session, Transport: rs.Transport, Upstream: d.Upstream,
+		RequestID: d.ID.Raw(), Session: d.Session, Transport: rs.Transport, ServerTransport: rs.Transports[d.Upstream], Upstream: d.Upstream,
 		UpstreamURL: rs.URLs[d.Upstream], Actor: d.Actor, Tool: d.Tool, Arguments: d.Arguments,
 		ParamsHash: params, JTI: d.JTI, Approver: d.Approver, Start: time.Now(),
 	}
@@ -299,6 +302,21 @@ func serverURLs(upstreams []config.Upstream) map[string]string {
 		urls[u.Name] = (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path, RawPath: p.RawPath}).String()
 	}
 	return urls
+}
+
+// serverTransports names the transport of each upstream as telemetry does:
+// stdio for a command, streamable_http for a URL.
+func serverTransports(upstreams []config.Upstream) map[string]string {
+	ts := make(map[string]string, len(upstreams))
+	for _, u := range upstreams {
+		switch u.Transport() {
+		case config.TransportStdio:
+			ts[u.Name] = telemetry.TransportStdio
+		case config.TransportHTTP:
+			ts[u.Name] = telemetry.TransportStreamableHTTP
+		}
+	}
+	return ts
 }
 
 // withParams returns a copy of m with params replaced.

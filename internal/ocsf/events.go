@@ -31,7 +31,8 @@ type Call struct {
 	Upstream        string // the MCP server's name in warden's configuration
 	UpstreamVersion string
 	UpstreamURL     string
-	Transport       string // stdio | sse | streamable_http
+	Transport       string // the upstream leg: stdio | sse | streamable_http, "" if unknown
+	ClientTransport string // the client leg, likewise
 	ProtocolVersion string
 
 	Tool        string
@@ -269,6 +270,7 @@ func unmapped(c *Call) map[string]any {
 	set("mcp.session.id", c.Session)
 	set("mcp.protocol.version", c.ProtocolVersion)
 	set("mcp.server.transport", c.Transport)
+	set("mcp.client.transport", c.ClientTransport)
 	set("mcp.server.url", c.UpstreamURL)
 	set("mcp.resource.uri", c.ResourceURI)
 	set("gen_ai.tool.name", c.Tool)

@@ -37,6 +37,7 @@ type Operation struct {
 	Session         string // MCP session id ("" for stdio and stateless sessions)
 	ConnectionID    string // warden's connection id; Session when empty
 	Transport       string // the client leg: TransportStdio, TransportSSE or TransportStreamableHTTP
+	ServerTransport string // the upstream leg: TransportStdio or TransportStreamableHTTP, "" if unknown (OCSF records it)
 	Upstream        string // the upstream's name in the configuration (the seed's server name)
 	UpstreamURL     string // for network upstreams
 	UpstreamVersion string // serverInfo.version, when known from initialize
