@@ -61,7 +61,7 @@ func main() {
 	doc := flag.String("doc", "BENCHMARKS.md", "readable report to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	memprofile := flag.String("memprofile", "", "write an allocation profile of the whole run to `file`")
-	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform, attack, scale, wire, notify (results.json and BENCHMARKS.md are then not written)")
+	only := flag.String("only", "", "run only these `sections`, comma-separated: http, stdio, zerotrust, records, conform, attack, scale, wire, notify, detection (results.json and BENCHMARKS.md are then not written)")
 	flag.Parse()
 	run := func(section string) bool { return *only == "" || slices.Contains(strings.Split(*only, ","), section) }
 	if *memprofile != "" {
@@ -117,6 +117,9 @@ func main() {
 	}
 	if run("notify") {
 		benchNotify(ctx, add, *rounds)
+	}
+	if run("detection") {
+		benchDetection(add)
 	}
 	if run("stdio") {
 		bin := buildWarden()

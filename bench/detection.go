@@ -1,0 +1,56 @@
+package main
+
+// Detection measured on data the detectors never saw (issue 17): the
+// security processor on the external corpus's held-out sources, public
+// payload lists and text from pinned registry packages that scripts/deps.sh
+// unpacks into the dependency cache.
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"strings"
+
+	"github.com/agentwarden/warden/internal/secproc"
+)
+
+func benchDetection(add func(Result)) {
+	r, err := secproc.RunExternalCorpus(secproc.DepsDir())
+	if errors.Is(err, secproc.ErrNoExternalCorpus) {
+		log.Printf("detection: skipped: %v", err)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	held := strings.Join(r.Sources[secproc.SplitHeldOut], ", ")
+	for _, cat := range secproc.Categories {
+		c, ok := r.HeldOut.ByCategory[cat]
+		if !ok {
+			continue
+		}
+		counts := fmt.Sprintf("%d of %d malicious held-out cases", c.TP, c.TP+c.FN)
+		note := counts + "; held-out sources: " + held
+		met := c.Recall >= 0.90
+		if !met {
+			note = "target not met: " + note
+		}
+		add(target(Result{Name: "detection recall, held-out, " + string(cat), Value: c.Recall, Unit: "",
+			Target: "≥ 0.90", Note: note}, met))
+		note = fmt.Sprintf("%d of %d benign held-out cases flagged", c.FP, c.FP+c.TN)
+		met = c.FPR <= 0.02
+		if !met {
+			note = "target not met: " + note
+		}
+		add(target(Result{Name: "detection false-positive rate, held-out, " + string(cat), Value: c.FPR, Unit: "",
+			Target: "≤ 0.02", Note: note}, met))
+	}
+	c := r.FreeTextHeldOut.Overall
+	add(target(Result{Name: "detection false-positive rate, held-out, benign free text", Value: c.FPR, Unit: "",
+		Target: "≤ 0.02", Note: fmt.Sprintf("%d of %d prose and code arguments (message, body, search, content, …) flagged", c.FP, c.FP+c.TN)},
+		c.FPR <= 0.02))
+	t := r.Tuning.Overall
+	add(Result{Name: "detection recall, tuning sources", Value: t.Recall, Unit: "",
+		Note: fmt.Sprintf("%d of %d; FP rate %.3f on %d benign; sources: %s (read while changing the detectors: not a measurement)",
+			t.TP, t.TP+t.FN, t.FPR, t.FP+t.TN, strings.Join(r.Sources[secproc.SplitTuning], ", "))})
+}
