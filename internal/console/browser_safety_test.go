@@ -234,3 +234,35 @@ func TestBrowserShowsLostConnection(t *testing.T) {
 	loginAs(t, b, base, "alice")
 	do(t, b, "see the call", chromedp.WaitVisible(chromedp.CSS("article.call")))
 }
+
+// TestBrowserLoginRateLimited: after five wrong tokens the login form says
+// to wait, and refuses even the right token until the wait is over.
+func TestBrowserLoginRateLimited(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	try := func(token string) string {
+		t.Helper()
+		do(t, b, "log in",
+			chromedp.Navigate(base+"/console/login"),
+			chromedp.WaitVisible(chromedp.ID("token")),
+			chromedp.SendKeys(chromedp.ID("name"), "mallory"),
+			chromedp.SendKeys(chromedp.ID("token"), token),
+			chromedp.Click(chromedp.CSS("form.login button[type=submit]")),
+			chromedp.WaitVisible(chromedp.ID("login-error")),
+		)
+		return get(t, b, "read the error", chromedp.Text(chromedp.ID("login-error")))
+	}
+	for i := range 6 {
+		if msg := try("guess-" + string(rune('a'+i))); !strings.Contains(msg, "not the admin token") {
+			t.Fatalf("wrong token %d: %q", i+1, msg)
+		}
+	}
+	if msg := try(safetyToken); !strings.Contains(msg, "Too many failed logins from this address") {
+		t.Fatalf("the right token right after six wrong ones: %q, want a refusal", msg)
+	}
+	do(t, b, "wait out the backoff", chromedp.Sleep(1500*time.Millisecond))
+	loginAs(t, b, base, "alice")
+}

@@ -106,6 +106,7 @@ type Console struct {
 	mux       *http.ServeMux
 
 	sessions *sessionStore // has its own lock
+	logins   *loginLimiter // has its own lock
 }
 
 // New returns the console for opts.
@@ -127,7 +128,7 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, pins: opts.Pins, audit: opts.Audit, secure: opts.SecureCookie,
-		log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL)}
+		log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, err

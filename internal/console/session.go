@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -209,8 +211,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	name := strings.TrimSpace(r.PostForm.Get("name"))
+	client := clientOf(r)
+	if d := c.logins.wait(client); d > 0 {
+		c.log.Warn("console: login refused: too many failures", "name", name, "remote", r.RemoteAddr, "wait", d)
+		c.tooMany(w, r, name, d)
+		return
+	}
 	fail := func(msg string) {
 		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginData{Name: name, Error: msg}})
+	}
+	failToken := func(msg string) {
+		if d := c.logins.failed(client); d > 0 {
+			msg += fmt.Sprintf(" Too many failed logins from this address: the next attempt is heard in %s.", roundUp(d))
+		}
+		fail(msg)
 	}
 	if !validName(name) {
 		fail("Give your name (1 to 64 ASCII letters, digits, spaces or . _ @ -): it is recorded with every decision you make.")
@@ -223,20 +237,34 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		sub, err := c.verifyJWT(token)
 		if err != nil {
 			c.log.Warn("console: failed JWT login", "name", name, "remote", r.RemoteAddr, "err", err)
-			fail("That JWT is not valid for this console: " + err.Error())
+			failToken("That JWT is not valid for this console: " + err.Error())
 			return
 		}
 		verified = sub
 	case !c.validToken(token):
 		c.log.Warn("console: failed login", "name", name, "remote", r.RemoteAddr)
-		fail("That is not the admin token.")
+		failToken("That is not the admin token.")
 		return
 	}
+	c.logins.succeeded(client)
 	id, s := c.sessions.create(name)
 	s.verified = verified
 	c.setCookie(w, r, id, int(time.Until(s.expires).Seconds()))
 	c.log.Info("console: login", "approver", s.approver(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
+}
+
+// tooMany refuses a login attempt that came before the client's wait was
+// over, without looking at its token.
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, name string, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(int(roundUp(d)/time.Second)))
+	c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Data: loginData{Name: name,
+		Error: fmt.Sprintf("Too many failed logins from this address. Wait %s, then try again; this attempt was not checked.", roundUp(d))}})
+}
+
+// roundUp rounds d up to a whole second.
+func roundUp(d time.Duration) time.Duration {
+	return (d + time.Second - 1).Truncate(time.Second)
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
