@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/ocsf"
@@ -21,9 +22,12 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitUsage, errors.New("usage: warden audit verify|export FILE (see warden help audit)")
 	}
 	sub := args[0]
-	fs := newFlags(env, "audit "+sub, "FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--format jsonl|ocsf]")
+	fs := newFlags(env, "audit "+sub, "FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE] [--format jsonl|ocsf]")
 	backend := fs.String("backend", "", "the log's `backend`: sqlite or jsonl (default: by the file name, .jsonl is jsonl)")
 	head := fs.String("head", "", "verify: a head recorded earlier, `SEQ:HASH`; the log must contain it unchanged")
+	var keyFiles fileList
+	fs.Var(&keyFiles, "key", "verify: a public audit key (`PUB`, from warden keys audit); checks every checkpoint and names the unattested records; repeat for keys used before a rotation")
+	witness := fs.String("witness", "", "verify: a witness `FILE` (gateway.audit.witness); the log must match every checkpoint in it")
 	format := fs.String("format", "jsonl", "export: `jsonl` (the records) or ocsf (one OCSF event per record)")
 	if sub != "verify" && sub != "export" {
 		return ExitUsage, fmt.Errorf("unknown subcommand %q: want verify or export", sub)
@@ -65,17 +69,24 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 			}
 			want = audit.Anchor{Seq: n, Hash: hash}
 		}
-		rep, err := audit.Verify(ctx, b, want)
+		opts := audit.VerifyOptions{Want: want}
+		for _, f := range keyFiles {
+			k, err := audit.LoadVerifyKey(f)
+			if err != nil {
+				return ExitUsage, fmt.Errorf("--key: %w", err)
+			}
+			opts.Keys = append(opts.Keys, k)
+		}
+		if *witness != "" {
+			if opts.Witness, err = audit.ReadWitness(*witness); err != nil {
+				return ExitUsage, fmt.Errorf("--witness: %w", err)
+			}
+		}
+		rep, err := audit.VerifyWith(ctx, b, opts)
 		if err != nil {
 			return ExitInternal, err
 		}
-		if rep.Problem != nil {
-			fmt.Fprintf(env.Stdout, "%s: BROKEN at %s (%d records read; the chain is intact up to seq %d)\n",
-				path, rep.Problem, rep.Records, rep.Head.Seq)
-			return ExitFindings, nil
-		}
-		fmt.Fprintf(env.Stdout, "%s: ok, %d records, head %d:%s\n", path, rep.Records, rep.Head.Seq, rep.Head.Hash)
-		return ExitOK, nil
+		return printVerify(env, path, rep, len(opts.Keys) > 0, *witness != ""), nil
 	default: // export
 		switch *format {
 		case "jsonl":
@@ -100,6 +111,55 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 		}
 		return ExitUsage, fmt.Errorf("--format %q: want jsonl or ocsf", *format)
 	}
+}
+
+// printVerify reports rep and returns the exit code: ExitFindings when the
+// log is broken, ExitPartial when it is intact but records after the last
+// checkpoint are unattested (with keys), else ExitOK.
+func printVerify(env *Env, path string, rep audit.Report, keys, witness bool) int {
+	w := env.Stdout
+	if rep.Problem != nil {
+		fmt.Fprintf(w, "%s: BROKEN at %s (%d records read; the chain is intact up to seq %d)\n",
+			path, rep.Problem, rep.Records, rep.Head.Seq)
+		return ExitFindings
+	}
+	fmt.Fprintf(w, "%s: ok, %d records, head %d:%s\n", path, rep.Records, rep.Head.Seq, rep.Head.Hash)
+	if !keys {
+		if rep.Checkpoints > 0 {
+			fmt.Fprintf(w, "  %d checkpoints, signatures not checked: pass --key to check them\n", rep.Checkpoints)
+		}
+		if witness {
+			fmt.Fprintf(w, "  witness: the log matches its %d checkpoints (signatures not checked)\n", rep.Witnessed)
+		}
+		return ExitOK
+	}
+	if c := rep.LastCheckpoint; c != nil {
+		fmt.Fprintf(w, "  attested: %d checkpoints verify; the last covers seq 1..%d (key %s, %s)\n",
+			rep.Checkpoints, c.Seq, c.KeyID, c.Time.UTC().Format(time.RFC3339))
+	}
+	for _, s := range rep.Reopened {
+		fmt.Fprintf(w, "  late: records %d..%d (%d) were attested only when the log was next opened: warden stopped without closing it, or someone else appended them\n",
+			s.From, s.To, s.Count)
+	}
+	if witness {
+		fmt.Fprintf(w, "  witness: the log matches its %d checkpoints\n", rep.Witnessed)
+	}
+	if s := rep.Unattested; s != nil {
+		fmt.Fprintf(w, "  UNATTESTED: %d records after the last checkpoint, seq %d..%d: no signature covers them (written before a crash, or appended by someone without the key)\n",
+			s.Count, s.From, s.To)
+		return ExitPartial
+	}
+	return ExitOK
+}
+
+// fileList collects a repeated file flag.
+type fileList []string
+
+func (f *fileList) String() string { return strings.Join(*f, ",") }
+
+func (f *fileList) Set(s string) error {
+	*f = append(*f, s)
+	return nil
 }
 
 func exitOf(err error) (int, error) {

@@ -29,7 +29,8 @@ const (
 	// ExitPartial is `warden attack run`'s verdict partial: under
 	// correlation "all", some indicators matched but not all. It is kept
 	// apart from ExitFindings (exploited) so that CI can tell a finished
-	// attack from a half-finished one.
+	// attack from a half-finished one. `warden audit verify --key` uses it
+	// for a log that is intact but ends in records no checkpoint attests.
 	ExitPartial = 6
 	// ExitDrained is warden gateway's stop (SIGTERM, SIGINT) when calls
 	// were still in flight after gateway.limits.drain_timeout: they were
@@ -48,7 +49,7 @@ var exitCodes = []struct {
 	{ExitConfig, "config", "the configuration is invalid"},
 	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
-	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all"},
+	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all; warden audit verify --key: intact, but records after the last checkpoint are unattested"},
 	{ExitDrained, "drained", "warden gateway stopped with calls in flight past the drain time (answered with -32035)"},
 }
 

@@ -147,6 +147,12 @@ Error codes are listed in docs/errors.md.
       the key once, for the client, and the line for gateway.auth.api_keys,
       which holds only its SHA-256. Clients send it as Bearer <key>.
 
+  warden keys audit --out FILE
+      Creates the Ed25519 key that signs the audit log's checkpoints, apart
+      from the token keys: the private JWK in FILE (mode 0600; never
+      overwritten) for gateway.audit.signing_key, and the public one in
+      FILE.pub for warden audit verify --key. Prints its kid.
+
 Keys live in DIR/keys (private key files mode 0600; a key readable by group
 or others is refused). DIR defaults to $WARDEN_DATA_DIR, else
 $XDG_DATA_HOME/warden, else ~/.local/share/warden (macOS: ~/Library/Application
@@ -168,13 +174,22 @@ Support/warden).
       client's user is also asked, through MCP elicitation; the first
       decision wins.
 `,
-	"audit": `  warden audit verify FILE [--backend sqlite|jsonl] [--head SEQ:HASH]
+	"audit": `  warden audit verify FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE]
       Reads every record of the audit log (gateway.audit) and reports the
       first one that breaks the chain: an edited field or hash, a deleted,
       inserted or moved record, or a log that ends before its stored head
       (truncation). Exit code 0 when intact, 1 when broken. --head checks
       against a head you recorded elsewhere, which also catches a rewrite
       of the whole log by someone who could change its stored head.
+      --key PUB (the public audit key, from warden keys audit; repeat it for
+      keys used before a rotation) checks the signature of every checkpoint
+      (gateway.audit.signing_key) and names the records after the last valid
+      one as unattested: exit 6 when there are any (a crash before the next
+      checkpoint, or records appended by someone without the key), 1 when a
+      checkpoint is forged or no record is attested at all (a rewrite).
+      --witness FILE (gateway.audit.witness) checks that the log holds every
+      checkpoint the witness got: exit 1 when a record it attests was cut
+      or changed.
 
   warden audit export FILE [--format jsonl|ocsf]
       Writes the records, one JSON object per line (jsonl, the format

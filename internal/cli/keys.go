@@ -6,18 +6,20 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/authn"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // runKeys dispatches `warden keys SUBCOMMAND`: the signing keys of
-// zero-trust invocation tokens.
+// zero-trust invocation tokens, clients' keys, API keys and the audit key.
 func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 	if len(args) == 0 {
-		return ExitUsage, errors.New("usage: warden keys generate|list|jwks|client|api-key (see warden help keys)")
+		return ExitUsage, errors.New("usage: warden keys generate|list|jwks|client|api-key|audit (see warden help keys)")
 	}
 	switch args[0] {
 	case "generate":
@@ -30,8 +32,10 @@ func runKeys(ctx context.Context, env *Env, args []string) (int, error) {
 		return runKeysClient(ctx, env, args[1:])
 	case "api-key":
 		return runKeysAPIKey(ctx, env, args[1:])
+	case "audit":
+		return runKeysAudit(ctx, env, args[1:])
 	}
-	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list, jwks, client or api-key)", args[0])
+	return ExitUsage, fmt.Errorf("unknown subcommand %q (want generate, list, jwks, client, api-key or audit)", args[0])
 }
 
 // dataDirFlag adds --data-dir to fs and returns a function that resolves it
@@ -141,5 +145,39 @@ func runKeysAPIKey(_ context.Context, env *Env, args []string) (int, error) {
 	key := "wk_" + rand.Text() + rand.Text()
 	fmt.Fprintf(env.Stdout, "key (give it to the client; it is not stored anywhere):\n  %s\n\n", key)
 	fmt.Fprintf(env.Stdout, "configuration (gateway.auth.api_keys):\n  %s: %s\n", *name, authn.HashKey(key))
+	return ExitOK, nil
+}
+
+// runKeysAudit makes the Ed25519 key that signs the audit log's
+// checkpoints (gateway.audit.signing_key): apart from the token keys, so
+// that a verifier needs only its public half.
+func runKeysAudit(_ context.Context, env *Env, args []string) (int, error) {
+	fs := newFlags(env, "keys audit", "--out FILE")
+	out := fs.String("out", "", "write the private JWK to `FILE` (mode 0600) and the public one to FILE.pub")
+	if code, err := parseNoArgs(fs, args); err != nil {
+		return code, err
+	}
+	if *out == "" {
+		return ExitUsage, errors.New("usage: warden keys audit --out FILE")
+	}
+	priv, pub, kid, err := audit.GenerateKey()
+	if err != nil {
+		return ExitInternal, err
+	}
+	// O_EXCL: an audit key is not replaced by accident; the checkpoints it
+	// signed verify only with it.
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return ExitUsage, fmt.Errorf("--out: %w", err)
+	}
+	_, err = f.Write(append(priv, '\n'))
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		return ExitInternal, err
+	}
+	if err := os.WriteFile(*out+".pub", append(pub, '\n'), 0o644); err != nil {
+		return ExitInternal, err
+	}
+	fmt.Fprintf(env.Stdout, "audit key %s\nprivate key: %s (mode 0600; gateway.audit.signing_key)\npublic key:  %s.pub (warden audit verify --key %s.pub)\n",
+		kid, *out, *out, *out)
 	return ExitOK, nil
 }
