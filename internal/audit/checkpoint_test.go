@@ -14,6 +14,13 @@ import (
 // and loads both halves back.
 func newKey(t testing.TB) (*SigningKey, *VerifyKey) {
 	t.Helper()
+	_, sk, vk := newKeyFile(t)
+	return sk, vk
+}
+
+// newKeyFile is newKey, also returning the private key's file.
+func newKeyFile(t testing.TB) (string, *SigningKey, *VerifyKey) {
+	t.Helper()
 	priv, pub, kid, err := GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +43,7 @@ func newKey(t testing.TB) (*SigningKey, *VerifyKey) {
 	if sk.ID() != kid || vk.ID() != kid {
 		t.Fatalf("kids %q and %q, want %q", sk.ID(), vk.ID(), kid)
 	}
-	return sk, vk
+	return filepath.Join(dir, "audit.jwk"), sk, vk
 }
 
 func openSigned(t testing.TB, be backend, path string, ck CheckpointOptions) *Log {

@@ -11,11 +11,13 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const (
 	envKillPath = "WARDEN_AUDIT_KILL_PATH"
 	envKillKind = "WARDEN_AUDIT_KILL_KIND"
+	envKillKey  = "WARDEN_AUDIT_KILL_KEY" // the audit key: checkpoints every 7 records
 )
 
 // TestKillHelper is not a test: it is the child process of
@@ -26,7 +28,16 @@ func TestKillHelper(t *testing.T) {
 	if path == "" {
 		t.Skip("the child process of TestKillAndRestart")
 	}
-	l, err := Open(context.Background(), Kind(os.Getenv(envKillKind)), path, Options{})
+	var opts Options
+	if f := os.Getenv(envKillKey); f != "" {
+		key, err := LoadSigningKey(f)
+		if err != nil {
+			fmt.Println("key:", err)
+			os.Exit(3)
+		}
+		opts.Checkpoint = CheckpointOptions{Key: key, Every: 7, Interval: 3 * time.Millisecond}
+	}
+	l, err := Open(context.Background(), Kind(os.Getenv(envKillKind)), path, opts)
 	if err != nil {
 		fmt.Println("open:", err)
 		os.Exit(3)
@@ -62,7 +73,7 @@ func TestKillAndRestart(t *testing.T) {
 		path := be.path(t)
 		acked := make(map[uint64]string)
 		for round := range 3 {
-			killChildWhileAppending(t, be, path, acked, 150)
+			killChildWhileAppending(t, be, path, "", acked, 150)
 
 			l := openLog(t, be, path)
 			head := l.Head()
@@ -94,12 +105,53 @@ func TestKillAndRestart(t *testing.T) {
 	})
 }
 
+// TestKillWithCheckpoints SIGKILLs a process that signs checkpoints (every
+// 7 records and every 3 ms) while it appends: a kill between records and
+// their checkpoint must leave a log that opens with the key, keeps every
+// acknowledged record, and verifies with the public key, the records the
+// dead process left unattested being attested late by the checkpoint the
+// next open writes.
+func TestKillWithCheckpoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes")
+	}
+	forEachBackend(t, func(t *testing.T, be backend) {
+		keyFile, sk, vk := newKeyFile(t)
+		path := be.path(t)
+		acked := make(map[uint64]string)
+		late := 0
+		for round := range 3 {
+			killChildWhileAppending(t, be, path, keyFile, acked, 100)
+			l, err := Open(context.Background(), be.kind, path, Options{Checkpoint: CheckpointOptions{Key: sk, Interval: -1}})
+			if err != nil {
+				t.Fatalf("round %d: the log does not open after the kill: %v", round, err)
+			}
+			stored := make(map[uint64]string)
+			for _, r := range scanAll(t, l.b) {
+				stored[r.Seq] = r.Hash
+			}
+			for seq, h := range acked {
+				if stored[seq] != h {
+					t.Fatalf("round %d: acknowledged record %d is missing or changed", round, seq)
+				}
+			}
+			l.Close()
+			rep := verifyWith(t, openBackend(t, be, path), VerifyOptions{Keys: []*VerifyKey{vk}})
+			if rep.Problem != nil || rep.Unattested != nil {
+				t.Fatalf("round %d: verify --key: %v, unattested %+v, want intact and every record attested after a clean close", round, rep.Problem, rep.Unattested)
+			}
+			late = len(rep.Reopened)
+		}
+		t.Logf("%d runs of records were attested late, at the next open", late)
+	})
+}
+
 // killChildWhileAppending runs TestKillHelper on path, records the records
 // it acknowledges into acked, and kills it with SIGKILL after n of them.
-func killChildWhileAppending(t *testing.T, be backend, path string, acked map[uint64]string, n int) {
+func killChildWhileAppending(t *testing.T, be backend, path, keyFile string, acked map[uint64]string, n int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestKillHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), envKillPath+"="+path, envKillKind+"="+string(be.kind))
+	cmd.Env = append(os.Environ(), envKillPath+"="+path, envKillKind+"="+string(be.kind), envKillKey+"="+keyFile)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
