@@ -65,11 +65,16 @@ type Denial struct {
 }
 
 // Builder builds the events of a profile. Its zero value builds standard
-// events for an unnamed product; set Product.
+// OCSF 1.8.0 events for an unnamed product; set Product.
 type Builder struct {
 	Profile Profile
 	Product Product
+	// Version is metadata.version: "" is SchemaVersion. The events are
+	// the same in 1.8.0 and 1.9.0-dev.
+	Version string
 }
+
+func (b Builder) version() string { return orDefault(b.Version, SchemaVersion) }
 
 // Events returns the events for c: one activity event (API Activity, or the
 // AITF Tool Execution form), followed by a Detection Finding when the
@@ -198,7 +203,7 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 		TypeUID: ClassAPIActivity*100 + ActivityOther,
 		Time:    eventTime(c), SeverityID: SeverityInformational, Severity: "Informational",
 		StatusID: StatusSuccess, Status: "Success",
-		Metadata: Metadata{Version: SchemaVersion, Product: b.product(), Profiles: []string{"ai_operation"},
+		Metadata: Metadata{Version: b.version(), Product: b.product(), Profiles: []string{"ai_operation"},
 			UID: activityUID(c), CorrelationUID: c.Session},
 		Trace: trace(c),
 	}}

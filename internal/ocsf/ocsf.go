@@ -32,8 +32,13 @@ import (
 	"time"
 )
 
-// SchemaVersion is the OCSF version of the standard profile's events.
-const SchemaVersion = "1.8.0"
+// SchemaVersion is the OCSF version of the events, unless a Builder says
+// otherwise; SchemaVersionIntegrity is the version whose record_integrity
+// profile carries the audit chain (Attest).
+const (
+	SchemaVersion          = "1.8.0"
+	SchemaVersionIntegrity = "1.9.0-dev"
+)
 
 // Profile selects the shape of the events.
 type Profile string
@@ -101,6 +106,9 @@ type Base struct {
 	Message      string   `json:"message,omitempty"`
 	Metadata     Metadata `json:"metadata"`
 	Trace        *Trace   `json:"trace,omitempty"`
+	// AttestationList is the record_integrity profile's (OCSF 1.9): see
+	// Attest.
+	AttestationList []Attestation `json:"attestation_list,omitempty"`
 	// Unmapped carries what OCSF has no attribute for.
 	Unmapped map[string]any `json:"unmapped,omitempty"`
 }
@@ -115,6 +123,7 @@ type Metadata struct {
 	Profiles       []string    `json:"profiles,omitempty"`
 	Extensions     []Extension `json:"extensions,omitempty"`
 	UID            string      `json:"uid,omitempty"`
+	Sequence       uint64      `json:"sequence,omitempty"`
 	CorrelationUID string      `json:"correlation_uid,omitempty"`
 	LogName        string      `json:"log_name,omitempty"`
 }
