@@ -266,3 +266,53 @@ func TestBrowserLoginRateLimited(t *testing.T) {
 	do(t, b, "wait out the backoff", chromedp.Sleep(1500*time.Millisecond))
 	loginAs(t, b, base, "alice")
 }
+
+// TestBrowserSensitiveApprovalGesture: a Tier 2 call's Approve stays
+// disabled until the first six characters of its parameters_hash are
+// typed; a page edited to enable it anyway is refused by the server.
+func TestBrowserSensitiveApprovalGesture(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	hash := "c0ffee1234567890c0ffee1234567890c0ffee1234567890c0ffee1234567890"
+	p := q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "transfer_funds",
+		Arguments: []byte(`{"amount":10000}`), Hash: hash, Classification: 2, Tier: 2})
+	loginAs(t, b, base, "alice")
+	approve := chromedp.CSS("#call-" + p.ID + " button.approve")
+	enabled := func() bool {
+		return !get(t, b, "read Approve", chromedp.Evaluate[bool](`document.querySelector('#call-`+p.ID+` button.approve').disabled`))
+	}
+	do(t, b, "see the call", chromedp.WaitVisible(chromedp.ID("confirm-"+p.ID)))
+	if enabled() {
+		t.Fatal("Approve is enabled before the confirmation")
+	}
+	do(t, b, "type a wrong confirmation", chromedp.SendKeys(chromedp.ID("confirm-"+p.ID), "c0ffe3"))
+	if enabled() {
+		t.Fatal("Approve is enabled by a wrong confirmation")
+	}
+	// Edit the page to enable the button: the server still refuses.
+	do(t, b, "force Approve",
+		chromedp.RemoveAttribute(approve, "disabled"),
+		chromedp.Click(approve),
+		chromedp.WaitVisible(chromedp.ID("message")),
+	)
+	if msg := get(t, b, "read the refusal", chromedp.Text(chromedp.ID("message"))); !strings.Contains(msg, "type the first 6 characters") {
+		t.Errorf("the forced approval: %q", msg)
+	}
+	if _, ok := q.Get(p.ID); !ok {
+		t.Fatal("a forced approval without the confirmation decided the call")
+	}
+	do(t, b, "type the confirmation and approve",
+		chromedp.Navigate(base+"/console"),
+		chromedp.WaitVisible(chromedp.ID("confirm-"+p.ID)),
+		chromedp.SendKeys(chromedp.ID("confirm-"+p.ID), "C0FFEE"),
+		chromedp.WaitEnabled(approve),
+		chromedp.Click(approve),
+		chromedp.WaitVisible(chromedp.ID("flash")),
+	)
+	if h := q.History(); len(h) != 1 || !h[0].Approved {
+		t.Fatalf("after the confirmed approval: %+v", h)
+	}
+}

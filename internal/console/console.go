@@ -42,6 +42,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
@@ -88,9 +89,23 @@ type Options struct {
 	// did not arrive over TLS: set it when a TLS-terminating proxy on the
 	// same host serves the console. Over TLS the cookie is always Secure.
 	SecureCookie bool
+	// ConfirmLevels are the classification levels (1, most sensitive, to
+	// 5) whose calls need a deliberate gesture before Approve: the person
+	// types the first ConfirmChars characters of the parameters_hash shown.
+	// The server refuses an approval without them, whatever the page did.
+	// nil means DefaultConfirmLevels, the levels of Tier 2 and above.
+	ConfirmLevels []int
 	// Logger receives logins, failed logins and decisions; nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultConfirmLevels are the classification levels that need the
+// confirmation gesture by default: 1 to 3, which require Tier 2 or 3.
+var DefaultConfirmLevels = []int{1, 2, 3}
+
+// ConfirmChars is how many leading characters of the parameters_hash the
+// confirmation gesture asks for.
+const ConfirmChars = 6
 
 // Console is the approval console's http.Handler.
 type Console struct {
@@ -101,6 +116,7 @@ type Console struct {
 	pins      *pin.Pinner
 	audit     *audit.Log
 	secure    bool
+	confirm   map[int]bool // classification levels that need the gesture
 	log       *slog.Logger
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -123,12 +139,22 @@ func New(opts Options) (*Console, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.ConfirmLevels == nil {
+		opts.ConfirmLevels = DefaultConfirmLevels
+	}
+	confirm := map[int]bool{}
+	for _, l := range opts.ConfirmLevels {
+		if l < 1 || l > 5 {
+			return nil, fmt.Errorf("console: Options.ConfirmLevels: level %d is not 1..5", l)
+		}
+		confirm[l] = true
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, pins: opts.Pins, audit: opts.Audit, secure: opts.SecureCookie,
-		log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
+		confirm: confirm, log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, err

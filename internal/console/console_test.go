@@ -539,3 +539,59 @@ func TestEnterHasNoDefaultDecision(t *testing.T) {
 		t.Errorf("the decision form's default button is %s, want a disabled one that decides nothing", first)
 	}
 }
+
+// TestSensitiveApprovalNeedsTheGesture: a call of a level that needs the
+// confirmation is approved only with the first characters of its
+// parameters_hash, checked by the server whatever the page sent.
+func TestSensitiveApprovalNeedsTheGesture(t *testing.T) {
+	e := newEnv(t, Options{})
+	hash := "9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08"
+	p := e.q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "wire", Arguments: []byte(`{"amount":10000}`),
+		Hash: hash, Classification: 2, Tier: 2})
+	low := e.transfer("5") // level 4: one click is enough
+	cookie, csrf := e.login("alice")
+	_, page := e.do("GET", "/console", cookie, nil, nil)
+	if card := cardOf(t, page, p.ID); !strings.Contains(card, `name="confirm"`) || !strings.Contains(card, `data-hash-head="9F86D0"`) {
+		t.Errorf("the sensitive card has no confirmation field:\n%s", card)
+	}
+	if strings.Contains(cardOf(t, page, low.ID), `name="confirm"`) {
+		t.Error("a level-4 call asks for the confirmation")
+	}
+	for _, typed := range []string{"", "9f86d", "9f86d1", "9f86d0818"} {
+		form := decideForm(csrf, hash, "approve", "")
+		form.Set("confirm", typed)
+		resp, body := e.do("POST", "/console/approvals/"+p.ID, cookie, form, nil)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "type the first 6 characters of its parameters_hash") {
+			t.Errorf("approve with confirmation %q: %s", typed, resp.Status)
+		}
+		stillPending(t, e.q, p.ID)
+	}
+	form := decideForm(csrf, hash, "approve", "checked")
+	form.Set("confirm", " 9f86 d0 ")
+	if resp, _ := e.do("POST", "/console/approvals/"+p.ID, cookie, form, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("approve with the right confirmation: %s", resp.Status)
+	}
+	if h := e.q.History(); len(h) != 1 || !h[0].Approved || h[0].ID != p.ID {
+		t.Fatalf("history %+v", h)
+	}
+	if resp, _ := e.do("POST", "/console/approvals/"+low.ID, cookie, decideForm(csrf, low.Hash, "approve", ""), nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("approve a level-4 call with one click: %s", resp.Status)
+	}
+	// Denying never needs the gesture.
+	deny := e.q.Submit(approval.Request{Upstream: "demo", Tool: "wire", Arguments: []byte(`{}`), Hash: hash, Classification: 1})
+	if resp, _ := e.do("POST", "/console/approvals/"+deny.ID, cookie, decideForm(csrf, hash, "deny", ""), nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("deny a level-1 call: %s", resp.Status)
+	}
+}
+
+func TestConfirmLevelsAreChecked(t *testing.T) {
+	if _, err := New(Options{Queue: approval.New(time.Minute), Token: testToken, ConfirmLevels: []int{0}}); err == nil {
+		t.Error("level 0 accepted")
+	}
+	e := newEnv(t, Options{ConfirmLevels: []int{}}) // turned off
+	p := e.q.Submit(approval.Request{Upstream: "demo", Tool: "wire", Arguments: []byte(`{}`), Hash: "abcdef12", Classification: 1})
+	cookie, csrf := e.login("alice")
+	if resp, _ := e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "approve", ""), nil); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("with the gesture turned off: %s", resp.Status)
+	}
+}

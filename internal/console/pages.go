@@ -87,6 +87,8 @@ type callView struct {
 	Expires  string
 	Diff     *diffView
 	HashHead string // the first 12 hex digits, for the sentence by the buttons
+	Confirm  bool   // Approve needs the confirmation gesture
+	HashLead string // the characters the gesture asks for
 }
 
 // shownFacts are a card's caller-controlled texts, with deceptive
@@ -114,6 +116,8 @@ func (c *Console) pendingData() pendingData {
 		v := callView{Pending: p, Args: indent(p.Arguments), Class: classText(p.Request),
 			Created: stamp(p.Created), Expires: stamp(p.Expires)}
 		v.HashHead = p.Hash[:min(12, len(p.Hash))]
+		v.Confirm = c.needsConfirm(p)
+		v.HashLead = p.Hash[:min(ConfirmChars, len(p.Hash))]
 		var f findings
 		v.ArgsHTML = revealJSON(v.Args, &f)
 		v.Shown = shownFacts{Tool: revealText(p.Tool, &f), Upstream: revealText(p.Upstream, &f),
@@ -161,6 +165,16 @@ func indent(raw []byte) string {
 	return b.String()
 }
 
+// needsConfirm reports whether approving p needs the confirmation gesture.
+func (c *Console) needsConfirm(p approval.Pending) bool { return c.confirm[p.Classification] }
+
+// confirmed reports whether typed is the start of hash that the gesture asks
+// for: its first ConfirmChars characters, in any case, spaces ignored.
+func confirmed(typed, hash string) bool {
+	typed = strings.ToLower(strings.Join(strings.Fields(typed), ""))
+	return len(hash) >= ConfirmChars && typed == strings.ToLower(hash[:ConfirmChars])
+}
+
 func classText(r approval.Request) string {
 	if r.Classification == 0 {
 		return "unclassified"
@@ -198,6 +212,12 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, _ := c.q.Get(callID)
+	if approve && c.needsConfirm(p) && !confirmed(r.PostForm.Get("confirm"), hash) {
+		c.log.Warn("console: approval without the confirmation refused", "approval", callID, "approver", s.approver())
+		c.renderError(w, r, s, http.StatusBadRequest, fmt.Sprintf("Call %s is sensitive (%s): to approve it, type the first %d characters of its parameters_hash in the confirmation field. Nothing was decided.",
+			callID, classText(p.Request), ConfirmChars))
+		return
+	}
 	switch err := c.q.DecideExact(callID, hash, approve, s.approver(), reason); {
 	case errors.Is(err, approval.ErrUnknown):
 		c.renderError(w, r, s, http.StatusNotFound, "No call "+callID+" is waiting: it was decided, timed out or cancelled. Nothing was changed.")

@@ -24,7 +24,9 @@
     fresh.querySelectorAll('article[data-id]').forEach(function (a) {
       keep[a.dataset.id] = true;
       if (!have[a.dataset.id]) {
-        list.appendChild(document.importNode(a, true));
+        var card = document.importNode(a, true);
+        list.appendChild(card);
+        armConfirm(card);
         added.push(a.dataset.tool);
       }
     });
@@ -122,6 +124,29 @@
   }
 
   if (list && window.EventSource) { connect(); }
+
+  // The confirmation gesture of sensitive calls: Approve stays disabled
+  // until the first characters of the parameters_hash are typed. The
+  // server checks them too; this only keeps the button honest.
+  function normal(v) { return v.replace(/\s+/g, '').toLowerCase(); }
+  function checkConfirm(field) {
+    var form = field.form;
+    var ok = normal(field.value) === normal(field.dataset.hashHead || '');
+    var btn = form.querySelector('button.approve');
+    if (btn) { btn.disabled = !ok; }
+    var state = document.getElementById(field.getAttribute('aria-describedby'));
+    if (state) {
+      state.textContent = ok ? 'They match: Approve is enabled.' :
+        (field.value ? 'They do not match yet: Approve stays disabled.' : 'Approve stays disabled until they match.');
+    }
+  }
+  function armConfirm(root) {
+    root.querySelectorAll('input.confirm').forEach(checkConfirm);
+  }
+  document.addEventListener('input', function (e) {
+    if (e.target && e.target.classList && e.target.classList.contains('confirm')) { checkConfirm(e.target); }
+  });
+  armConfirm(document);
 
   // Enter in a field of a decision form never decides (the form's default
   // button is disabled for the same reason, without script).
