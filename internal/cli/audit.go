@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
-	"github.com/agentwarden/warden/internal/ocsf"
 )
 
 // runAudit is `warden audit verify|export`: checking and reading the
@@ -22,13 +19,14 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitUsage, errors.New("usage: warden audit verify|export FILE (see warden help audit)")
 	}
 	sub := args[0]
-	fs := newFlags(env, "audit "+sub, "FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE] [--format jsonl|ocsf]")
+	fs := newFlags(env, "audit "+sub, "FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE] [--format jsonl|ocsf] [--integrity]")
 	backend := fs.String("backend", "", "the log's `backend`: sqlite or jsonl (default: by the file name, .jsonl is jsonl)")
 	head := fs.String("head", "", "verify: a head recorded earlier, `SEQ:HASH`; the log must contain it unchanged")
 	var keyFiles fileList
 	fs.Var(&keyFiles, "key", "verify: a public audit key (`PUB`, from warden keys audit); checks every checkpoint and names the unattested records; repeat for keys used before a rotation")
 	witness := fs.String("witness", "", "verify: a witness `FILE` (gateway.audit.witness); the log must match every checkpoint in it")
 	format := fs.String("format", "jsonl", "export: `jsonl` (the records) or ocsf (one OCSF event per record)")
+	integrity := fs.Bool("integrity", false, "export --format ocsf: OCSF 1.9.0-dev events carrying each record's hash, previous hash and seq (the record_integrity profile)")
 	if sub != "verify" && sub != "export" {
 		return ExitUsage, fmt.Errorf("unknown subcommand %q: want verify or export", sub)
 	}
@@ -92,22 +90,7 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 		case "jsonl":
 			return exitOf(audit.Export(ctx, b, env.Stdout))
 		case "ocsf":
-			w := bufio.NewWriter(env.Stdout)
-			enc := json.NewEncoder(w)
-			enc.SetEscapeHTML(false)
-			builder := ocsf.Builder{Profile: ocsf.ProfileStandard, Product: ocsf.Product{Name: "warden", VendorName: "agentwarden", Version: Version()}}
-			_, err := b.Scan(ctx, func(r audit.Record) error {
-				for _, ev := range builder.Events(ocsf.AuditCall(&r)) {
-					if err := enc.Encode(ev); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err == nil {
-				err = w.Flush()
-			}
-			return exitOf(err)
+			return exitOf(exportOCSF(ctx, b, env.Stdout, *integrity))
 		}
 		return ExitUsage, fmt.Errorf("--format %q: want jsonl or ocsf", *format)
 	}
