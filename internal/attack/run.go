@@ -175,6 +175,42 @@ type driver interface {
 	close()
 }
 
+// CheckEndpoints returns the *EndpointError or *UnsupportedModeError that
+// Run would return for a normalized document and these options, without
+// starting anything.
+func CheckEndpoints(doc *oatf.Document, opts Options) error {
+	modes := map[string]int{}
+	actors := items(doc.Attack().Get("execution").Get("actors"))
+	for _, av := range actors {
+		modes[av.Get("mode").StringOr("")]++
+	}
+	for _, av := range actors {
+		name, mode := av.Get("name").StringOr("default"), av.Get("mode").StringOr("")
+		switch mode {
+		case "mcp_server":
+			if opts.Stdio && modes[mode] > 1 {
+				return &EndpointError{name, mode, "HTTP (--listen): stdio serves only one mcp_server actor"}
+			}
+		case "a2a_server":
+		case "a2a_client":
+			if opts.A2AURL == "" {
+				return &EndpointError{name, mode, "an A2A agent (--a2a-url)"}
+			}
+		case "mcp_client":
+			if len(opts.MCPCommand) == 0 && opts.MCPURL == "" {
+				return &EndpointError{name, mode, "an MCP server (--mcp-command or --mcp-url)"}
+			}
+		case "ag_ui_client":
+			if opts.AGUIURL == "" {
+				return &EndpointError{name, mode, "an AG-UI agent (--agui-url)"}
+			}
+		default:
+			return &UnsupportedModeError{name, mode}
+		}
+	}
+	return nil
+}
+
 // Run executes a normalized document (see oatf.Load) and evaluates its
 // indicators against the trace. It returns an error only when the run could
 // not start (a missing endpoint, a listener that cannot bind); failures of
@@ -202,14 +238,14 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 		}
 		return mux
 	}
+	if err := CheckEndpoints(doc, opts); err != nil {
+		return nil, err
+	}
 	for _, av := range items(attack.Get("execution").Get("actors")) {
 		a := newActor(rt, av)
 		var d driver
 		switch a.mode {
 		case "mcp_server":
-			if opts.Stdio && modes[a.mode] > 1 {
-				return nil, &EndpointError{a.name, a.mode, "HTTP (--listen): stdio serves only one mcp_server actor"}
-			}
 			var m *http.ServeMux // nil: stdio
 			if !opts.Stdio {
 				m = httpMux()
@@ -218,22 +254,11 @@ func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error)
 		case "a2a_server":
 			d = newA2AServer(a, httpMux(), modes[a.mode] == 1)
 		case "a2a_client":
-			if opts.A2AURL == "" {
-				return nil, &EndpointError{a.name, a.mode, "an A2A agent (--a2a-url)"}
-			}
 			d = newA2AClient(a)
 		case "mcp_client":
-			if len(opts.MCPCommand) == 0 && opts.MCPURL == "" {
-				return nil, &EndpointError{a.name, a.mode, "an MCP server (--mcp-command or --mcp-url)"}
-			}
 			d = newMCPClient(a)
 		case "ag_ui_client":
-			if opts.AGUIURL == "" {
-				return nil, &EndpointError{a.name, a.mode, "an AG-UI agent (--agui-url)"}
-			}
 			d = newAGUIClient(a)
-		default:
-			return nil, &UnsupportedModeError{a.name, a.mode}
 		}
 		if strings.HasSuffix(a.mode, "_server") {
 			servers = append(servers, len(actors))

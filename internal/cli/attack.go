@@ -74,6 +74,9 @@ func attackValidate(env *Env, args []string) (int, error) {
 		doc, diags := oatf.ReadFile(file)
 		if doc != nil {
 			diags = append(diags, opts.Validate(doc)...)
+			if !oatf.HasErrors(diags) {
+				diags = append(diags, attack.CheckTargets(oatf.Normalize(doc))...)
+			}
 		}
 		errs := printDiagnostics(env.Stderr, doc, nil, diags)
 		warns := len(diags) - errs
@@ -184,7 +187,7 @@ func libraryFiles(dir string) ([]string, error) {
 
 // attackRunUsage is the synopsis of `warden attack run`.
 const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--a2a-url URL] [--listen ADDR|--stdio] " +
-	"[--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
+	"[--allow-unmatchable] [--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
 
 // headerFlags collects repeated --header "Name: value" flags.
 type headerFlags http.Header
@@ -230,6 +233,7 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	verbose := flags.Bool("verbose", false, "log the run's progress to stderr")
 	otlp := flags.String("otlp", "", "send the run's spans (AITF and OpenTelemetry names) by OTLP over HTTP to this `URL`, e.g. http://127.0.0.1:4318")
 	compat := flags.Bool("library-compat", false, "accept what the public scenario library does beyond OATF 0.1 (always on with --library)")
+	allowUnmatchable := flags.Bool("allow-unmatchable", false, "run documents with indicators whose target warden never records (rule unmatchable-target) instead of refusing them; those indicators can only be not_matched")
 	if code, err := parseFlags(flags, args); err != nil {
 		return code, err
 	}
@@ -305,7 +309,7 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	code := ExitOK
 	single := *library == ""
 	for i, f := range files {
-		o, c := runOne(ctx, env, f, opts, single, *compat || !single)
+		o, c := runOne(ctx, env, f, opts, runChecks{single: single, compat: *compat || !single, allowUnmatchable: *allowUnmatchable})
 		outcomes = append(outcomes, o)
 		code = worseExit(code, c)
 		if single {
@@ -344,13 +348,21 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	return code, nil
 }
 
+// runChecks are how runOne treats a document before running it.
+type runChecks struct {
+	single           bool // one document, not a library
+	compat           bool // accept the public library's extensions
+	allowUnmatchable bool // run despite unmatchable-target diagnostics
+}
+
 // runOne loads and runs one document and maps its outcome to an exit code.
-func runOne(ctx context.Context, env *Env, file string, opts attack.Options, single, compat bool) (attack.Outcome, int) {
+func runOne(ctx context.Context, env *Env, file string, opts attack.Options, checks runChecks) (attack.Outcome, int) {
+	single := checks.single
 	o := attack.Outcome{File: file}
 	raw, diags := oatf.ReadFile(file)
 	var doc *oatf.Document
 	if raw != nil {
-		doc, diags = oatf.ValidateOptions{Library: compat}.LoadDocument(raw, diags)
+		doc, diags = oatf.ValidateOptions{Library: checks.compat}.LoadDocument(raw, diags)
 	}
 	if doc == nil {
 		printDiagnostics(env.Stderr, raw, nil, oatf.Errors(diags))
@@ -363,7 +375,30 @@ func runOne(ctx context.Context, env *Env, file string, opts attack.Options, sin
 		o.Err = fmt.Errorf("%s: a document without indicators cannot be evaluated (OATF §11.4)", file)
 		return o, ExitConfig
 	}
+	if err := attack.CheckEndpoints(doc, opts); err != nil {
+		return ranOutcome(o, nil, err, single)
+	}
+	if unmatchable := attack.CheckTargets(doc); len(unmatchable) > 0 {
+		// An indicator that can never match would make not_exploited
+		// meaningless: refuse the document unless told to run it.
+		if !checks.allowUnmatchable {
+			for i := range unmatchable {
+				unmatchable[i].Severity = oatf.SeverityError
+			}
+		}
+		printDiagnostics(env.Stderr, doc, nil, unmatchable)
+		if !checks.allowUnmatchable {
+			o.Err = fmt.Errorf("%s: %s can never match (--allow-unmatchable runs it anyway)", file,
+				plural(len(unmatchable), "indicator target"))
+			return o, ExitConfig
+		}
+	}
 	res, err := attack.Run(ctx, doc, opts)
+	return ranOutcome(o, res, err, single)
+}
+
+// ranOutcome maps what attack.Run returned to an outcome and an exit code.
+func ranOutcome(o attack.Outcome, res *attack.Result, err error, single bool) (attack.Outcome, int) {
 	var epErr *attack.EndpointError
 	var modeErr *attack.UnsupportedModeError
 	switch {

@@ -274,7 +274,9 @@ cs5-federated. See docs/conform.md.
       W-001..W-007) and prints every problem as file:line:col with its rule
       and path, the source line and a caret. Exit code 0 when all are valid,
       3 when any is not. --library-compat accepts what the public scenario
-      library does beyond OATF 0.1 (Perl regexes become warnings).
+      library does beyond OATF 0.1 (Perl regexes become warnings). An
+      indicator whose target warden never records in the traffic it
+      selects is a warning, unmatchable-target, at the target.
 
   warden attack normalize [--library-compat] FILE
       Prints the canonical form: multi-actor, defaults written, oatf first,
@@ -288,7 +290,8 @@ cs5-federated. See docs/conform.md.
                     [--a2a-url URL] [--listen ADDR|--stdio] [--header 'N: V']
                     [--grace-period D] [--max-session D] [--verdict FILE]
                     [--trace FILE] [--sarif FILE] [--junit FILE] [--otlp URL]
-                    [--library-compat] [--verbose] DOC | --library DIR
+                    [--library-compat] [--allow-unmatchable] [--verbose]
+                    DOC | --library DIR
       Runs OATF documents against real peers (modes mcp_server, mcp_client,
       a2a_server, a2a_client, ag_ui_client; A2A 0.3 and 1.0 peers). Server
       actors listen on --listen (default 127.0.0.1:0), mcp_server at
@@ -299,7 +302,9 @@ cs5-federated. See docs/conform.md.
       --trace JSONL, --sarif SARIF 2.1.0, --junit JUnit XML (a case per
       document and per indicator). --otlp sends every message of the run as
       a span (AITF and OpenTelemetry names) by OTLP over HTTP. --library runs
-      every *.yaml under DIR with a progress line and a table. Exit codes:
+      every *.yaml under DIR with a progress line and a table. A document
+      with an unmatchable-target indicator is refused (exit 3) unless
+      --allow-unmatchable. Exit codes:
       0 not exploited, 1 exploited, 6 partial (correlation all: some
       indicators matched, not all), 2 usage (missing endpoint), 3 invalid
       document or a verdict of error from the indicators, 4 a target never
