@@ -316,3 +316,48 @@ func TestBrowserSensitiveApprovalGesture(t *testing.T) {
 		t.Fatalf("after the confirmed approval: %+v", h)
 	}
 }
+
+// TestBrowserTwoOperatorsRace: alice and bob (separate browser profiles)
+// look at the same call; bob denies it while alice's page has not yet
+// heard of it, and alice's Approve is told who decided, what, and when.
+func TestBrowserTwoOperatorsRace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice := browser(t, ctx)
+	bob, cancelBob := chromedp.NewContext(alice, chromedp.WithNewBrowserContext())
+	defer cancelBob()
+	if err := chromedp.Do(bob); err != nil { // the first run opens the profile and its tab, for bob's whole context
+		t.Fatal(err)
+	}
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	p := heldTransfer(q, "vendor@example.com", "2500")
+	loginAs(t, alice, base, "alice")
+	loginAs(t, bob, base, "bob")
+	do(t, alice, "alice sees the call", chromedp.Navigate(base+"/console"), chromedp.WaitVisible(chromedp.ID("call-"+p.ID)))
+	do(t, bob, "bob sees the call", chromedp.WaitVisible(chromedp.ID("call-"+p.ID)))
+	if who := get(t, bob, "read bob's identity", chromedp.Text(chromedp.ID("approver"))); who != "console:bob" {
+		t.Fatalf("the second profile is signed in as %q", who)
+	}
+	// Alice's page keeps her form as it was when she pressed Approve.
+	get(t, alice, "keep alice's form", chromedp.Evaluate[bool](`(window.pressed = document.querySelector('#call-`+p.ID+` form.decide')) !== null`))
+	do(t, bob, "bob denies",
+		chromedp.SendKeys(chromedp.ID("reason-"+p.ID), "not ours"),
+		chromedp.Click(chromedp.CSS("#call-"+p.ID+" button.deny")),
+		chromedp.WaitVisible(chromedp.ID("flash")),
+	)
+	get(t, alice, "put alice's form back", chromedp.Evaluate[bool](`document.body.appendChild(window.pressed) !== null`))
+	do(t, alice, "alice approves a moment later",
+		chromedp.Click(chromedp.CSS("form.decide button.approve")),
+		chromedp.WaitVisible(chromedp.ID("message")),
+	)
+	msg := get(t, alice, "read what alice is told", chromedp.Text(chromedp.ID("message")))
+	for _, want := range []string{"Your decision was not recorded", "already denied by console:bob", "not ours", time.Now().UTC().Format("2006-01-02 ")} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("alice is told %q, want it to say %q", msg, want)
+		}
+	}
+	if h := q.History(); len(h) != 1 || h[0].Approved || h[0].Approver != "console:bob" {
+		t.Errorf("the outcome: %+v", h)
+	}
+}

@@ -595,3 +595,27 @@ func TestConfirmLevelsAreChecked(t *testing.T) {
 		t.Errorf("with the gesture turned off: %s", resp.Status)
 	}
 }
+
+// TestLateDecisionSaysWhoDecided: the second of two operators is told who
+// decided first, what, and when.
+func TestLateDecisionSaysWhoDecided(t *testing.T) {
+	e := newEnv(t, Options{})
+	p := e.transfer("2500")
+	cookie, csrf := e.login("alice")
+	if err := e.q.Decide(p.ID, true, "console:bob", "invoice <17>"); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "deny", ""), nil)
+	if resp.StatusCode != http.StatusConflict {
+		t.Fatalf("a late decision: %s", resp.Status)
+	}
+	for _, want := range []string{"Your decision was not recorded", "already <strong>approved</strong> by <strong>console:bob</strong>",
+		"invoice &lt;17&gt;", time.Now().UTC().Format("2006-01-02")} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the late decision's page lacks %q:\n%s", want, body)
+		}
+	}
+	if h := e.q.History(); len(h) != 1 || !h[0].Approved {
+		t.Errorf("history %+v", h)
+	}
+}

@@ -165,6 +165,35 @@ func indent(raw []byte) string {
 	return b.String()
 }
 
+// outcomeOf finds the outcome of call id in the history.
+func (c *Console) outcomeOf(id string) (approval.Decided, bool) {
+	for _, h := range c.q.History() {
+		if h.ID == id {
+			return h, true
+		}
+	}
+	return approval.Decided{}, false
+}
+
+// tooLate tells a person whose decision lost the race who decided the call
+// first, what, and when.
+func tooLate(h approval.Decided) template.HTML {
+	var b strings.Builder
+	b.WriteString("Your decision was not recorded: call " + template.HTMLEscapeString(h.ID) + " (" + string(revealText(h.Tool, nil)) + ") was already ")
+	switch h.Outcome() {
+	case "approved", "denied":
+		b.WriteString("<strong>" + h.Outcome() + "</strong> by <strong>" + string(revealText(h.Approver, nil)) + "</strong>")
+	default:
+		b.WriteString("<strong>" + h.Outcome() + "</strong>")
+	}
+	b.WriteString(" at " + stamp(h.At))
+	if h.Reason != "" {
+		b.WriteString(", with the reason “" + string(revealText(h.Reason, nil)) + "”")
+	}
+	b.WriteString(". What they decided stands.")
+	return template.HTML(b.String())
+}
+
 // needsConfirm reports whether approving p needs the confirmation gesture.
 func (c *Console) needsConfirm(p approval.Pending) bool { return c.confirm[p.Classification] }
 
@@ -220,6 +249,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	switch err := c.q.DecideExact(callID, hash, approve, s.approver(), reason); {
 	case errors.Is(err, approval.ErrUnknown):
+		if h, ok := c.outcomeOf(callID); ok {
+			c.log.Info("console: decision too late", "approval", callID, "approver", s.approver(), "decided_by", h.Approver, "outcome", h.Outcome())
+			c.render(w, r, http.StatusConflict, "message", page{Title: "Already decided", User: s.approver(), CSRF: s.csrf, Data: tooLate(h)})
+			return
+		}
 		c.renderError(w, r, s, http.StatusNotFound, "No call "+callID+" is waiting: it was decided, timed out or cancelled. Nothing was changed.")
 		return
 	case errors.Is(err, approval.ErrHash):
