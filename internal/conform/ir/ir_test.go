@@ -60,6 +60,10 @@ func TestDiagnostics(t *testing.T) {
 		{"adversary without capability", `adversary: ADV-1, `, ``, `adversary transition "A_flag" must name its capability`},
 		{"syntax", `guard: "phase == off && !flag"`, `guard: "phase == && flag"`, `toy.yaml:11:22: error: unexpected "&&"`},
 		{"bad kind", `kind: Adversary`, `kind: Attacker`, `kind "Attacker" is not one of`},
+		{"negative init out of domain", `{name: n, type: int, min: 0, max: 3}`, `{name: n, type: int, min: 0, max: 3, init: -1}`,
+			`toy.yaml:6:48: error: initial value -1 is outside int[0..3]`},
+		{"transition named like a variable", `id: A_flag,`, `id: flag,`, `transition id "flag" is also a variable`},
+		{"property named like a variable", `id: P_n,`, `id: n,`, `property id "n" is also a variable`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,4 +143,46 @@ func TestSchemaMatchesParser(t *testing.T) {
 	check("variable", s.Defs["variable"].Properties, "{name: flag, type: bool")
 	check("property", s.Defs["property"].Properties, "{id: P_n, principle: P6")
 	check("transition", s.Defs["transition"].Properties, "{id: A_flag, kind: Adversary")
+}
+
+// A negative initial value is a constant, accepted where the domain holds it.
+func TestNegativeInit(t *testing.T) {
+	src := strings.Replace(good, "{name: n, type: int, min: 0, max: 3}", "{name: n, type: int, min: -3, max: 3, init: -2}", 1)
+	m, ds := Parse([]byte(src), "toy.yaml")
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	if got := m.Vars[m.VarIndex("n")].Init; got != -2 {
+		t.Errorf("init = %d, want -2", got)
+	}
+}
+
+// Ident leaves ordinary names alone, escapes every reserved word and
+// prefix of TLA+, TLC, Promela and C, and never maps two names to one.
+func TestIdentEscapes(t *testing.T) {
+	for in, want := range map[string]string{
+		"phase": "phase", "P1_identity": "P1_identity", "WF_wire": "w_WF_wire", "SF_x": "w_SF_x",
+		"Next": "w_Next", "Init": "w_Init", "len": "w_len", "skip": "w_skip", "CASE": "w_CASE",
+		"INVARIANT": "w_INVARIANT", "now": "w_now", "_x": "w__x", "w_len": "w_w_len", "int": "w_int",
+		"np_x": "w_np_x",
+	} {
+		if got := Ident(in); got != want {
+			t.Errorf("Ident(%q) = %q, want %q", in, got, want)
+		}
+	}
+	seen := map[string]string{}
+	names := []string{"len", "w_len", "w_w_len", "WF_x", "w_WF_x", "x", "w_x", "_x", "w__x", "Next", "w_Next"}
+	for w := range reservedIdent {
+		names = append(names, w, EscapePrefix+w)
+	}
+	for _, n := range names {
+		got := Ident(n)
+		if prev, dup := seen[got]; dup && prev != n {
+			t.Errorf("Ident(%q) = Ident(%q) = %q", n, prev, got)
+		}
+		seen[got] = n
+		if reservedIdent[got] || strings.HasPrefix(got, "WF_") || strings.HasPrefix(got, "_") {
+			t.Errorf("Ident(%q) = %q is still reserved", n, got)
+		}
+	}
 }

@@ -70,6 +70,9 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 		if prev, dup := ids[t.ID]; dup && t.ID != "" {
 			d.add(t.Pos, "duplicate-id", "transition id %q is also used at %s", t.ID, prev)
 		}
+		if m.VarIndex(t.ID) >= 0 {
+			d.add(t.Pos, "duplicate-id", "transition id %q is also a variable (TLA+ has one name space for both)", t.ID)
+		}
 		ids[t.ID] = t.Pos
 		switch t.Kind {
 		case Protocol:
@@ -111,6 +114,9 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 		pids[p.ID] = p.Pos
 		if _, clash := ids[p.ID]; clash {
 			d.add(p.Pos, "duplicate-id", "property id %q is also a transition id", p.ID)
+		}
+		if m.VarIndex(p.ID) >= 0 {
+			d.add(p.Pos, "duplicate-id", "property id %q is also a variable (TLA+ has one name space for both)", p.ID)
 		}
 		if p.Class != "AASM-HARDENING" && p.Class != "APS-COMPLETENESS" && len(p.SourceRefs) == 0 {
 			d.add(p.Pos, "untraced", "property %q is %s, so it must cite the clause that mandates or recommends it", p.ID, p.Class)

@@ -288,16 +288,31 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 	v.Init = v.Type.Min
 	if initNode != nil && v.Type.Kind != 0 {
 		e := p.expr(initNode, nil, &v.Type)
-		if e != nil && e.Op == OpConst {
-			v.Init = e.Val
-			if !v.Type.Contains(e.Val) {
-				p.d.add(e.Pos, "out-of-domain", "initial value %d is outside %s", e.Val, v.Type)
+		if val, ok := constValue(e); ok {
+			v.Init = val
+			if !v.Type.Contains(val) {
+				p.d.add(e.Pos, "out-of-domain", "initial value %d is outside %s", val, v.Type)
 			}
 		} else if e != nil {
 			p.d.add(p.pos(initNode), "init", "the initial value must be a constant")
 		}
 	}
 	m.Vars = append(m.Vars, v)
+}
+
+// constValue is the value of a constant expression: a literal, or a
+// negated integer literal ("-1").
+func constValue(e *Expr) (int, bool) {
+	switch {
+	case e == nil:
+		return 0, false
+	case e.Op == OpConst:
+		return e.Val, true
+	case e.Op == OpNeg && e.Type.Kind == Int:
+		v, ok := constValue(e.Args[0])
+		return -v, ok
+	}
+	return 0, false
 }
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -3,6 +3,7 @@ package promela
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/agentwarden/warden/internal/conform/check"
@@ -29,7 +30,6 @@ func TestSpinAgreement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	for _, base := range all {
 		variants := []*ir.Model{base, base.Guarded()}
 		if testing.Short() {
@@ -38,37 +38,69 @@ func TestSpinAgreement(t *testing.T) {
 		for _, m := range variants {
 			t.Run(m.Name, func(t *testing.T) {
 				t.Parallel() // each subtest compiles and runs its own pan
-				prog, err := check.Compile(m)
-				if err != nil {
-					t.Fatal(err)
-				}
-				dir := t.TempDir()
-				full, _ := check.Check(ctx, prog, "", check.Options{MaxStates: 1_000_000})
-				sr, err := RunSpin(ctx, dir, m, "", false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if sr.Stored != full.States+1 {
-					t.Errorf("states: SPIN stored %d, Go checker %d (expected SPIN = Go + 1)", sr.Stored, full.States)
-				}
-				for _, p := range m.Properties {
-					r, err := check.Check(ctx, prog, p.ID, check.Options{MaxStates: 1_000_000})
-					if err != nil {
-						t.Fatal(err)
-					}
-					sr, err := RunSpin(ctx, dir, m, p.ID, false)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := r.Status == check.Violated; got != sr.Violated {
-						t.Errorf("%s: Go checker says %s, SPIN says violated=%v", p.ID, r.Status, sr.Violated)
-						continue
-					}
-					if sr.Violated && sr.TraceLen != r.Trace.Len() {
-						t.Errorf("%s: shortest trace: Go checker %d actions %v, SPIN %d", p.ID, r.Trace.Len(), r.Trace.Actions(), sr.TraceLen)
-					}
-				}
+				agree(t, m)
 			})
 		}
 	}
+}
+
+// agree checks m with the Go checker and with SPIN and requires the same
+// verdicts, shortest counterexample lengths and state counts.
+func agree(t *testing.T, m *ir.Model) {
+	t.Helper()
+	ctx := context.Background()
+	prog, err := check.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	full, _ := check.Check(ctx, prog, "", check.Options{MaxStates: 1_000_000})
+	sr, err := RunSpin(ctx, dir, m, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.Stored != full.States+1 {
+		t.Errorf("states: SPIN stored %d, Go checker %d (expected SPIN = Go + 1)", sr.Stored, full.States)
+	}
+	for _, p := range m.Properties {
+		r, err := check.Check(ctx, prog, p.ID, check.Options{MaxStates: 1_000_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sr, err := RunSpin(ctx, dir, m, p.ID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Status == check.Violated; got != sr.Violated {
+			t.Errorf("%s: Go checker says %s, SPIN says violated=%v", p.ID, r.Status, sr.Violated)
+			continue
+		}
+		if sr.Violated && sr.TraceLen != r.Trace.Len() {
+			t.Errorf("%s: shortest trace: Go checker %d actions %v, SPIN %d", p.ID, r.Trace.Len(), r.Trace.Actions(), sr.TraceLen)
+		}
+	}
+}
+
+// TestSpinReservedNames runs SPIN on a model whose names are Promela, C
+// and TLA+ keywords (len, skip, int, now, main...), whose names collide
+// with the constants the printer makes up, and which has a transition that
+// swaps two variables: the printed Promela must compile, and SPIN must
+// agree with the Go checker on every invariant.
+func TestSpinReservedNames(t *testing.T) {
+	if !SpinAvailable() {
+		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
+			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
+		}
+		t.Skip("spin or gcc is not installed")
+	}
+	file := filepath.Join("..", "testdata", "reserved-names.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ds := ir.Load(data, file, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	agree(t, m)
 }

@@ -68,7 +68,11 @@ func RunSpin(ctx context.Context, dir string, m *ir.Model, property string, opti
 	}
 	args := []string{"-o2"}
 	if property != "" {
-		args = append(args, "-DCHECK_"+property)
+		macro, err := CheckMacro(m, property)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-D"+macro)
 	}
 	args = append(args, "-a", "model.pml")
 	if out, err := run(ctx, dir, "spin", args...); err != nil {

@@ -46,7 +46,7 @@ func ModuleName(m *ir.Model) string {
 		}
 	}
 	s := b.String()
-	if s == "" || unicode.IsDigit(rune(s[0])) {
+	if s == "" || unicode.IsDigit(rune(s[0])) || ir.Ident(s) != s {
 		s = "M_" + s
 	}
 	return s
@@ -55,29 +55,9 @@ func ModuleName(m *ir.Model) string {
 // ConfigName is the file name of the TLC configuration for one invariant.
 func ConfigName(property string) string { return "MC_" + property + ".cfg" }
 
-// reserved are TLA+ keywords and standard-module operators a model name may
-// not shadow; a variable with one of these names is printed with a "v_"
-// prefix.
-var reserved = map[string]bool{
-	"ASSUME": true, "ASSUMPTION": true, "AXIOM": true, "CASE": true, "CHOOSE": true, "CONSTANT": true,
-	"CONSTANTS": true, "DOMAIN": true, "ELSE": true, "ENABLED": true, "EXCEPT": true, "EXTENDS": true,
-	"IF": true, "IN": true, "INSTANCE": true, "LET": true, "LOCAL": true, "MODULE": true, "OTHER": true,
-	"SF_": true, "SUBSET": true, "THEN": true, "THEOREM": true, "UNCHANGED": true, "UNION": true,
-	"VARIABLE": true, "VARIABLES": true, "WF_": true, "WITH": true, "TRUE": true, "FALSE": true,
-	"BOOLEAN": true, "Nat": true, "Int": true, "Init": true, "Next": true, "Spec": true, "vars": true,
-	"TypeOK": true, "NextNoAdversary": true, "SpecNoAdversary": true,
-}
-
-func varName(v ir.Var) string {
-	if reserved[v.Name] {
-		return "v_" + v.Name
-	}
-	return v.Name
-}
-
 // Emit writes m as a TLA+ module to w.
 func Emit(w io.Writer, m *ir.Model) error {
-	e := &emitter{m: m}
+	e := &emitter{m: m, names: m.PrintNames()}
 	var b strings.Builder
 	name := ModuleName(m)
 	header := "---- MODULE " + name + " ----"
@@ -87,10 +67,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 		b.WriteString("\\* Variant: behind the warden gateway.\n")
 	}
 	b.WriteString("EXTENDS Integers\n\n")
-	names := make([]string, len(m.Vars))
-	for i, v := range m.Vars {
-		names[i] = varName(v)
-	}
+	names := e.names.Vars
 	b.WriteString("VARIABLES\n")
 	for i, v := range m.Vars {
 		sep := ","
@@ -114,7 +91,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 		fmt.Fprintf(&b, "  /\\ %s = %s\n", names[i], constant(v.Type, v.Init))
 	}
 	b.WriteString("\n")
-	for _, t := range m.Transitions {
+	for ti, t := range m.Transitions {
 		fmt.Fprintf(&b, "\\* %s", t.Kind)
 		if t.Adversary != "" {
 			fmt.Fprintf(&b, " %s", t.Adversary)
@@ -125,7 +102,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 		if len(t.SourceRefs) > 0 {
 			fmt.Fprintf(&b, " [%s]", strings.Join(t.SourceRefs, ", "))
 		}
-		fmt.Fprintf(&b, "\n%s ==\n", t.ID)
+		fmt.Fprintf(&b, "\n%s ==\n", e.names.Transitions[ti])
 		for _, c := range e.conjuncts(t) {
 			fmt.Fprintf(&b, "  /\\ %s\n", c)
 		}
@@ -133,9 +110,9 @@ func Emit(w io.Writer, m *ir.Model) error {
 	}
 	writeNext := func(op string, keep func(ir.Transition) bool) {
 		var ids []string
-		for _, t := range m.Transitions {
+		for i, t := range m.Transitions {
 			if keep(t) {
-				ids = append(ids, t.ID)
+				ids = append(ids, e.names.Transitions[i])
 			}
 		}
 		fmt.Fprintf(&b, "%s ==\n", op)
@@ -152,12 +129,12 @@ func Emit(w io.Writer, m *ir.Model) error {
 	writeNext("NextNoAdversary", func(t ir.Transition) bool { return t.Kind != ir.Adversary })
 	b.WriteString("Spec == Init /\\ [][Next]_vars\n\n")
 	b.WriteString("SpecNoAdversary == Init /\\ [][NextNoAdversary]_vars\n\n")
-	for _, p := range m.Properties {
+	for pi, p := range m.Properties {
 		fmt.Fprintf(&b, "\\* %s %s", p.Principle, p.Class)
 		if len(p.SourceRefs) > 0 {
 			fmt.Fprintf(&b, " [%s]", strings.Join(p.SourceRefs, ", "))
 		}
-		fmt.Fprintf(&b, "\n%s == %s\n\n", p.ID, e.expr(p.Expr))
+		fmt.Fprintf(&b, "\n%s == %s\n\n", e.names.Properties[pi], e.expr(p.Expr))
 	}
 	b.WriteString(strings.Repeat("=", len(header)) + "\n")
 	_, err := io.WriteString(w, b.String())
@@ -171,15 +148,19 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 	if _, ok := m.Property(property); !ok {
 		return "", fmt.Errorf("model %s has no property %q", m.Name, property)
 	}
+	printed := ir.Ident(property)
 	spec := "Spec"
 	if noAdversary {
 		spec = "SpecNoAdversary"
 	}
 	return fmt.Sprintf("\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\nINVARIANT TypeOK\nINVARIANT %s\nCHECK_DEADLOCK FALSE\n",
-		property, m.Name, ModuleName(m), spec, property), nil
+		property, m.Name, ModuleName(m), spec, printed), nil
 }
 
-type emitter struct{ m *ir.Model }
+type emitter struct {
+	m     *ir.Model
+	names ir.Names
+}
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -229,7 +210,7 @@ func (e *emitter) expr(x *ir.Expr) string {
 	case ir.OpConst:
 		return constant(x.Type, x.Val)
 	case ir.OpVar:
-		return varName(e.m.Vars[x.Var])
+		return e.names.Vars[x.Var]
 	case ir.OpNot:
 		return "(~" + e.expr(x.Args[0]) + ")"
 	case ir.OpNeg:
@@ -257,12 +238,12 @@ func (e *emitter) conjuncts(t ir.Transition) []string {
 	}
 	for _, w := range t.Writes {
 		written[w.Var] = true
-		cs = append(cs, fmt.Sprintf("%s' = %s", varName(e.m.Vars[w.Var]), e.expr(w.Expr)))
+		cs = append(cs, fmt.Sprintf("%s' = %s", e.names.Vars[w.Var], e.expr(w.Expr)))
 	}
 	var same []string
-	for i, v := range e.m.Vars {
+	for i := range e.m.Vars {
 		if !written[i] {
-			same = append(same, varName(v))
+			same = append(same, e.names.Vars[i])
 		}
 	}
 	if len(same) > 0 {

@@ -110,18 +110,20 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 		}
 		defined[mm[1]] = true
 	}
+	names := m.PrintNames()
 	vars := map[string]bool{}
-	for _, v := range m.Vars {
-		vars[varName(v)] = true
+	for _, n := range names.Vars {
+		vars[n] = true
 	}
 	keywords := map[string]bool{"IF": true, "THEN": true, "ELSE": true, "TRUE": true, "FALSE": true, "UNCHANGED": true,
 		"BOOLEAN": true}
-	for _, tr := range m.Transitions {
-		if !defined[tr.ID] {
-			t.Errorf("action %s not defined", tr.ID)
+	for ti := range m.Transitions {
+		id := names.Transitions[ti]
+		if !defined[id] {
+			t.Errorf("action %s not defined", id)
 			continue
 		}
-		body := definition(code, tr.ID)
+		body := definition(code, id)
 		var assigned []string
 		for _, mm := range primedRe.FindAllStringSubmatch(body, -1) {
 			assigned = append(assigned, mm[1])
@@ -138,23 +140,23 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 		}
 		slices.Sort(want)
 		if !slices.Equal(assigned, want) {
-			t.Errorf("action %s assigns %v, want every variable once: %v", tr.ID, assigned, want)
+			t.Errorf("action %s assigns %v, want every variable once: %v", id, assigned, want)
 		}
-		for _, id := range identRe.FindAllString(strings.ReplaceAll(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, ""), "\\in", " "), -1) {
-			if !vars[id] && !keywords[id] && id != tr.ID {
-				t.Errorf("action %s uses undeclared identifier %q", tr.ID, id)
+		for _, word := range identRe.FindAllString(strings.ReplaceAll(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, ""), "\\in", " "), -1) {
+			if !vars[word] && !keywords[word] && word != id {
+				t.Errorf("action %s uses undeclared identifier %q", id, word)
 			}
 		}
 	}
-	for _, p := range m.Properties {
-		if !defined[p.ID] {
-			t.Errorf("invariant %s not defined", p.ID)
+	for pi, p := range m.Properties {
+		if !defined[names.Properties[pi]] {
+			t.Errorf("invariant %s not defined", names.Properties[pi])
 		}
 		cfg, err := Config(m, p.ID, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(cfg, "\nINVARIANT "+p.ID+"\n") || !strings.Contains(cfg, "SPECIFICATION SpecNoAdversary") {
+		if !strings.Contains(cfg, "\nINVARIANT "+names.Properties[pi]+"\n") || !strings.Contains(cfg, "SPECIFICATION SpecNoAdversary") {
 			t.Errorf("configuration for %s:\n%s", p.ID, cfg)
 		}
 	}

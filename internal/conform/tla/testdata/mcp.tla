@@ -217,7 +217,7 @@ P7_fail_secure == (~served_expired)
 P8_revocation == ((phase = "closed") => (cred # "active"))
 
 \* WF SPEC-MANDATED [MCP-2025-06-18-TRANSPORTS-01]
-WF_wire == (~malformed_accepted)
+w_WF_wire == (~malformed_accepted)
 
 \* SL SPEC-MANDATED [MCP-2025-06-18-LIFECYCLE-01]
 SL_lifecycle == (~early_served)

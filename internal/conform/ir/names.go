@@ -1,0 +1,98 @@
+package ir
+
+import "strings"
+
+// Names are the identifiers the printers (TLA+, Promela) use for a model's
+// variables, transitions and properties. One mapping serves both
+// languages, so a variable has the same name in the .tla and the .pml file.
+//
+// A model name is kept as it is unless the target languages would read it
+// as something else: a TLA+ or Promela keyword (CASE, len, skip), a name
+// with a reserved prefix (TLA+'s WF_ and SF_ fairness operators, names
+// beginning with "_", which Promela and pan.c keep for themselves), a C
+// keyword (pan.c stores each Promela variable in a C struct), a TLC
+// configuration keyword, or a name the printers define themselves (Init,
+// Next, Spec, main, now). Such a name, and any name that already begins
+// with the escape prefix "w_", is printed with "w_" in front: "len" →
+// "w_len", "WF_wire" → "w_WF_wire", "w_x" → "w_w_x". Escaping every name
+// that starts with the prefix keeps the mapping injective: two different
+// model names never print as the same identifier.
+type Names struct {
+	Vars        []string // indexed like Model.Vars
+	Transitions []string // indexed like Model.Transitions
+	Properties  []string // indexed like Model.Properties
+}
+
+// EscapePrefix is what Ident puts in front of a name it must change.
+const EscapePrefix = "w_"
+
+// Ident returns the name under which the printers emit a model identifier.
+func Ident(name string) string {
+	if reservedIdent[name] || strings.HasPrefix(name, EscapePrefix) || strings.HasPrefix(name, "_") ||
+		strings.HasPrefix(name, "WF_") || strings.HasPrefix(name, "SF_") || strings.HasPrefix(name, "np_") {
+		return EscapePrefix + name
+	}
+	return name
+}
+
+// PrintNames returns the printed names of m's identifiers.
+func (m *Model) PrintNames() Names {
+	n := Names{
+		Vars:        make([]string, len(m.Vars)),
+		Transitions: make([]string, len(m.Transitions)),
+		Properties:  make([]string, len(m.Properties)),
+	}
+	for i, v := range m.Vars {
+		n.Vars[i] = Ident(v.Name)
+	}
+	for i, t := range m.Transitions {
+		n.Transitions[i] = Ident(t.ID)
+	}
+	for i, p := range m.Properties {
+		n.Properties[i] = Ident(p.ID)
+	}
+	return n
+}
+
+// reservedIdent are the words Ident escapes: keywords and built-in names
+// of TLA+ (with the operators of its Integers module), of TLC's
+// configuration files, of Promela, and of C; and the names the TLA+ and
+// Promela printers define.
+var reservedIdent = func() map[string]bool {
+	words := []string{
+		// TLA+ keywords, including the proof language's.
+		"ACTION", "ASSUME", "ASSUMPTION", "AXIOM", "BOOLEAN", "BY", "CASE", "CHOOSE", "CONSTANT", "CONSTANTS",
+		"COROLLARY", "DEF", "DEFINE", "DEFS", "DOMAIN", "ELSE", "ENABLED", "EXCEPT", "EXTENDS", "FALSE", "HAVE",
+		"HIDE", "IF", "IN", "INSTANCE", "LAMBDA", "LEMMA", "LET", "LOCAL", "MODULE", "NEW", "OBVIOUS", "OMITTED",
+		"ONLY", "OTHER", "PICK", "PROOF", "PROPOSITION", "PROVE", "QED", "RECURSIVE", "STATE", "STRING",
+		"SUBSET", "SUFFICES", "TAKE", "TEMPORAL", "THEN", "THEOREM", "TRUE", "UNCHANGED", "UNION", "USE",
+		"VARIABLE", "VARIABLES", "WITH", "WITNESS",
+		// The standard modules the printer extends, and their usual companions.
+		"Int", "Nat", "Integers", "Naturals", "Sequences", "FiniteSets", "TLC",
+		// TLC configuration keywords.
+		"SPECIFICATION", "INVARIANT", "INVARIANTS", "PROPERTY", "PROPERTIES", "INIT", "NEXT", "SYMMETRY",
+		"VIEW", "CONSTRAINT", "CONSTRAINTS", "ACTION_CONSTRAINT", "ACTION_CONSTRAINTS", "CHECK_DEADLOCK",
+		"POSTCONDITION", "ALIAS",
+		// What the TLA+ printer defines.
+		"Init", "Next", "NextNoAdversary", "Spec", "SpecNoAdversary", "TypeOK", "vars",
+		// Promela keywords and predefined names.
+		"active", "assert", "atomic", "bit", "bool", "break", "byte", "c_code", "c_decl", "c_expr", "c_state",
+		"c_track", "chan", "d_proctype", "d_step", "do", "else", "empty", "enabled", "eval", "false", "fi",
+		"for", "full", "get_priority", "goto", "hidden", "if", "in", "init", "inline", "int", "len", "local",
+		"ltl", "mtype", "nempty", "never", "nfull", "notrace", "od", "of", "pc_value", "pid", "printf",
+		"printm", "priority", "proctype", "provided", "run", "select", "set_priority", "short", "show", "skip",
+		"timeout", "trace", "true", "typedef", "unless", "unsigned", "xr", "xs", "STDIN",
+		"always", "eventually", "until", "weakuntil", "stronguntil", "implies", "equivalent", "release",
+		// C keywords and the names pan.c uses for the state.
+		"auto", "case", "char", "const", "continue", "default", "double", "enum", "extern", "float", "long",
+		"register", "restrict", "return", "signed", "sizeof", "static", "struct", "switch", "union", "void",
+		"volatile", "while", "now", "main", "State", "Trans",
+		// What the Promela printer defines.
+		"check_invariants",
+	}
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}()

@@ -1,0 +1,152 @@
+//go:build integration
+
+package tla
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/models"
+	"github.com/agentwarden/warden/internal/testenv"
+)
+
+// EnvParser names the package.json of npm @tlaplus/tree-sitter-tlaplus,
+// installed by scripts/deps.sh next to npm tree-sitter.
+const EnvParser = "WARDEN_TLAPLUS_PARSER"
+
+// tlaParser returns the node_modules folder holding tree-sitter and its TLA+
+// grammar, skipping the test when they are not installed (failing it under
+// WARDEN_REQUIRE_DEPS=1).
+func tlaParser(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv(EnvParser)
+	if p == "" {
+		p = filepath.Join(testenv.ModuleRoot(t), ".cache", "deps", "tlaplus", "node_modules", "@tlaplus",
+			"tree-sitter-tlaplus", "package.json")
+	}
+	if _, err := os.Stat(p); err != nil {
+		msg := "the TLA+ parser is not installed (" + err.Error() + "); run `make deps` (or set " + EnvParser + ")"
+		if testenv.RequireDeps() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return filepath.Dir(filepath.Dir(filepath.Dir(p))) // NODE_MODULES/@tlaplus/tree-sitter-tlaplus/package.json
+}
+
+// parseTLA parses every file with tree-sitter's TLA+ grammar and returns,
+// for each file that does not parse, the ERROR and MISSING nodes.
+func parseTLA(t *testing.T, files []string) map[string]string {
+	t.Helper()
+	modules := tlaParser(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "parse.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testenv.Node22(t), append([]string{script}, files...)...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parse.js: %v\n%s", err, stderr.String())
+	}
+	bad := map[string]string{}
+	seen := 0
+	var cur string
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, "ok "):
+			seen++
+			cur = ""
+		case strings.HasPrefix(line, "bad "):
+			seen++
+			cur = strings.TrimPrefix(line, "bad ")
+			bad[cur] = ""
+		case strings.HasPrefix(line, "  ") && cur != "":
+			bad[cur] += line + "\n"
+		}
+	}
+	if seen != len(files) {
+		t.Fatalf("parse.js reported on %d of %d files:\n%s", seen, len(files), out)
+	}
+	return bad
+}
+
+// TestEveryModuleParses prints every built-in model, plain and behind
+// warden, and a model whose names are all reserved words, as TLA+ and
+// parses each module with a real TLA+ parser (tree-sitter's grammar): any
+// ERROR or MISSING node fails the test. A property named WF_wire, read as
+// the fairness operator WF_, is the kind of mistake it catches.
+func TestEveryModuleParses(t *testing.T) {
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ms []*ir.Model
+	for _, m := range all {
+		ms = append(ms, m, m.Guarded())
+	}
+	ms = append(ms, reservedModel(t))
+	dir := t.TempDir()
+	var files []string
+	for _, m := range ms {
+		sub := filepath.Join(dir, strings.ReplaceAll(m.Name, "+", "_"))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path, err := WriteFiles(sub, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+	}
+	for file, problems := range parseTLA(t, files) {
+		src, _ := os.ReadFile(file)
+		t.Errorf("%s does not parse:\n%s\n%s", filepath.Base(file), problems, numbered(string(src)))
+	}
+}
+
+// TestParserCatchesFairnessPrefix makes sure the parser test can fail: a
+// definition named WF_wire after another definition is a syntax error (the
+// parser reads WF_ as the fairness operator continuing the expression
+// before it), as in the MCP module warden printed before names were
+// escaped.
+func TestParserCatchesFairnessPrefix(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "Bad.tla")
+	src := "---- MODULE Bad ----\nVARIABLES x\nA == x\n\nWF_wire == x\n====\n"
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if bad := parseTLA(t, []string{file}); bad[file] == "" {
+		t.Errorf("the TLA+ parser accepted a definition named WF_wire: %v", bad)
+	}
+}
+
+func reservedModel(t *testing.T) *ir.Model {
+	t.Helper()
+	file := filepath.Join("..", "testdata", "reserved-names.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ds := ir.Load(data, file, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	return m
+}
+
+func numbered(src string) string {
+	var b strings.Builder
+	for i, l := range strings.Split(src, "\n") {
+		fmt.Fprintf(&b, "%4d  %s\n", i+1, l)
+	}
+	return b.String()
+}
