@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/pin"
@@ -526,13 +527,50 @@ func readiness(stores ...namedStore) func(context.Context) error {
 		for i, p := range pingers {
 			wg.Go(func() {
 				if err := p.Ping(ctx); err != nil {
-					errs[i] = fmt.Errorf("%s: %w", names[i], err)
+					errs[i] = &storeDown{name: names[i], err: err}
 				}
 			})
 		}
 		wg.Wait()
 		return errors.Join(errs...)
 	}
+}
+
+// storeDown is a store that did not answer its readiness ping.
+type storeDown struct {
+	name string
+	err  error
+}
+
+func (e *storeDown) Error() string { return e.name + ": " + e.err.Error() }
+func (e *storeDown) Unwrap() error { return e.err }
+
+// downStores names the stores in a readiness error, without their errors:
+// what /readyz tells anyone who asks, since a store's error may carry an
+// internal address (a Redis host and port). The log has the whole error.
+func downStores(err error) string {
+	var names []string
+	var walk func(error)
+	walk = func(err error) {
+		if d, ok := err.(*storeDown); ok {
+			state := "not answering"
+			if errors.Is(d.err, audit.ErrLost) {
+				state = "lost" // its file was deleted or replaced (docs/audit.md)
+			}
+			names = append(names, d.name+": "+state)
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	if len(names) == 0 {
+		return "a store does not answer"
+	}
+	return strings.Join(names, "; ")
 }
 
 // pinner opens the pin store and the signed manifests of gc.Pinning. A

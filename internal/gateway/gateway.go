@@ -276,8 +276,9 @@ func (g *Gateway) Handler() http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 			defer cancel()
 			if err := g.opts.Ready(ctx); err != nil {
+				g.log.Warn("not ready", "err", err)
 				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+				_, _ = w.Write([]byte("not ready: " + downStores(err) + "\n"))
 				return
 			}
 		}
