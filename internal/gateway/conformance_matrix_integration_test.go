@@ -78,12 +78,7 @@ const (
 
 // conformanceDifferences lists every difference between a scenario through
 // warden and direct. docs/mcp-conformance.md lists them too.
-var conformanceDifferences = []conformanceDifference{
-	{mode: "server", upstream: "http/stateless", scenario: "server-initialize", kind: unfixed,
-		reason: "issue 16, one view of the upstream: warden gives the client an Mcp-Session-Id that the stateless upstream did not"},
-	{mode: "server", upstream: "http/stateless", scenario: "server-sse-multiple-streams", kind: unfixed,
-		reason: "issue 16, one view of the upstream: warden gives the client an Mcp-Session-Id that the stateless upstream did not"},
-}
+var conformanceDifferences = []conformanceDifference{}
 
 // conformanceNotRun are the suite's client scenarios the matrix leaves out,
 // with the reason. They are named in the table.

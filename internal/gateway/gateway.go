@@ -65,6 +65,9 @@ type Upstream struct {
 	MaxChildren int
 
 	tools *toolIndex // what its tools/list answers said; set by New
+	// sessionless: the last initialize answer said the upstream keeps no
+	// session (transport.Sessionless); set by New.
+	sessionless *atomic.Bool
 }
 
 // Options configures a Gateway. The zero value of every field is the safe
@@ -209,6 +212,7 @@ func New(opts Options) (_ *Gateway, err error) {
 			u.Pipeline = NewPipeline()
 		}
 		u.tools = newToolIndex()
+		u.sessionless = new(atomic.Bool)
 		g.upstreams[u.Name] = u
 	}
 	if g.opts.Default == "" && len(opts.Upstreams) == 1 {
@@ -304,8 +308,11 @@ func (g *Gateway) listener(u *Upstream, sessions *transport.SessionLimits) *tran
 		},
 		BodyTimeout:   g.opts.BodyTimeout,
 		ParamBindings: u.tools.paramBindings,
-		Authenticate:  g.opts.Authenticate,
-		Logger:        g.log,
+		Sessionless:   u.sessionless.Load,
+		// An HTTP upstream may keep no session; the client then gets none.
+		HoldInitialize: u.Transport == "http",
+		Authenticate:   g.opts.Authenticate,
+		Logger:         g.log,
 		OnSession: func(ctx context.Context, conn transport.Conn, info transport.SessionInfo) {
 			if info.Principal != "" {
 				ctx = WithPrincipal(ctx, info.Principal)
@@ -363,15 +370,18 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Unchecked:      unchecked,
 		// Stateless sessions are not exempt from the lifecycle by being
 		// stateless: a sessionless POST of an old revision must not skip
-		// initialize. A 2026-07-28 request carries its revision in _meta,
+		// initialize, unless the upstream itself keeps no session (it
+		// answered initialize without one), which then takes each POST on
+		// its own. A 2026-07-28 request carries its revision in _meta,
 		// which the lifecycle check accepts.
-		Stateless: false,
-		Principal: principalFrom(ctx),
-		OnResult:  u.tools.learn,
-		Answers:   u.Answers,
-		Tools:     u.tools.info(),
-		Draining:  g.draining.Load,
-		Logger:    g.log,
+		Stateless:     stateless && u.sessionless.Load(),
+		OnInitialized: u.sessionless.Store,
+		Principal:     principalFrom(ctx),
+		OnResult:      u.tools.learn,
+		Answers:       u.Answers,
+		Tools:         u.tools.info(),
+		Draining:      g.draining.Load,
+		Logger:        g.log,
 	})
 	g.mu.Lock()
 	g.relays[relay] = end

@@ -65,6 +65,7 @@ type Relay struct {
 	recheck          func(ctx context.Context, upstream string, result []byte) error
 	unchecked        *UncheckedLists // nil but for stateless requests
 	draining         func() bool     // nil, or whether the gateway is stopping (relay_stop.go)
+	onInitialized    func(sessionless bool)
 	log              *slog.Logger
 
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
@@ -159,7 +160,11 @@ type RelayOptions struct {
 	// Draining, if set, tells whether the gateway is stopping: requests
 	// are then refused with -32035, rule shutdown (Gateway.Drain).
 	Draining func() bool
-	Logger   *slog.Logger
+	// OnInitialized, if set, is told after each initialize answer whether
+	// the upstream keeps no session (transport.Sessionless), when its conn
+	// can tell. The client is then shown the same (SessionlessView).
+	OnInitialized func(sessionless bool)
+	Logger        *slog.Logger
 }
 
 // NewRelay returns a relay between client and upstream.
@@ -171,29 +176,30 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Relay{
-		client:       client,
-		upstream:     upstream,
-		pipeline:     opts.Pipeline,
-		upstreamName: opts.Upstream,
-		session:      opts.Session,
-		principal:    opts.Principal,
-		timeout:      opts.RequestTimeout,
-		observe:      opts.Observe,
-		recorder:     opts.Recorder,
-		results:      opts.Results,
-		onResult:     opts.OnResult,
-		answers:      opts.Answers,
-		tools:        opts.Tools,
-		recheck:      opts.Recheck,
-		unchecked:    opts.Unchecked,
-		draining:     opts.Draining,
-		log:          opts.Logger,
-		pending:      make(map[string]*pendingCall),
-		asked:        make(map[string]askedCall),
-		holding:      make(map[string]context.CancelCauseFunc),
-		own:          make(map[string]chan *jsonrpc.Message),
-		ownUp:        make(map[string]chan *jsonrpc.Message),
-		ready:        opts.Stateless,
+		client:        client,
+		upstream:      upstream,
+		pipeline:      opts.Pipeline,
+		upstreamName:  opts.Upstream,
+		session:       opts.Session,
+		principal:     opts.Principal,
+		timeout:       opts.RequestTimeout,
+		observe:       opts.Observe,
+		recorder:      opts.Recorder,
+		results:       opts.Results,
+		onResult:      opts.OnResult,
+		answers:       opts.Answers,
+		tools:         opts.Tools,
+		recheck:       opts.Recheck,
+		unchecked:     opts.Unchecked,
+		draining:      opts.Draining,
+		onInitialized: opts.OnInitialized,
+		log:           opts.Logger,
+		pending:       make(map[string]*pendingCall),
+		asked:         make(map[string]askedCall),
+		holding:       make(map[string]context.CancelCauseFunc),
+		own:           make(map[string]chan *jsonrpc.Message),
+		ownUp:         make(map[string]chan *jsonrpc.Message),
+		ready:         opts.Stateless,
 	}
 }
 
@@ -498,6 +504,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 			r.mu.Lock()
 			r.ready, r.opened = true, true
 			r.mu.Unlock()
+			r.showUpstreamSession()
 		}
 		if r.results != nil {
 			msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
@@ -780,4 +787,24 @@ func (r *Relay) keep(ctx context.Context, d *Decision) bool {
 		return false
 	}
 	return true
+}
+
+// showUpstreamSession shows the client the upstream's own view of the
+// session once initialize is answered: an upstream that keeps no session
+// (a stateless streamable-HTTP server) is not made to look stateful, so the
+// client gets no session id of warden's (transport.SessionlessView).
+func (r *Relay) showUpstreamSession() {
+	s, ok := r.upstream.(transport.Sessionless)
+	if !ok {
+		return
+	}
+	none := s.Sessionless()
+	if none {
+		if v, ok := r.client.(transport.SessionlessView); ok {
+			v.ShowSessionless()
+		}
+	}
+	if r.onInitialized != nil {
+		r.onInitialized(none)
+	}
 }

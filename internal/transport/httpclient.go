@@ -284,6 +284,35 @@ type SessionLoser interface {
 	LoseSession()
 }
 
+// An Upstream Conn that is a Sessionless can tell, once its initialize
+// request has been answered, whether the upstream keeps a session: a
+// streamable-HTTP server that answers initialize without an Mcp-Session-Id
+// keeps none, and takes each later POST on its own.
+type Sessionless interface {
+	Sessionless() bool
+}
+
+// A SessionlessView is a client-side Conn that can show its client the
+// upstream's own view of the session when the upstream keeps none: the HTTP
+// listener then answers initialize without an Mcp-Session-Id, so that the
+// client sees a stateless server as stateless (no session id, no standalone
+// stream, nothing to DELETE). The relay calls ShowSessionless before it
+// writes the initialize response; it has no effect once that response's
+// stream has opened.
+type SessionlessView interface {
+	ShowSessionless()
+}
+
+var _ Sessionless = (*HTTPClientConn)(nil)
+
+// Sessionless implements Sessionless: the upstream answered initialize with
+// 2xx and no Mcp-Session-Id.
+func (c *HTTPClientConn) Sessionless() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateful && c.sessionID == ""
+}
+
 // Read returns the next message from the upstream, in the order the stream
 // goroutines queued it. It returns ErrClosed after Close, even if messages
 // were still queued, ErrSessionLost once the upstream lost the session and

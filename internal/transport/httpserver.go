@@ -131,6 +131,20 @@ type HTTPServerOptions struct {
 	// the upstream.
 	ParamBindings func(tool string) ([]mcp.ParamBinding, bool)
 
+	// HoldInitialize makes the answer to initialize wait for the relay's
+	// first message (the upstream's answer) before its stream opens, so that
+	// the session id goes out only if the upstream keeps a session: one that
+	// keeps none is shown so (SessionlessView). Set it for upstreams that
+	// may keep none (streamable HTTP servers); without it the answer opens
+	// after OpenWait, as any other.
+	HoldInitialize bool
+
+	// Sessionless, if set, reports whether the upstream is known to keep no
+	// session (a stateless streamable-HTTP server; see SessionlessView).
+	// A GET or DELETE without Mcp-Session-Id is then answered 405 with
+	// Allow: POST, as such a server answers it, instead of 400.
+	Sessionless func() bool
+
 	// OnSession is called in its own goroutine for each new session
 	// (stateful: on initialize; stateless: per POST). The session lasts until
 	// OnSession returns or conn is closed; the handler must Close conn when
@@ -197,6 +211,8 @@ type HTTPServer struct {
 	onSession      func(context.Context, Conn, SessionInfo)
 	authenticate   func(*http.Request) (string, *AuthRefusal)
 	paramBindings  func(string) ([]mcp.ParamBinding, bool)
+	sessionless    func() bool
+	holdInit       bool
 	limits         jsonrpc.Limits
 	sessionLimits  *SessionLimits
 	admitHook      func(SessionInfo) (func(), *Busy)
@@ -228,6 +244,8 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 	h := &HTTPServer{
 		onSession:      opts.OnSession,
 		paramBindings:  opts.ParamBindings,
+		sessionless:    opts.Sessionless,
+		holdInit:       opts.HoldInitialize,
 		limits:         opts.Limits,
 		sessionLimits:  opts.Sessions,
 		admitHook:      opts.Admit,
@@ -466,6 +484,11 @@ func (h *HTTPServer) serveDELETE(w http.ResponseWriter, r *http.Request) {
 // 400 when the header is missing and 404 when the session is unknown.
 func (h *HTTPServer) sessionOf(w http.ResponseWriter, r *http.Request) (*httpSession, bool) {
 	sid := r.Header.Get(mcp.HeaderSessionID)
+	if sid == "" && h.sessionless != nil && h.sessionless() {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed: the server keeps no sessions", http.StatusMethodNotAllowed)
+		return nil, false
+	}
 	if sid == "" {
 		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
 		return nil, false

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -25,6 +26,11 @@ type httpSession struct {
 	srv       *HTTPServer
 	id        string // "" when stateless
 	stateless bool
+	// viewless: the upstream keeps no session (ShowSessionless), so the
+	// client never learns id, and the session ends once initialize is
+	// answered, as a stateless one does. Set before the initialize answer
+	// opens its stream; read without mu by writeEvents.
+	viewless  atomic.Bool
 	principal string          // who opened it (HTTPServerOptions.Authenticate); set before OnSession
 	ctx       context.Context // OnSession's; cancelled when the session ends
 	cancel    context.CancelFunc
@@ -40,6 +46,7 @@ type httpSession struct {
 	versionSet bool                       // version is the negotiated one
 	initID     string                     // raw id of the initialize request awaiting its response
 	initFailed bool                       // the initialize request was answered with an error
+	idSent     bool                       // the initialize answer went out with the session id
 	requests   map[string]*pendingRequest // unanswered client requests by raw id
 	progress   map[string]string          // progress token key -> raw id of its request
 	open       map[*sseStream]struct{}    // POST streams with unanswered requests
@@ -203,6 +210,27 @@ func (s *httpSession) Write(ctx context.Context, msg *jsonrpc.Message) error {
 }
 
 var _ SessionLoser = (*httpSession)(nil)
+
+var _ SessionlessView = (*httpSession)(nil)
+
+// ShowSessionless implements SessionlessView: the answer to initialize goes
+// out without the session id, and the session ends once that answer is
+// written. A stateless session, or one whose id the client already has,
+// stays as it is.
+func (s *httpSession) ShowSessionless() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.stateless && !s.idSent && s.initID != "" {
+		s.viewless.Store(true)
+	}
+}
+
+// keepsNoSession reports whether the client sees no session: stateless, or
+// shown so (ShowSessionless). Its streams carry no event ids and no priming
+// event, since nothing could resume them.
+func (s *httpSession) keepsNoSession() bool {
+	return s.stateless || s.viewless.Load()
+}
 
 // LoseSession implements SessionLoser: the upstream lost the session, so
 // the client must start a new one. The session's id is forgotten at once
@@ -381,6 +409,11 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 	switch {
 	case len(calls) > 1:
 		held.wait = 0
+	case held.sessionID != "" && s.srv.holdInit:
+		// The answer to initialize waits for the upstream's answer: only
+		// then is it known whether the upstream keeps a session at all
+		// (ShowSessionless), and so whether the client gets an id.
+		held.wait = -1
 	case mcp.Stateless(held.version):
 		// At a stateless revision the answer to one request waits for its
 		// first message: an error response may have to go out with its
@@ -398,6 +431,8 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 	switch {
 	case s.stateless:
 		s.end("answered", !finished)
+	case s.viewless.Load():
+		s.end("answered; the upstream keeps no session", !finished)
 	case created && s.initFailedAfter():
 		s.end("initialize failed", true)
 	}
@@ -754,7 +789,7 @@ func (s *httpSession) openSSE(w http.ResponseWriter, st *sseStream, att *attachm
 		version = headerVersion
 	}
 	s.mu.Unlock()
-	if !s.stateless && version >= mcp.Rev20251125 && !mcp.Stateless(version) {
+	if !s.keepsNoSession() && version >= mcp.Rev20251125 && !mcp.Stateless(version) {
 		// The priming event, as WriteEvent(w, Event{ID: ...}) writes it.
 		bp := eventBufs.Get().(*[]byte)
 		b := append((*bp)[:0], "id: "...)
@@ -797,9 +832,20 @@ type heldAnswer struct {
 	version   string        // the POST's MCP-Protocol-Version header
 }
 
-// open opens the held stream; see openSSE.
+// open opens the held stream; see openSSE. The session id goes out unless
+// the upstream turned out to keep no session (ShowSessionless).
 func (h *heldAnswer) open(s *httpSession, w http.ResponseWriter, st *sseStream, att *attachment, flush bool) {
-	s.openSSE(w, st, att, h.sessionID, h.version, flush)
+	id := h.sessionID
+	if id != "" {
+		s.mu.Lock()
+		if s.viewless.Load() {
+			id = ""
+		} else {
+			s.idSent = true
+		}
+		s.mu.Unlock()
+	}
+	s.openSSE(w, st, att, id, h.version, flush)
 }
 
 // pump writes the events of st to w from att.cursor on, until the stream is
@@ -912,8 +958,9 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 func (s *httpSession) writeEvents(w io.Writer, st *sseStream, events []loggedEvent) error {
 	bp := eventBufs.Get().(*[]byte)
 	b := (*bp)[:0]
+	noIDs := s.keepsNoSession()
 	for _, e := range events {
-		if !s.stateless {
+		if !noIDs {
 			b = append(b, "id: "...)
 			b = appendEventID(b, st.id, e.seq)
 			b = append(b, '\n')
