@@ -274,9 +274,12 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		}},
 		Default:        "demo",
 		RequestTimeout: 30 * time.Second,
-		Logger:         logger,
-		Closers:        []io.Closer{replay, auditLog},
-		Recorder:       &gateway.Records{Audit: auditLog},
+		// Bounded: a principal that opens sessions without end is refused
+		// (limits.go).
+		MaxSessionsPerPrincipal: sessionsPerPrincipal,
+		Logger:                  logger,
+		Closers:                 []io.Closer{replay, auditLog},
+		Recorder:                &gateway.Records{Audit: auditLog},
 		// The demo's one user: every client of its listener is alice, so
 		// that her MCP session and her agents' A2A messages share a scope.
 		Authenticate: func(*http.Request) (string, *transport.AuthRefusal) { return "alice", nil },
@@ -325,7 +328,7 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "warden demo: Guard, Record, Attack and Prove on an embedded default, nothing to install\n\n")
 	fmt.Fprintf(w, "  upstream  demo: the warden demo MCP server, in this process (files sandboxed to a temp dir,\n")
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
-	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked)\n", s.url)
+	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked; at most %d sessions per principal)\n", s.url, sessionsPerPrincipal)
 	fmt.Fprintf(w, "  upstream  billing: a second MCP server whose pay tool will change its description (a rug pull)\n")
 	fmt.Fprintf(w, "  agent     booker: an a2a-go agent at %s (A2A 1.0), reached by alice's planner\n", s.a2aURL)
 	fmt.Fprintf(w, "  pipeline  demo:    wire → method-policy → tool-policy → security → classify → taint → zero-trust\n")

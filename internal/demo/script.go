@@ -119,6 +119,8 @@ func (s *scene) script(ctx context.Context) error {
 	s.raw(ctx, "a POST from a web page at http://evil.example (DNS rebinding)",
 		`{"jsonrpc":"2.0","id":904,"method":"tools/list"}`, sid, "evil.example")
 
+	s.limits(ctx)
+
 	s.expect(s.res.UpstreamSaw["get_env"] == 0, "get_env reached the demo server %d times", s.res.UpstreamSaw["get_env"])
 	return nil
 }
