@@ -6,14 +6,22 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// externalReport runs the external corpus, skipping when scripts/deps.sh
-// has not installed it (unless WARDEN_REQUIRE_DEPS=1).
+var external struct {
+	once sync.Once
+	r    ExternalReport
+	err  error
+}
+
+// externalReport runs the external corpus once per test binary, skipping
+// when scripts/deps.sh has not installed it (unless WARDEN_REQUIRE_DEPS=1).
 func externalReport(t *testing.T) ExternalReport {
 	t.Helper()
-	r, err := RunExternalCorpus(DepsDir())
+	external.once.Do(func() { external.r, external.err = RunExternalCorpus(DepsDir()) })
+	r, err := external.r, external.err
 	if errors.Is(err, ErrNoExternalCorpus) && os.Getenv("WARDEN_REQUIRE_DEPS") != "1" {
 		t.Skip(err)
 	}
