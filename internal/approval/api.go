@@ -6,6 +6,8 @@ package approval
 //	GET  /v1/approvals            the pending calls, oldest first
 //	GET  /v1/approvals/{id}       one pending call
 //	POST /v1/approvals/{id}/allow {"approver": "...", "reason": "..."}
+//	                              202 {"approvals": n, "needed": m} when the call
+//	                              needs more approvers (Options.Approvers)
 //	POST /v1/approvals/{id}/deny  {"approver": "...", "reason": "..."}
 //	     /v1/revocations...         the revocation API, when the queue has one
 //	                                (Options.Revocations, internal/revoke)
@@ -79,7 +81,13 @@ func Handler(q *Queue, token string) http.Handler {
 				writeJSON(w, http.StatusBadRequest, apiError{"body: " + err.Error()})
 				return
 			}
+			var more *MoreApprovals
 			switch err := q.Decide(r.PathValue("id"), approve, strings.TrimSpace(body.Approver), body.Reason); {
+			case errors.As(err, &more):
+				writeJSON(w, http.StatusAccepted, map[string]any{"id": r.PathValue("id"), "approved": false, "approver": body.Approver,
+					"approvals": len(more.Votes), "needed": more.Need, "message": more.Error()})
+			case errors.Is(err, ErrSameApprover):
+				writeJSON(w, http.StatusConflict, apiError{err.Error()})
 			case errors.Is(err, ErrUnknown):
 				writeJSON(w, http.StatusNotFound, apiError{"no pending call " + r.PathValue("id") + " (decided, timed out or cancelled)"})
 			case errors.Is(err, ErrApprover), errors.Is(err, ErrHash):

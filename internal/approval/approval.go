@@ -89,6 +89,11 @@ type Options struct {
 	// (internal/revoke) for the admin token; Handler serves it at
 	// /v1/revocations, behind the same checks as the approval API.
 	Revocations func(token string) http.Handler
+	// Approvers is the two-person rule (quorum.go): for a classification
+	// level, how many distinct approvers must approve a request of that
+	// level before it runs. Levels not listed, and unclassified requests,
+	// need one. One denial by anyone denies.
+	Approvers map[int]int
 	// Logger receives backend failures; nil discards them.
 	Logger *slog.Logger
 }
@@ -103,6 +108,7 @@ type Queue struct {
 	poll        time.Duration
 	backend     Backend
 	revocations func(token string) http.Handler
+	approvers   map[int]int // classification level → distinct approvers needed
 	log         *slog.Logger
 	stop        chan struct{} // closed by Close: ends the event loop
 	loopDone    chan struct{} // closed when the event loop returned
@@ -134,7 +140,11 @@ func NewQueue(o Options) *Queue {
 	if o.Poll <= 0 && events != nil {
 		o.Poll = 500 * time.Millisecond
 	}
-	q := &Queue{timeout: o.Timeout, poll: o.Poll, backend: o.Backend, revocations: o.Revocations, log: o.Logger,
+	approvers := map[int]int{}
+	for level, n := range o.Approvers {
+		approvers[level] = n
+	}
+	q := &Queue{timeout: o.Timeout, poll: o.Poll, backend: o.Backend, revocations: o.Revocations, approvers: approvers, log: o.Logger,
 		stop: make(chan struct{}), loopDone: make(chan struct{}),
 		waiters: map[string]chan struct{}{}, failed: map[string]error{}}
 	go q.follow(events)
@@ -319,6 +329,9 @@ func (q *Queue) changed(id string) {
 }
 
 // Decide approves or denies the request id. approver must name who decides.
+// An approval of a request that needs several approvers (Options.Approvers)
+// returns a *MoreApprovals until the last of them approves, and
+// ErrSameApprover when the same approver approves twice.
 func (q *Queue) Decide(id string, approve bool, approver, reason string) error {
 	return q.decide(id, nil, approve, approver, reason)
 }
@@ -331,6 +344,18 @@ func (q *Queue) decide(id string, check func(Pending) error, approve bool, appro
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
+	if approve && len(q.approvers) > 0 {
+		p, d, err := q.backend.Load(ctx, id)
+		switch {
+		case errors.Is(err, ErrUnknown), err == nil && d != nil:
+			return ErrUnknown
+		case err != nil:
+			return err
+		}
+		if need := q.Needs(p); need > 1 {
+			return q.vote(ctx, id, need, check, Vote{Approver: approver, Reason: reason, At: time.Now()})
+		}
+	}
 	err := q.backend.Settle(ctx, id, Decision{Approved: approve, Approver: approver, Reason: reason}, check)
 	switch {
 	case errors.Is(err, ErrSettled), errors.Is(err, ErrUnknown):

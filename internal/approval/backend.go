@@ -19,6 +19,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -41,6 +42,14 @@ type Backend interface {
 	// the request. Only the first Settle of a request succeeds; later ones
 	// return ErrSettled. An unknown id returns ErrUnknown.
 	Settle(ctx context.Context, id string, d Decision, check func(Pending) error) error
+	// Vote records v, one approval of the request id by one of the several
+	// approvers it needs, if check (when not nil) accepts the request, and
+	// returns every vote so far, oldest first. A second vote by the same
+	// approver returns ErrSameApprover and changes nothing. A settled
+	// request returns ErrSettled, an unknown one ErrUnknown.
+	Vote(ctx context.Context, id string, v Vote, check func(Pending) error) ([]Vote, error)
+	// Votes returns the votes recorded for id, oldest first.
+	Votes(ctx context.Context, id string) ([]Vote, error)
 	// Remove forgets id and its decision.
 	Remove(ctx context.Context, id string) error
 	// List returns the requests that have no outcome yet, in any order.
@@ -80,8 +89,9 @@ type memoryBackend struct {
 }
 
 type memEntry struct {
-	p Pending
-	d *Decision // the outcome, once settled
+	p     Pending
+	d     *Decision // the outcome, once settled
+	votes []Vote    // approvals so far of a request that needs several
 }
 
 // NewMemoryBackend returns a backend that keeps requests in memory.
@@ -127,6 +137,40 @@ func (m *memoryBackend) Settle(_ context.Context, id string, d Decision, check f
 	}
 	m.history = append(m.history, Decided{Pending: e.p, Decision: d, At: time.Now()})
 	return nil
+}
+
+func (m *memoryBackend) Vote(_ context.Context, id string, v Vote, check func(Pending) error) ([]Vote, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pending[id]
+	switch {
+	case e == nil:
+		return nil, ErrUnknown
+	case e.d != nil:
+		return nil, ErrSettled
+	}
+	if check != nil {
+		if err := check(e.p); err != nil {
+			return nil, err
+		}
+	}
+	for _, old := range e.votes {
+		if old.Approver == v.Approver {
+			return nil, ErrSameApprover
+		}
+	}
+	e.votes = append(e.votes, v)
+	return slices.Clone(e.votes), nil
+}
+
+func (m *memoryBackend) Votes(_ context.Context, id string) ([]Vote, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.pending[id]
+	if e == nil {
+		return nil, ErrUnknown
+	}
+	return slices.Clone(e.votes), nil
 }
 
 func (m *memoryBackend) Remove(_ context.Context, id string) error {

@@ -2,7 +2,7 @@ package approval
 
 // The Redis backend: the queue shared by every gateway on one Redis server.
 //
-//	warden:approval:req:<id>   hash {pending: JSON}, PEXPIREAT expires+grace
+//	warden:approval:req:<id>   hash {pending: JSON, vote:<approver>: JSON}, PEXPIREAT expires+grace
 //	warden:approval:dec:<id>   JSON decision, SET NX: the first decision wins
 //	warden:approval:index      sorted set of pending ids by creation (List)
 //	warden:approval:history    list of the last HistoryLimit outcomes
@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,6 +214,97 @@ func (r *RedisBackend) Settle(ctx context.Context, id string, d Decision, check 
 		return ErrSettled
 	}
 	return nil
+}
+
+// voteScript adds the vote ARGV[2] of approver ARGV[1] to the request
+// KEYS[1] unless it is settled (KEYS[2]) or has that approver's vote:
+// 0 unknown request, -1 settled, -2 same approver, else every field of the
+// request. It publishes the change.
+var voteScript = redis.NewScript(`
+if redis.call('PTTL', KEYS[1]) < 0 then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('HSETNX', KEYS[1], 'vote:' .. ARGV[1], ARGV[2]) == 0 then return -2 end
+redis.call('PUBLISH', ARGV[3], 'submitted ' .. ARGV[4])
+return redis.call('HGETALL', KEYS[1])
+`)
+
+// Vote implements Backend.
+func (r *RedisBackend) Vote(ctx context.Context, id string, v Vote, check func(Pending) error) ([]Vote, error) {
+	if err := r.check(id); err != nil {
+		return nil, err
+	}
+	if check != nil {
+		p, prev, err := r.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if prev != nil {
+			return nil, ErrSettled
+		}
+		if err := check(p); err != nil {
+			return nil, err
+		}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	res, err := voteScript.Run(ctx, r.client, []string{reqKey(id), decKey(id)}, v.Approver, data, redisEvents, id).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	switch res {
+	case int64(0):
+		return nil, ErrUnknown
+	case int64(-1):
+		return nil, ErrSettled
+	case int64(-2):
+		return nil, ErrSameApprover
+	}
+	fields, ok := res.([]any)
+	if !ok {
+		return nil, fmt.Errorf("redis: vote on %s: unexpected answer %T", id, res)
+	}
+	kv := map[string]string{}
+	for i := 0; i+1 < len(fields); i += 2 {
+		k, _ := fields[i].(string)
+		val, _ := fields[i+1].(string)
+		kv[k] = val
+	}
+	return parseVotes(id, kv)
+}
+
+// Votes implements Backend.
+func (r *RedisBackend) Votes(ctx context.Context, id string) ([]Vote, error) {
+	if err := r.check(id); err != nil {
+		return nil, err
+	}
+	kv, err := r.client.HGetAll(ctx, reqKey(id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	if len(kv) == 0 {
+		return nil, ErrUnknown
+	}
+	return parseVotes(id, kv)
+}
+
+// parseVotes reads the vote:<approver> fields of a request's hash, oldest
+// first.
+func parseVotes(id string, fields map[string]string) ([]Vote, error) {
+	var out []Vote
+	for k, val := range fields {
+		if !strings.HasPrefix(k, "vote:") {
+			continue
+		}
+		var v Vote
+		if err := jsonrpc.Unmarshal([]byte(val), &v); err != nil {
+			return nil, fmt.Errorf("redis: vote on %s: %w", id, err)
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b Vote) int { return a.At.Compare(b.At) })
+	return out, nil
 }
 
 // Remove implements Backend.
