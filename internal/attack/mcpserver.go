@@ -372,7 +372,9 @@ func (ss *mcpSession) peerRequests(ctx context.Context, method string, list, par
 }
 
 // toolResult turns a dispatch entry into a CallToolResult: its content is
-// the whole result; a bare list is the result's content list.
+// the whole result; a bare list is the result's content list. An isError
+// written beside the content (as the public library does) marks the result
+// an error unless the content sets isError itself.
 func toolResult(entry *oatf.Value) *oatf.Value {
 	r := oatf.NewMap()
 	if entry == nil {
@@ -386,12 +388,15 @@ func toolResult(entry *oatf.Value) *oatf.Value {
 	case c.Kind == oatf.Seq:
 		r.Set("content", c)
 	case c.Kind == oatf.Map:
-		return c
+		r = c.Clone()
 	default:
 		t := oatf.NewMap()
 		t.Set("type", oatf.NewString("text"))
 		t.Set("text", c)
 		r.Set("content", oatf.NewSeq(t))
+	}
+	if e := entry.Get("isError"); e != nil && !r.Has("isError") {
+		r.Set("isError", e)
 	}
 	return r
 }
