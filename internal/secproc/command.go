@@ -92,16 +92,19 @@ const shellWords = `sh|bash|zsh|dash|ksh|rm|curl|wget|cat|nc|ncat|netcat|python[
 
 // freeTextInjection is shell syntax that is injection even in prose, code
 // or a query: a separator followed by a command that takes an option, a
-// path or a variable, or ends the value or the chain (`; cat /etc/passwd`,
-// `| id`, `&& whoami;`), a command substitution of such a command, and a
-// program named by its absolute path after a separator. A command word
-// followed by plain words (`rock & roll`, `tea; cat lovers`) is prose.
+// path or a variable, or ends the chain (`; cat /etc/passwd`, `&& whoami;`),
+// or after `;`, `|`, `&&` or `||` ends the value (`|id`); a command
+// substitution of such a command; and a program named by its absolute
+// path after a separator. A command word followed by plain words (`rock &
+// roll`, `tea; cat lovers`) is prose, and so is one that ends the value
+// after ` & ` or a line break (`my dog & cat`, a list ending in `sleep`).
 var freeTextInjection = []struct {
 	rule string
 	re   *regexp.Regexp
 }{
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
-		`)(?:[ \t]*$|[ \t]*[;&|]|[ \t]+[-/~$'"])`)},
+		`)(?:[ \t]*[;&|]|[ \t]+[-/~$'"])`)},
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords + `)[ \t]*$`)},
 	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`)},
 	{"absolute-binary", absoluteBinary},
 }

@@ -13,6 +13,7 @@ func TestCommandInjectionAnyArgument(t *testing.T) {
 	runCases(t, p, []tc{
 		// Free-text members.
 		{"chain in message", call("send_message", `{"message":"see you; cat /etc/passwd"}`), "command_injection/command-chaining"},
+		{"semicolon then id at the end in data", call("store_value", `{"data":"x;id"}`), "command_injection/command-chaining"},
 		{"pipe to id in format", call("format_report", `{"format":"json|id"}`), "command_injection/command-chaining"},
 		{"and-and in data", call("store_value", `{"data":"x && whoami;"}`), "command_injection/command-chaining"},
 		{"newline in search", call("search_docs", `{"search":"report\nuname -a"}`), "command_injection/command-chaining"},
@@ -42,6 +43,9 @@ func TestCommandInjectionAnyArgument(t *testing.T) {
 		{"date format", call("format_report", `{"format":"%Y-%m-%d %H:%M"}`), ""},
 		{"jq filter", call("list_items", `{"filter":".items[] | select(.active)"}`), ""},
 		{"shell script with substitution of a harmless command", call("write_file", `{"path":"/workspace/run.sh","content":"DIR=$(dirname \"$0\")\ncd \"$DIR\""}`), ""},
+		{"command word ending prose after an ampersand", call("send_message", `{"message":"I walked my dog & cat"}`), ""},
+		{"command word ending a list", call("update_task", `{"description":"eat\nsleep"}`), ""},
+		{"postscript", call("send_message", `{"message":"Thanks!\nPS"}`), ""},
 		{"name with a dash", call("lookup_user", `{"name":"mary-jane"}`), ""},
 		{"negative number as name", call("lookup_user", `{"name":"-1"}`), ""},
 	})
