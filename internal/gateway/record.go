@@ -176,12 +176,28 @@ func (rs *Records) paramsHash(d *Decision) string {
 	return hash
 }
 
+// requestHash is the OWASP Agent Control Standard's request_hash of a
+// client's tools/call: lowercase hex SHA-256 of the JCS form of its params
+// as forwarded (the client's, less warden's own credentials in _meta;
+// absent params hash as {}). "" for other messages, and for params that
+// cannot be canonicalized (not an object, a number beyond ±2^53).
+func requestHash(d *Decision) string {
+	if d.Method != mcp.MethodToolsCall || d.Kind != jsonrpc.KindRequest || d.Direction != "client" || d.Msg == nil {
+		return ""
+	}
+	hash, _, err := zerotrust.ParamsHash(d.Msg.Params)
+	if err != nil {
+		return ""
+	}
+	return hash
+}
+
 // auditRecord is the audit log's view of d, whose arguments hash to params.
 func auditRecord(d *Decision, params string) audit.Record {
 	r := audit.Record{
 		Time: time.Now(), Actor: d.Actor, Session: d.Session, Upstream: d.Upstream, Method: d.Method,
 		RequestID: d.ID.Raw(), Tool: d.Tool, ParamsHash: params, Decision: audit.Allow,
-		JTI: d.JTI, Approver: d.Approver, Direction: d.Direction,
+		JTI: d.JTI, Approver: d.Approver, Direction: d.Direction, RequestHash: requestHash(d),
 	}
 	switch {
 	case d.Denial != nil:
