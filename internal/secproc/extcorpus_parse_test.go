@@ -126,3 +126,17 @@ func TestExternalSourcesSplit(t *testing.T) {
 		t.Errorf("splits %v: want sources in both", count)
 	}
 }
+
+func TestExtractFortunes(t *testing.T) {
+	cases, _ := extractFortunes([]byte("First saying.\n%\nSecond one,\non two lines.\n\t\t-- Someone\n%\n%\nThird.\n"))
+	if len(cases) != 3 {
+		t.Fatalf("got %d cases, want 3: %+v", len(cases), cases)
+	}
+	if cases[1].text != "Second one,\non two lines.\n\t\t-- Someone" || cases[1].where != "entry at line 3" {
+		t.Errorf("second entry %+v", cases[1])
+	}
+	if cases[0].shape != shapeFreeText || cases[1].shape != shapeResult || cases[1].category != InjectedInstructions ||
+		cases[2].shape != shapeFreeText || cases[0].label != Benign {
+		t.Errorf("shapes and labels alternate wrongly: %+v", cases)
+	}
+}

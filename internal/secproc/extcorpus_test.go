@@ -70,8 +70,8 @@ var externalFloors = []struct {
 	minMalicious, minBenign int
 }{
 	{FileAccess, 0.90, 0.02, 100, 20},
-	{CommandInjection, 0.45, 0.02, 15, 100},
-	{InjectedInstructions, 0.40, 0.02, 20, 50},
+	{CommandInjection, 0.45, 0.02, 15, 1500},
+	{InjectedInstructions, 0.40, 0.02, 20, 1500},
 }
 
 // TestExternalCorpusFloors fails when the processor's recall or false
@@ -96,8 +96,8 @@ func TestExternalCorpusFloors(t *testing.T) {
 	}
 	for name, m := range map[string]Metrics{SplitTuning: r.FreeTextTuning, SplitHeldOut: r.FreeTextHeldOut} {
 		c := m.Overall
-		if c.TN+c.FP < 50 {
-			t.Errorf("free text, %s: %d benign cases; want ≥ 50", name, c.TN+c.FP)
+		if c.TN+c.FP < 1500 {
+			t.Errorf("free text, %s: %d benign cases; want ≥ 1500", name, c.TN+c.FP)
 		} else if c.FPR > 0.02 {
 			t.Errorf("free text, %s: FP rate %.3f (%d/%d), ceiling 0.02", name, c.FPR, c.FP, c.FP+c.TN)
 		}
