@@ -209,6 +209,8 @@ func auditRecord(d *Decision, params string) audit.Record {
 		r.Decision, r.Stage, r.Rule, r.Reason = audit.Error, d.Failure.Stage, d.Failure.Rule, d.Failure.Reason
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
+	default:
+		r.Reason = d.Approval // who approved a held call, and why
 	}
 	if o, ok := d.Open.(*openCall); ok && d.Direction != "client" {
 		// The answer's record names the call it answers.

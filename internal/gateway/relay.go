@@ -316,6 +316,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
 	if call != nil {
 		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
+		d.Approval = call.Approval
 		if d.Actor == "" { // no token: the record names the authenticated client
 			d.Actor = r.principal
 		}

@@ -42,9 +42,11 @@ type Call struct {
 	Forward *jsonrpc.Message
 	// Set by the zero-trust stage, for the record: the principal the call
 	// acts for, the parameters_hash it verified, the token id it consumed,
-	// and who approved a held call.
+	// and who decided on a held call (approved or denied it), with
+	// Approval saying so in words ("approved by NAME: REASON (ID)"; a
+	// denial says it in its Denial).
 	Subject, ParamsHash, JTI string
-	Approver                 string
+	Approver, Approval       string
 
 	// Findings are the security processor's findings on the call (set by
 	// the security stage), and NeedsApproval says one of them asks for a
@@ -234,6 +236,7 @@ type Decision struct {
 	// established (see Call).
 	Arguments                        []byte
 	Actor, ParamsHash, JTI, Approver string
+	Approval                         string
 	// AuditID is set by a Recorder that wrote an audit record.
 	AuditID string
 	// Findings are the security processor's findings on the message.

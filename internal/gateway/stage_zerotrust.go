@@ -388,8 +388,9 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (stri
 }
 
 // approve submits the call (its canonical arguments and their hash) for a
-// person's decision and waits for it. On approval it sets c.Approver and
-// returns nil.
+// person's decision and waits for it. It sets c.Approver to whoever decided
+// (approved or denied); on approval it also sets c.Approval and returns
+// nil.
 func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canonical []byte) *Denial {
 	askUser := z.ElicitApproval && c.Elicit != nil
 	if !z.AdminApproval && !askUser {
@@ -405,6 +406,7 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 		go z.askUser(actx, c, p, !z.AdminApproval)
 	}
 	d := z.Approvals.Wait(ctx, p.ID)
+	c.Approver = d.Approver // the record names whoever decided, a denial too
 	switch {
 	case d.TimedOut:
 		return &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason, Cause: d.Cause}
@@ -413,7 +415,7 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	case !d.Approved:
 		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
 	}
-	c.Approver = d.Approver
+	c.Approval = "approved by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"
 	return nil
 }
 
