@@ -86,6 +86,12 @@ func (c *aguiClient) run(ctx context.Context) error {
 		calls = nil
 		last = body
 		c.a.observe(Request, "run_agent_input", body, true)
+		if i, _, _, _ := c.a.current(); i != idx && !c.a.phases[i].Has("state") {
+			// A run_agent_input trigger fired on this POST: the stream
+			// that answers it belongs to the new phase, and a phase that
+			// only inherits this input must not send it a second time.
+			posted = i
+		}
 		var err error
 		calls, err = c.stream(ctx, body)
 		if err != nil {
