@@ -361,3 +361,53 @@ func TestBrowserTwoOperatorsRace(t *testing.T) {
 		t.Errorf("the outcome: %+v", h)
 	}
 }
+
+// TestBrowserTwoPersonRule: a level-1 call needs two approvers. Alice
+// approves (after typing the hash's start); it does not run, her page says
+// she approved and disables Approve; bob approves in his own profile, and
+// only then is the call approved, by both.
+func TestBrowserTwoPersonRule(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	alice := browser(t, ctx)
+	bob, cancelBob := chromedp.NewContext(alice, chromedp.WithNewBrowserContext())
+	defer cancelBob()
+	if err := chromedp.Do(bob); err != nil {
+		t.Fatal(err)
+	}
+	q := approval.NewQueue(approval.Options{Timeout: time.Minute, Approvers: map[int]int{1: 2}})
+	t.Cleanup(func() { q.Close() })
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	hash := "5eed5eed00112233445566778899aabbccddeeff00112233445566778899aabb"
+	p := q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "transfer_funds",
+		Arguments: []byte(`{"amount":1000000}`), Hash: hash, Classification: 1, Tier: 3})
+	approve := func(b context.Context, who string) {
+		t.Helper()
+		loginAs(t, b, base, who)
+		do(t, b, who+" approves",
+			chromedp.WaitVisible(chromedp.ID("confirm-"+p.ID)),
+			chromedp.SendKeys(chromedp.ID("confirm-"+p.ID), "5eed5e"),
+			chromedp.WaitEnabled(chromedp.CSS("#call-"+p.ID+" button.approve")),
+			chromedp.Click(chromedp.CSS("#call-"+p.ID+" button.approve")),
+			chromedp.WaitVisible(chromedp.ID("flash")),
+		)
+	}
+	approve(alice, "alice")
+	if f := get(t, alice, "read the flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "1 of the 2 different approvers") {
+		t.Errorf("after alice's approval: %q", f)
+	}
+	if _, ok := q.Get(p.ID); !ok {
+		t.Fatal("one approval ran a call that needs two")
+	}
+	if s := get(t, alice, "read the card", chromedp.Text(chromedp.ID("quorum-"+p.ID))); !strings.Contains(s, "Approved so far by console:alice") {
+		t.Errorf("alice's card says %q", s)
+	}
+	do(t, alice, "alice types the confirmation again", chromedp.SendKeys(chromedp.ID("confirm-"+p.ID), "5eed5e"))
+	if !get(t, alice, "read Approve", chromedp.Evaluate[bool](`document.querySelector('#call-`+p.ID+` button.approve').disabled`)) {
+		t.Error("alice can approve a second time")
+	}
+	approve(bob, "bob")
+	if h := q.History(); len(h) != 1 || !h[0].Approved || h[0].Approver != "console:alice, console:bob" {
+		t.Fatalf("after bob's approval: %+v", h)
+	}
+}

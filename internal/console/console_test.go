@@ -275,9 +275,10 @@ func TestDecisionNeedsTheHashShown(t *testing.T) {
 	if !strings.Contains(page, "Approved "+p.ID) {
 		t.Error("no confirmation after approving")
 	}
-	// The same form again: the call is no longer pending.
-	resp, _ = e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "approve", ""), nil)
-	if resp.StatusCode != http.StatusNotFound {
+	// The same form again: the call is no longer pending, and the page
+	// says who decided it.
+	resp, body := e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "approve", ""), nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already <strong>approved</strong> by <strong>console:alice</strong>") {
 		t.Errorf("replayed approval: %s", resp.Status)
 	}
 
@@ -616,6 +617,48 @@ func TestLateDecisionSaysWhoDecided(t *testing.T) {
 		}
 	}
 	if h := e.q.History(); len(h) != 1 || !h[0].Approved {
+		t.Errorf("history %+v", h)
+	}
+}
+
+// TestTwoPersonRule: a call of a level that needs two approvers runs only
+// once two different people approved it, and the card says who has.
+func TestTwoPersonRule(t *testing.T) {
+	q := approval.NewQueue(approval.Options{Timeout: time.Minute, Approvers: map[int]int{1: 2}})
+	t.Cleanup(func() { q.Close() })
+	e := newEnv(t, Options{Queue: q, ConfirmLevels: []int{}})
+	p := q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "wire", Arguments: []byte(`{"amount":1}`),
+		Hash: "h-wire", Classification: 1, Tier: 3})
+	alice, aliceCSRF := e.login("alice")
+	bob, bobCSRF := e.login("bob")
+	resp, _ := e.do("POST", "/console/approvals/"+p.ID, alice, decideForm(aliceCSRF, p.Hash, "approve", "ok"), nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice approves: %s", resp.Status)
+	}
+	stillPending(t, q, p.ID)
+	_, page := e.do("GET", "/console", alice, nil, nil)
+	card := cardOf(t, page, p.ID)
+	for _, want := range []string{"1 of the 2 different approvers it needs", "runs only once 2 different people approve it",
+		"Approved so far by console:alice (", "You approved it: another person must approve it now."} {
+		if !strings.Contains(page, want) {
+			t.Errorf("alice's page lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`value="approve" class="approve"[^>]* disabled data-voted="true">`).MatchString(card) {
+		t.Error("alice can press Approve again")
+	}
+	resp, body := e.do("POST", "/console/approvals/"+p.ID, alice, decideForm(aliceCSRF, p.Hash, "approve", ""), nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(body, "You already approved") {
+		t.Errorf("alice approves twice: %s", resp.Status)
+	}
+	stillPending(t, q, p.ID)
+	if _, page := e.do("GET", "/console", bob, nil, nil); strings.Contains(cardOf(t, page, p.ID), "You approved it") {
+		t.Error("bob's page says he approved")
+	}
+	if resp, _ := e.do("POST", "/console/approvals/"+p.ID, bob, decideForm(bobCSRF, p.Hash, "approve", "agreed"), nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("bob approves: %s", resp.Status)
+	}
+	if h := q.History(); len(h) != 1 || !h[0].Approved || h[0].Approver != "console:alice, console:bob" {
 		t.Errorf("history %+v", h)
 	}
 }

@@ -89,6 +89,15 @@ type callView struct {
 	HashHead string // the first 12 hex digits, for the sentence by the buttons
 	Confirm  bool   // Approve needs the confirmation gesture
 	HashLead string // the characters the gesture asks for
+	Need     int    // distinct approvers the call needs (the two-person rule)
+	Votes    []voteView
+	MyVote   bool // the person viewing already approved; another must
+}
+
+// voteView is one approval of a call that needs several.
+type voteView struct {
+	Approver template.HTML
+	At       string
 }
 
 // shownFacts are a card's caller-controlled texts, with deceptive
@@ -99,16 +108,18 @@ type shownFacts struct {
 }
 
 func (c *Console) pendingPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "pending", c.pageFor(r, "pending", "Pending approvals", c.pendingData()))
+	_, s := sessionOf(r)
+	c.render(w, r, http.StatusOK, "pending", c.pageFor(r, "pending", "Pending approvals", c.pendingData(s.approver())))
 }
 
 // pendingList serves the list alone, for the script's live updates.
 func (c *Console) pendingList(w http.ResponseWriter, r *http.Request) {
 	_, s := sessionOf(r)
-	c.render(w, r, http.StatusOK, "pending/pending-list", page{Page: "pending", User: s.approver(), CSRF: s.csrf, Data: c.pendingData()})
+	c.render(w, r, http.StatusOK, "pending/pending-list", page{Page: "pending", User: s.approver(), CSRF: s.csrf, Data: c.pendingData(s.approver())})
 }
 
-func (c *Console) pendingData() pendingData {
+// pendingData is the pending list as the person approver sees it.
+func (c *Console) pendingData(approver string) pendingData {
 	list := c.q.List()
 	hist := c.q.History()
 	d := pendingData{Calls: make([]callView, len(list))}
@@ -118,6 +129,16 @@ func (c *Console) pendingData() pendingData {
 		v.HashHead = p.Hash[:min(12, len(p.Hash))]
 		v.Confirm = c.needsConfirm(p)
 		v.HashLead = p.Hash[:min(ConfirmChars, len(p.Hash))]
+		if v.Need = c.q.Needs(p); v.Need > 1 {
+			votes, err := c.q.Votes(p.ID)
+			if err != nil {
+				c.log.Warn("console: cannot read the approvals of a call", "approval", p.ID, "err", err)
+			}
+			for _, vote := range votes {
+				v.Votes = append(v.Votes, voteView{Approver: revealText(vote.Approver, nil), At: stamp(vote.At)})
+				v.MyVote = v.MyVote || vote.Approver == approver
+			}
+		}
 		var f findings
 		v.ArgsHTML = revealJSON(v.Args, &f)
 		v.Shown = shownFacts{Tool: revealText(p.Tool, &f), Upstream: revealText(p.Upstream, &f),
@@ -247,7 +268,17 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 			callID, classText(p.Request), ConfirmChars))
 		return
 	}
+	var more *approval.MoreApprovals
 	switch err := c.q.DecideExact(callID, hash, approve, s.approver(), reason); {
+	case errors.As(err, &more):
+		c.log.Info("console: partial approval", "approval", callID, "approver", s.approver(), "approvals", len(more.Votes), "needed", more.Need)
+		c.sessions.setFlash(id, fmt.Sprintf("Your approval of %s (%s) is recorded: %d of the %d different approvers it needs. It runs once %d more person approves; nothing has run yet.",
+			callID, p.Tool, len(more.Votes), more.Need, more.Need-len(more.Votes)))
+		http.Redirect(w, r, "/console", http.StatusSeeOther)
+		return
+	case errors.Is(err, approval.ErrSameApprover):
+		c.renderError(w, r, s, http.StatusConflict, "You already approved "+callID+": it needs the approval of another person. Nothing was changed.")
+		return
 	case errors.Is(err, approval.ErrUnknown):
 		if h, ok := c.outcomeOf(callID); ok {
 			c.log.Info("console: decision too late", "approval", callID, "approver", s.approver(), "decided_by", h.Approver, "outcome", h.Outcome())

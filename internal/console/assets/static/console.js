@@ -133,7 +133,7 @@
     var form = field.form;
     var ok = normal(field.value) === normal(field.dataset.hashHead || '');
     var btn = form.querySelector('button.approve');
-    if (btn) { btn.disabled = !ok; }
+    if (btn && !btn.dataset.voted) { btn.disabled = !ok; }
     var state = document.getElementById(field.getAttribute('aria-describedby'));
     if (state) {
       state.textContent = ok ? 'They match: Approve is enabled.' :
