@@ -491,6 +491,16 @@ type AdminConfig struct {
 	// Addr is where it listens; default 127.0.0.1:8788. Started only when
 	// calls can be held for approval.
 	Addr string
+	// ConfirmLevels are the classification levels (1..5) whose calls the
+	// console approves only after the approver types the first 6
+	// characters of the parameters_hash. nil means [1, 2, 3], the levels of
+	// Tier 2 and above; an empty list turns the gesture off (risk: one
+	// click approves any call).
+	ConfirmLevels []int
+	// Approvers is the two-person rule: for a classification level, how
+	// many distinct approvers (2..10) must approve a call of that level
+	// before it runs. Levels not listed need one.
+	Approvers map[int]int
 }
 
 // DefaultAdminAddr is the admin listener's default address.

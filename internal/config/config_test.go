@@ -959,3 +959,51 @@ func TestSecurityRuleErrorPositions(t *testing.T) {
 		})
 	}
 }
+
+func TestAdminConsoleSafety(t *testing.T) {
+	doc := `version: 1
+gateway:
+  zero_trust: {subject: alice, hold_for_approval: true}
+  admin:
+%s
+  upstreams:
+    - name: pay
+      command: [pay-server]
+      require_token: [transfer_funds]
+`
+	parse := func(admin string) (*Config, error) {
+		cfg, err := Parse([]byte(fmt.Sprintf(doc, admin)), "admin.yaml")
+		if err == nil {
+			err = cfg.Validate()
+		}
+		return cfg, err
+	}
+	cfg, err := parse("    addr: 127.0.0.1:8788")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Gateway.Admin.ConfirmLevels != nil || cfg.Gateway.Admin.Approvers != nil {
+		t.Errorf("defaults: %+v, want nil (the console's defaults)", cfg.Gateway.Admin)
+	}
+	cfg, err = parse("    confirm_levels: [1, 2]\n    approvers: {1: 2, 2: 3}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Gateway.Admin; !slices.Equal(a.ConfirmLevels, []int{1, 2}) || a.Approvers[1] != 2 || a.Approvers[2] != 3 || len(a.Approvers) != 2 {
+		t.Errorf("decoded %+v", a)
+	}
+	if cfg, err = parse("    confirm_levels: []"); err != nil || cfg.Gateway.Admin.ConfirmLevels == nil || len(cfg.Gateway.Admin.ConfirmLevels) != 0 {
+		t.Errorf("an empty list must turn the gesture off: %v %#v", err, cfg.Gateway.Admin.ConfirmLevels)
+	}
+	for _, tc := range []struct{ admin, want string }{
+		{"    confirm_levels: [0, 3]", "admin.yaml:5:22: gateway.admin.confirm_levels[0]: 0 is not a classification level (1..5)"},
+		{"    confirm_levels: 2", "gateway.admin.confirm_levels: expected a list of classification levels"},
+		{"    approvers: {6: 2}", `gateway.admin.approvers.6: "6" is not a classification level (1..5)`},
+		{"    approvers: {1: 0}", "gateway.admin.approvers.1: 0 approvers: want 1 to 10 distinct people"},
+		{"    approvers: [2]", "gateway.admin.approvers: expected a mapping of classification levels to numbers of approvers"},
+	} {
+		if _, err := parse(tc.admin); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.admin, err, tc.want)
+		}
+	}
+}

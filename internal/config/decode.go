@@ -519,9 +519,7 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 		{"default_upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.DefaultUpstream) }},
 		{"upstreams", func(n *yaml.Node, p string) { d.upstreams(n, p, &g.Upstreams) }},
 		{"zero_trust", func(n *yaml.Node, p string) { d.zeroTrust(n, p, &g.ZeroTrust) }},
-		{"admin", func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{{"addr", func(n *yaml.Node, p string) { d.str(n, p, &g.Admin.Addr) }}})
-		}},
+		{"admin", func(n *yaml.Node, p string) { d.admin(n, p, &g.Admin) }},
 		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
 		{"taint", func(n *yaml.Node, p string) {
 			enabled := true
@@ -619,6 +617,41 @@ func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
 				{"checkpoint_interval", func(n *yaml.Node, p string) { d.duration(n, p, &g.Audit.CheckpointInterval) }},
 				{"witness", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Witness) }},
 				{"witness_url", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.WitnessURL) }},
+			})
+		}},
+	})
+}
+
+func (d *decoder) admin(n *yaml.Node, path string, a *AdminConfig) {
+	d.mapping(n, path, []field{
+		{"addr", func(n *yaml.Node, p string) { d.str(n, p, &a.Addr) }},
+		{"confirm_levels", func(n *yaml.Node, p string) {
+			levels := []int{} // an empty list is kept: it turns the gesture off
+			d.each(n, p, "classification levels", func(item *yaml.Node, p string) {
+				var l int
+				d.int(item, p, &l)
+				levels = append(levels, l)
+			})
+			a.ConfirmLevels = levels
+		}},
+		{"approvers", func(n *yaml.Node, p string) {
+			if !d.check(n, p) {
+				return
+			}
+			if n.Kind != yaml.MappingNode {
+				d.errorf(n, p, "expected a mapping of classification levels to numbers of approvers, such as {1: 2}, got %s", describe(n))
+				return
+			}
+			a.Approvers = map[int]int{}
+			d.pairs(n, p, func(k string, kn, v *yaml.Node) {
+				level, err := strconv.Atoi(k)
+				if err != nil || level < 1 || level > 5 {
+					d.errorf(kn, key(p, k), "%q is not a classification level (1..5)", k)
+					return
+				}
+				var count int
+				d.int(v, key(p, k), &count)
+				a.Approvers[level] = count
 			})
 		}},
 	})

@@ -421,6 +421,16 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf("gateway.admin.addr", "%s", msg)
 		}
 	}
+	for i, l := range g.Admin.ConfirmLevels {
+		if l < 1 || l > 5 {
+			v.errorf(index("gateway.admin.confirm_levels", i), "%d is not a classification level (1..5)", l)
+		}
+	}
+	for _, l := range slices.Sorted(maps.Keys(g.Admin.Approvers)) {
+		if n := g.Admin.Approvers[l]; n < 1 || n > 10 {
+			v.errorf(key("gateway.admin.approvers", strconv.Itoa(l)), "%d approvers: want 1 to 10 distinct people", n)
+		}
+	}
 	if g.SessionCredentials() && !g.RequiresTokens() && z.Subject == "" && !g.Auth.Enabled() {
 		v.errorf(join(p, "subject"), "an upstream has session_credential, so subject is needed: the principal its credentials name (or configure gateway.auth, and each client's authenticated principal is used)")
 	}
