@@ -5,6 +5,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,9 +22,10 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool        sarifTool         `json:"tool"`
-	Results     []sarifResult     `json:"results"`
-	Invocations []sarifInvocation `json:"invocations"`
+	Tool               sarifTool                `json:"tool"`
+	OriginalURIBaseIDs map[string]sarifArtifact `json:"originalUriBaseIds,omitempty"`
+	Results            []sarifResult            `json:"results"`
+	Invocations        []sarifInvocation        `json:"invocations"`
 }
 
 type sarifTool struct {
@@ -66,7 +70,38 @@ type sarifPhysical struct {
 }
 
 type sarifArtifact struct {
-	URI string `json:"uri"`
+	URI       string `json:"uri"`
+	URIBaseID string `json:"uriBaseId,omitempty"`
+}
+
+// SARIFBase is the uriBaseId of document locations: the folder the run was
+// started in, as code-scanning services expect (%SRCROOT%, the checkout).
+const SARIFBase = "%SRCROOT%"
+
+// sarifLocator turns document paths into artifact locations relative to a
+// base folder.
+type sarifLocator struct{ base string } // absolute, or "" when unknown
+
+// artifact locates file: relative to the base (uriBaseId SARIFBase) when
+// it is inside it, else an absolute file URI.
+func (l sarifLocator) artifact(file string) sarifArtifact {
+	abs, err := filepath.Abs(file)
+	if err != nil || l.base == "" {
+		return sarifArtifact{URI: relURI(file)}
+	}
+	if rel, err := filepath.Rel(l.base, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return sarifArtifact{URI: (&url.URL{Path: filepath.ToSlash(rel)}).EscapedPath(), URIBaseID: SARIFBase}
+	}
+	return sarifArtifact{URI: fileURI(abs)}
+}
+
+// fileURI renders an absolute path as a file URI.
+func fileURI(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
 }
 
 type sarifRegion struct {
@@ -105,9 +140,21 @@ func severityLevel(a *oatf.Value) (string, string) {
 // WriteSARIF writes one SARIF 2.1.0 run for the outcomes: a rule per
 // indicator, a result per matched indicator, located at the indicator in
 // its document; documents that could not run are tool notifications.
-func WriteSARIF(w io.Writer, outcomes []Outcome) error {
+// Locations are relative to base (uriBaseId %SRCROOT%, which the run's
+// originalUriBaseIds resolves to base); "" means the working directory.
+func WriteSARIF(w io.Writer, outcomes []Outcome, base string) error {
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	loc := sarifLocator{}
+	if base != "" {
+		loc.base, _ = filepath.Abs(base)
+	}
 	run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "warden", InformationURI: "https://github.com/agentwarden/warden"}},
 		Results: []sarifResult{}}
+	if loc.base != "" {
+		run.OriginalURIBaseIDs = map[string]sarifArtifact{SARIFBase: {URI: strings.TrimSuffix(fileURI(loc.base), "/") + "/"}}
+	}
 	run.Tool.Driver.Rules = []sarifRule{}
 	inv := sarifInvocation{ExecutionSuccessful: true}
 	for _, o := range outcomes {
@@ -153,15 +200,15 @@ func WriteSARIF(w io.Writer, outcomes []Outcome) error {
 			if ir.Result != oatf.Matched {
 				continue
 			}
-			loc := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: sarifArtifact{URI: relURI(o.File)}}}
+			where := sarifLocation{PhysicalLocation: sarifPhysical{ArtifactLocation: loc.artifact(o.File)}}
 			if ir.Pos.Line > 0 {
-				loc.PhysicalLocation.Region = &sarifRegion{StartLine: ir.Pos.Line, StartColumn: ir.Pos.Col}
+				where.PhysicalLocation.Region = &sarifRegion{StartLine: ir.Pos.Line, StartColumn: ir.Pos.Col}
 			}
 			run.Results = append(run.Results, sarifResult{RuleID: ir.IndicatorID, RuleIndex: len(run.Tool.Driver.Rules) - 1,
 				Kind: "fail", Level: level,
 				Message: sarifText{fmt.Sprintf("%s: %s. Evidence %q in %s (%s), attack verdict %s.",
 					a.Get("name").StringOr(""), desc, clip(ir.Evidence, 200), ir.Method, ir.Actor, o.Result.Verdict.Result)},
-				Locations: []sarifLocation{loc},
+				Locations: []sarifLocation{where},
 				Properties: map[string]any{"attack": a.Get("id").StringOr(""), "verdict": o.Result.Verdict.Result,
 					"evidence": ir.Evidence, "traceSeq": ir.Seq, "tier": ir.Tier}})
 		}

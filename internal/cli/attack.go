@@ -531,7 +531,7 @@ func writeReports(outcomes []attack.Outcome, single bool, verdictOut, traceOut, 
 		})
 	}
 	if err == nil {
-		err = write(sarifOut, func(w io.Writer) error { return attack.WriteSARIF(w, outcomes) })
+		err = write(sarifOut, func(w io.Writer) error { return attack.WriteSARIF(w, outcomes, "") })
 	}
 	if err == nil {
 		err = write(junitOut, func(w io.Writer) error { return attack.WriteJUnit(w, outcomes) })
