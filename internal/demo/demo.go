@@ -33,11 +33,13 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/inprocess"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/taint"
+	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -46,6 +48,16 @@ import (
 type Options struct {
 	Out     io.Writer
 	Verbose bool // also print the gateway's log
+
+	// OCSF, if set, receives the OCSF events of every operation the
+	// gateway records, in profile OCSFProfile, as with a telemetry.ocsf
+	// exporter in a configuration file. Tests validate them.
+	OCSF        telemetry.EventSink
+	OCSFProfile ocsf.Profile
+	// AuditLog, if set, is called with the path of the demo's audit log
+	// (SQLite) once the gateway has closed it, before the demo's files are
+	// removed.
+	AuditLog func(path string)
 }
 
 // Result is what a run established, for tests and the exit code.
@@ -105,6 +117,21 @@ type scene struct {
 	taint  *gateway.Taint
 }
 
+// auditFile is the demo's audit log, in its temporary folder.
+const auditFile = ".warden-audit.db"
+
+// records is the gateway's Recorder: the audit log, and OCSF events when
+// opts.OCSF is set.
+func (s *scene) records(l *audit.Log) *gateway.Records {
+	rs := &gateway.Records{Audit: l}
+	if s.opts.OCSF != nil {
+		rs.Spans = telemetry.NewRecorder(telemetry.Options{OCSFSink: s.opts.OCSF, OCSFProfile: s.opts.OCSFProfile,
+			Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}})
+		rs.Transport = telemetry.TransportStreamableHTTP
+	}
+	return rs
+}
+
 // Run plays the demo and writes the account to opts.Out.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	s := &scene{opts: opts, res: &Result{UpstreamSaw: map[string]int{}}}
@@ -114,6 +141,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.RemoveAll(root)
 	s.root = root
+	if opts.AuditLog != nil {
+		defer opts.AuditLog(filepath.Join(root, auditFile)) // after stop, before RemoveAll
+	}
 	if err := seedFiles(root); err != nil {
 		return nil, err
 	}
@@ -203,7 +233,7 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		ClientKeys: func(sub string) []jose.JSONWebKey { return map[string][]jose.JSONWebKey{"alice": s.keys.pinned()}[sub] },
 	}
 	// The audit log: every message on record before it leaves.
-	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, ".warden-audit.db"), audit.Options{})
+	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, auditFile), audit.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -279,7 +309,7 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		MaxSessionsPerPrincipal: sessionsPerPrincipal,
 		Logger:                  logger,
 		Closers:                 []io.Closer{replay, auditLog},
-		Recorder:                &gateway.Records{Audit: auditLog},
+		Recorder:                s.records(auditLog),
 		// The demo's one user: every client of its listener is alice, so
 		// that her MCP session and her agents' A2A messages share a scope.
 		Authenticate: func(*http.Request) (string, *transport.AuthRefusal) { return "alice", nil },
