@@ -249,7 +249,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		if err != nil {
 			return ExitConfig, fmt.Errorf("gateway.auth: %w", err)
 		}
-		_, stop, err := serveAdmin(env, cfg.Gateway.Admin.Addr, opts, jwtLogin, logger)
+		_, stop, err := serveAdmin(env, cfg.Gateway.Admin, opts, jwtLogin, logger)
 		if err != nil {
 			return ExitUpstream, err
 		}
@@ -293,17 +293,17 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 // serveAdmin starts the admin listener: the approval API (/v1/approvals)
 // and the approval console (/console). It creates the admin token on first
 // start and prints it once, to stderr; later starts only say where it is.
-func serveAdmin(env *Env, addr string, opts gateway.Options, jwtLogin func(string) (string, error), logger *slog.Logger) (bound net.Addr, stop func(), err error) {
+func serveAdmin(env *Env, admin config.AdminConfig, opts gateway.Options, jwtLogin func(string) (string, error), logger *slog.Logger) (bound net.Addr, stop func(), err error) {
 	token, created, err := approval.LoadOrCreateToken(opts.DataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin token: %w", err)
 	}
 	h, err := adminHandler(console.Options{Queue: opts.Approvals, Token: token, VerifyJWT: jwtLogin, Audit: auditLogOf(opts),
-		Pins: opts.Pinner, Logger: logger})
+		Pins: opts.Pinner, ConfirmLevels: admin.ConfirmLevels, Logger: logger})
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", admin.Addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin listener: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -24,7 +25,7 @@ func TestServeAdminServesConsoleAndShowsTokenOnce(t *testing.T) {
 	opts := gateway.Options{Approvals: approval.New(time.Minute), DataDir: dir}
 	start := func() (string, string) {
 		var stderr bytes.Buffer
-		addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, "127.0.0.1:0", opts, nil, slog.New(slog.DiscardHandler))
+		addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.AdminConfig{Addr: "127.0.0.1:0"}, opts, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
