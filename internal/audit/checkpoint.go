@@ -86,7 +86,11 @@ type CheckpointOptions struct {
 	// DefaultCheckpointInterval, negative only Every and Close.
 	Interval time.Duration
 	// Witness, if set, also receives every checkpoint once it is durable
-	// in the log. A witness that fails is logged; the log goes on.
+	// in the log, from a queue of 64 on its own goroutine, so that a slow
+	// witness does not hold up records. A witness that fails, or falls
+	// 64 behind, is logged; the log goes on. Close drains the queue (for
+	// at most 10 s) and closes the witness; so does New when it fails
+	// after taking it.
 	Witness Witness
 }
 

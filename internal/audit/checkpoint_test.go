@@ -2,10 +2,14 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -352,5 +356,45 @@ func TestAuditKeyFiles(t *testing.T) {
 	os.WriteFile(pubPath, pub, 0o600)
 	if _, err := LoadSigningKey(pubPath); err == nil {
 		t.Error("LoadSigningKey took a public key")
+	}
+}
+
+// An HTTP witness gets every checkpoint as JSON that verifies with the
+// public key, the last one by the time Close returns.
+func TestHTTPWitness(t *testing.T) {
+	sk, vk := newKey(t)
+	var mu sync.Mutex
+	var got []Checkpoint
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var c Checkpoint
+		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" || json.NewDecoder(r.Body).Decode(&c) != nil {
+			http.Error(w, "want a JSON checkpoint", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		got = append(got, c)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	be := backends[0]
+	path := be.path(t)
+	l := openSigned(t, be, path, CheckpointOptions{Key: sk, Every: 2, Interval: -1, Witness: &HTTPWitness{URL: srv.URL}})
+	for i := range 3 {
+		mustAppend(t, l, sample(i))
+	}
+	l.Close() // 1 2 ck3 4 ck5
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 || got[0].Seq != 2 || got[1].Seq != 4 {
+		t.Fatalf("the witness got %+v, want checkpoints over seq 2 and 4", got)
+	}
+	for _, c := range got {
+		if err := vk.Verify(c); err != nil {
+			t.Errorf("witnessed checkpoint over seq %d: %v", c.Seq, err)
+		}
+	}
+	rep := verifyWith(t, openBackend(t, be, path), VerifyOptions{Keys: []*VerifyKey{vk}, Witness: got})
+	if rep.Problem != nil || rep.Witnessed != 2 {
+		t.Fatalf("verify against the HTTP witness's checkpoints: %v, %d witnessed", rep.Problem, rep.Witnessed)
 	}
 }

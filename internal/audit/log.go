@@ -67,6 +67,11 @@ type Log struct {
 	stop     chan struct{}     // closed by Close
 	done     chan struct{}     // closed when the writer returns
 	ck       CheckpointOptions // Key nil: no checkpoints; Every and Interval resolved
+	// With a witness: the checkpoints for it, the goroutine that hands
+	// them over (closes witnessDone when it returns), and its cancel.
+	witnessQ      chan Checkpoint
+	witnessDone   chan struct{}
+	witnessCancel context.CancelFunc
 
 	mu       sync.Mutex
 	head     Anchor // last durable record; guarded by mu, written only by the writer
@@ -170,6 +175,12 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 		ck:       opts.Checkpoint,
 		head:     st.head,
 	}
+	if l.ck.Witness != nil {
+		var ctx context.Context
+		ctx, l.witnessCancel = context.WithCancel(context.Background())
+		l.witnessQ, l.witnessDone = make(chan Checkpoint, 64), make(chan struct{})
+		go l.witnessLoop(ctx)
+	}
 	if l.ck.Key != nil && st.unattested > 0 {
 		l.unattested = st.unattested
 		reason := fmt.Sprintf("records %d..%d followed the last checkpoint (seq %d) when the log was opened: warden stopped without closing the log, or they were appended by someone else; they were not attested before this checkpoint",
@@ -178,6 +189,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 			reason = fmt.Sprintf("records 1..%d were written without a checkpoint before the log was opened with an audit key; they were not attested before this checkpoint", st.head.Seq)
 		}
 		if err := l.writeCheckpoint(CheckpointOpen, reason); err != nil {
+			l.stopWitness()
 			return nil, fmt.Errorf("audit: the opening checkpoint: %w", err)
 		}
 	}
@@ -262,10 +274,7 @@ func (l *Log) Close() error {
 		l.closed.Store(true)
 		close(l.stop)
 		<-l.done
-		l.closeErr = l.b.Close()
-		if l.ck.Witness != nil {
-			l.closeErr = errors.Join(l.closeErr, l.ck.Witness.Close())
-		}
+		l.closeErr = errors.Join(l.b.Close(), l.stopWitness())
 	})
 	return l.closeErr
 }
@@ -421,17 +430,53 @@ func (l *Log) writeCheckpoint(rule, reason string) error {
 	return nil
 }
 
-// witness hands checkpoint record rec to the witness, if any. A failure is
-// logged: the log itself holds the checkpoint.
+// witness queues checkpoint record rec for the witness, if any, without
+// waiting: a slow or absent witness must not hold up the records. A full
+// queue drops the checkpoint, logged; the log itself holds it.
 func (l *Log) witness(rec Record) {
-	if l.ck.Witness == nil {
+	if l.witnessQ == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := l.ck.Witness.Witness(ctx, rec.Checkpoint()); err != nil {
-		l.log.Error("audit: the witness did not take a checkpoint", "seq", rec.Seq, "err", err)
+	select {
+	case l.witnessQ <- rec.Checkpoint():
+	default:
+		l.log.Error("audit: the witness is behind; a checkpoint was not sent to it", "seq", rec.Seq)
 	}
+}
+
+// witnessTimeout bounds one hand-off to the witness, and how long Close
+// waits for the queue to drain.
+const witnessTimeout = 10 * time.Second
+
+// witnessLoop hands queued checkpoints to the witness until the queue is
+// closed or ctx ends.
+func (l *Log) witnessLoop(ctx context.Context) {
+	defer close(l.witnessDone)
+	for c := range l.witnessQ {
+		wctx, cancel := context.WithTimeout(ctx, witnessTimeout)
+		err := l.ck.Witness.Witness(wctx, c)
+		cancel()
+		if err != nil {
+			l.log.Error("audit: the witness did not take a checkpoint", "seq", c.Seq+1, "err", err)
+		}
+	}
+}
+
+// stopWitness drains the witness queue (for at most witnessTimeout) and
+// closes the witness.
+func (l *Log) stopWitness() error {
+	if l.witnessQ == nil {
+		return nil
+	}
+	close(l.witnessQ)
+	select {
+	case <-l.witnessDone:
+	case <-time.After(witnessTimeout):
+		l.witnessCancel()
+		<-l.witnessDone
+	}
+	l.witnessCancel()
+	return l.ck.Witness.Close()
 }
 
 // refuse answers every request of batch with err.
