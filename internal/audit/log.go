@@ -306,7 +306,8 @@ func (l *Log) writeLoop() {
 			return
 		case <-ckTick:
 			if l.unattested > 0 {
-				if err := l.writeCheckpoint(CheckpointInterval, ""); err != nil {
+				// A lost log was reported when it was lost, once.
+				if err := l.writeCheckpoint(CheckpointInterval, ""); err != nil && !errors.Is(err, ErrLost) {
 					l.log.Error("audit: a checkpoint could not be written", "err", err)
 				}
 			}
