@@ -1,11 +1,13 @@
 // Package ocsf builds the OCSF events warden emits for each MCP operation:
 // hand-written structs for the few classes it needs, builders from a Call
-// (what the gateway knows about one operation), compliance enrichment, and a
-// validator for the required fields of each class.
+// (what the gateway knows about one operation), compliance enrichment, the
+// audit chain's attestation (Chain), and a quick check of required fields.
+// The test suite validates every event against the official OCSF schema
+// with package ocsfschema.
 //
 // Two profiles:
 //
-//   - ProfileStandard: valid OCSF 1.8.0. Every operation is an API Activity
+//   - ProfileStandard: OCSF 1.8.0. Every operation is an API Activity
 //     (class 6003, category 6) with the ai_operation and trace profiles:
 //     activity_id 99 (Other) with the JSON-RPC method as activity_name,
 //     actor, src_endpoint, api.operation, epoch-millisecond time, and
@@ -13,11 +15,13 @@
 //     compliance tags). A policy denial is also a Detection Finding (class
 //     2004) with the security_control profile, linked to the activity by
 //     its metadata.correlation_uid (= the activity's metadata.uid, which
-//     finding_info.uid extends with the rule) and by the trace ids.
-//   - ProfileAITF: the seed's "OCSF Class 7003 Tool Execution" form
-//     (AITF MCP span conventions, MCP_ACTIVITY). It is not OCSF (category 7
-//     is Remediation, and 7003 was never ratified); it exists for consumers
-//     of the AITF form. Findings are the same valid 2004 events.
+//     finding_info.uid extends with the rule), with the trace ids under
+//     unmapped (class 2004 does not take the trace profile).
+//   - ProfileAITF: the seed's "OCSF Class 7003 Tool Execution" (AITF MCP
+//     span conventions, MCP_ACTIVITY). 7003 is Process Remediation Activity
+//     in OCSF, so the class is defined in warden's OCSF extension aitf
+//     (internal/ocsf/extension, uid 70) as class_uid 7006001, which the
+//     events name in metadata.extensions. Findings are the same 2004 events.
 //
 // Compliance enrichment maps each event to the controls of the seed's
 // Compliance column (OWASP LLM Top 10, MITRE ATLAS, NIST AI RMF, EU AI Act)
