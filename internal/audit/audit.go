@@ -246,8 +246,10 @@ var (
 var (
 	// ErrClosed is returned by Append after Close.
 	ErrClosed = errors.New("audit: log closed")
-	// ErrBroken is wrapped by New when the stored log's tail does not match
-	// its anchor or its own hash, and by a backend that can no longer
-	// guarantee that a failed write left nothing behind.
+	// ErrBroken is wrapped by New when a stored record from the last
+	// checkpoint on does not chain or match its hash, the records end
+	// before the anchor, or the last checkpoint's signature does not verify
+	// (open.go); and by a backend that can no longer guarantee that a
+	// failed write left nothing behind.
 	ErrBroken = errors.New("audit: log is broken")
 )
