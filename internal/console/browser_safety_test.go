@@ -411,3 +411,35 @@ func TestBrowserTwoPersonRule(t *testing.T) {
 		t.Fatalf("after bob's approval: %+v", h)
 	}
 }
+
+// TestBrowserLongValuesAndNumbers: a 20,000-character argument does not
+// push the buttons away (the line is collapsed, and expands on request),
+// and a large amount is drawn with its digits grouped.
+func TestBrowserLongValuesAndNumbers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	q := approval.New(time.Minute)
+	base, _ := consoleServer(t, q, "127.0.0.1:0", console.Options{})
+	memo := strings.Repeat("lorem ipsum ", 1666) + "THE-END"
+	p := q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "transfer_funds",
+		Arguments: []byte(`{"amount":250000000,"memo":"` + memo + `"}`), Hash: "h-long", Classification: 4})
+	loginAs(t, b, base, "alice")
+	do(t, b, "see the call", chromedp.WaitVisible(chromedp.ID("call-"+p.ID)))
+	height := get(t, b, "measure the card", chromedp.Evaluate[float64](`document.getElementById('call-`+p.ID+`').getBoundingClientRect().height`))
+	if height > 1500 {
+		t.Errorf("the card is %.0f px high: a long argument pushes the decision away", height)
+	}
+	if get(t, b, "is the end shown", chromedp.Evaluate[bool](`document.getElementById('args-`+p.ID+`').innerText.includes('THE-END')`)) {
+		t.Error("the whole long value is drawn")
+	}
+	do(t, b, "expand it", chromedp.Click(chromedp.CSS("#args-"+p.ID+" details.more > summary")))
+	if !get(t, b, "is the end shown", chromedp.Evaluate[bool](`document.getElementById('args-`+p.ID+`').innerText.includes('THE-END')`)) {
+		t.Error("expanding does not show the rest of the value")
+	}
+	groups := get(t, b, "read the groups", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#args-`+p.ID+` .num .grp')).map(e => e.textContent)`))
+	gap := get(t, b, "measure the gap", chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#args-`+p.ID+` .num .grp')).marginLeft`))
+	if strings.Join(groups, ",") != "000,000" || gap == "0px" {
+		t.Errorf("the amount's digit groups %v, gap %s: want 250 000 000 drawn apart", groups, gap)
+	}
+}

@@ -140,7 +140,7 @@ func (c *Console) pendingData(approver string) pendingData {
 			}
 		}
 		var f findings
-		v.ArgsHTML = revealJSON(v.Args, &f)
+		v.ArgsHTML = revealArgs(v.Args, &f)
 		v.Shown = shownFacts{Tool: revealText(p.Tool, &f), Upstream: revealText(p.Upstream, &f),
 			Subject: revealText(p.Subject, &f), Session: revealText(p.Session, &f), Description: revealText(p.Description, &f)}
 		for _, x := range p.Findings {
@@ -344,7 +344,7 @@ type historyShown struct {
 func newHistoryRow(h approval.Decided) historyRow {
 	row := historyRow{Decided: h, When: stamp(h.At), Args: indent(h.Arguments)}
 	var f findings
-	row.Shown = historyShown{Args: revealJSON(row.Args, &f), Tool: revealText(h.Tool, &f), Upstream: revealText(h.Upstream, &f),
+	row.Shown = historyShown{Args: revealArgs(row.Args, &f), Tool: revealText(h.Tool, &f), Upstream: revealText(h.Upstream, &f),
 		Subject: revealText(h.Subject, &f), Approver: revealText(h.Approver, &f), Reason: revealText(h.Reason, &f)}
 	row.Warnings = f.Warnings()
 	return row

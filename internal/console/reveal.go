@@ -78,11 +78,69 @@ func revealText(s string, f *findings) template.HTML { return reveal(s, false, f
 func revealJSON(s string, f *findings) template.HTML { return reveal(s, true, f) }
 
 func reveal(s string, isJSON bool, f *findings) template.HTML {
+	h, _ := revealFrom(s, isJSON, false, f)
+	return h
+}
+
+// Very long lines are collapsed so that a card keeps its size: a line of
+// more than longLine characters shows its first keepLine, then a <details>
+// that expands to the rest. Warnings about the hidden part still show on
+// the card.
+const (
+	longLine = 300
+	keepLine = 160
+)
+
+// revealArgs is revealJSON for a whole argument view, collapsing very long
+// lines.
+func revealArgs(s string, f *findings) template.HTML {
+	var b strings.Builder
+	inString := false
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		n := utf8.RuneCountInString(line)
+		if n <= longLine {
+			var h template.HTML
+			h, inString = revealFrom(line, true, inString, f)
+			b.WriteString(string(h))
+			continue
+		}
+		cut := 0
+		for range keepLine {
+			_, size := utf8.DecodeRuneInString(line[cut:])
+			cut += size
+		}
+		for cut < len(line) && strings.HasSuffix(line[:cut], `\`) { // keep an escape whole
+			_, size := utf8.DecodeRuneInString(line[cut:])
+			cut += size
+		}
+		head, state := revealFrom(line[:cut], true, inString, f)
+		rest, end := revealFrom(line[cut:], true, state, f)
+		inString = end
+		fmt.Fprintf(&b, `%s<details class="more"><summary>… show the other %s characters of this line</summary>%s</details>`,
+			head, groupDigits(n-keepLine), rest)
+	}
+	return template.HTML(b.String())
+}
+
+// groupDigits writes n with a comma between groups of three digits.
+func groupDigits(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// revealFrom is reveal starting inside a JSON string or not, and returns
+// whether it ended inside one.
+func revealFrom(s string, isJSON, inString bool, f *findings) (template.HTML, bool) {
 	if f == nil {
 		f = new(findings)
 	}
 	var b strings.Builder
-	inString := false
 	for len(s) > 0 {
 		// Separators: whitespace and quotes end a word.
 		r, n := utf8.DecodeRuneInString(s)
@@ -103,7 +161,7 @@ func reveal(s string, isJSON bool, f *findings) template.HTML {
 		}
 		writeWord(&b, word, f)
 	}
-	return template.HTML(b.String())
+	return template.HTML(b.String()), inString
 }
 
 // escapedQuote reports whether the HTML written so far ends in an odd

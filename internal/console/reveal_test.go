@@ -73,3 +73,28 @@ func TestRevealJSONGroupsNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestRevealArgsCollapsesLongLines(t *testing.T) {
+	long := strings.Repeat("a", 200) + `\"` + strings.Repeat("b", 198) + "\u202e 123456"
+	args := "{\n  \"memo\": \"" + long + "\",\n  \"amount\": 123456\n}"
+	var f findings
+	got := string(revealArgs(args, &f))
+	if !strings.Contains(got, `<details class="more"><summary>… show the other 261 characters of this line</summary>`) {
+		t.Errorf("the long line is not collapsed:\n%s", got)
+	}
+	// The hidden part is still revealed and warned about; a number inside
+	// the string is not grouped, one after it is.
+	if !f[warnBidi] || !strings.Contains(got, `\u{202E}</mark> 123456&#34;,`) {
+		t.Errorf("the collapsed part:\n%s", got)
+	}
+	if !strings.Contains(got, `&#34;amount&#34;: <span class="num">123<span class="grp">456</span></span>`) {
+		t.Errorf("the line after the collapsed one lost its JSON state:\n%s", got)
+	}
+	short := "{\n  \"memo\": \"short\"\n}"
+	if got := string(revealArgs(short, nil)); strings.Contains(got, "<details") {
+		t.Errorf("a short line was collapsed: %s", got)
+	}
+	if groupDigits(1234567) != "1,234,567" || groupDigits(999) != "999" {
+		t.Error("groupDigits")
+	}
+}
