@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,29 +128,106 @@ func coverage(ctx context.Context, m *ir.Model) ir.Diagnostics {
 	return ds
 }
 
-func selectModels(name string, all bool, guarded bool) ([]*ir.Model, error) {
+// modelHelp says what --model takes.
+var modelHelp = "a built-in model (" + strings.Join(models.Order, ", ") + "; NAME+warden behind the gateway), " +
+	"a model `FILE`, or a directory of *.yaml model files"
+
+// selectModels returns the models --model or --all name: a built-in
+// model's name (NAME+warden for its variant behind the gateway), else a
+// model file, else a directory whose *.yaml and *.yml files are models.
+// A model file's diagnostics go to env.Stderr (file:line:col with a
+// caret); one with errors makes the exit code ExitConfig. User models are
+// linted without the clause catalog: their source_refs may cite their own
+// documents (warden conform lint FILE checks them against the catalog).
+func selectModels(env *Env, name string, all bool, guarded bool) ([]*ir.Model, int, error) {
 	if all == (name != "") {
-		return nil, errors.New("give exactly one of --model NAME and --all")
+		return nil, ExitUsage, errors.New("give exactly one of --model NAME|FILE|DIR and --all")
 	}
 	var ms []*ir.Model
-	if all {
+	switch {
+	case all:
 		var err error
 		if ms, err = models.All(); err != nil {
-			return nil, err
+			return nil, ExitInternal, err
 		}
-	} else {
+	case isBuiltin(name):
 		m, err := models.Get(name)
 		if err != nil {
-			return nil, err
+			return nil, ExitInternal, err
 		}
 		ms = []*ir.Model{m}
+	default:
+		var code int
+		var err error
+		if ms, code, err = loadModelFiles(env, name); err != nil {
+			return nil, code, err
+		}
 	}
 	if guarded {
 		for i := range ms {
 			ms[i] = ms[i].Guarded()
 		}
 	}
-	return ms, nil
+	return ms, ExitOK, nil
+}
+
+func isBuiltin(name string) bool {
+	base, _ := strings.CutSuffix(name, "+warden")
+	return slices.Contains(models.Order, base)
+}
+
+// loadModelFiles reads the model file path, or every *.yaml and *.yml file
+// of the directory path, in name order.
+func loadModelFiles(env *Env, path string) ([]*ir.Model, int, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, ExitUsage, fmt.Errorf("--model %s: not a built-in model (%s) and not a file: %w",
+			path, strings.Join(models.Order, ", "), err)
+	}
+	files := []string{path}
+	if fi.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return nil, ExitConfig, err
+		}
+		files = files[:0]
+		for _, e := range entries {
+			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+				files = append(files, filepath.Join(path, e.Name()))
+			}
+		}
+		if len(files) == 0 {
+			return nil, ExitConfig, fmt.Errorf("--model %s: the directory has no *.yaml or *.yml model files", path)
+		}
+	}
+	var ms []*ir.Model
+	bad := 0
+	names := map[string]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, ExitConfig, err
+		}
+		m, ds := ir.Load(data, file, ir.LintOptions{})
+		if len(ds) > 0 {
+			fmt.Fprint(env.Stderr, ds.Format(data))
+		}
+		if m == nil || ds.HasErrors() {
+			bad++
+			continue
+		}
+		if prev, dup := names[m.Name]; dup {
+			fmt.Fprintf(env.Stderr, "%s:1:1: error: model %q is also defined in %s [duplicate-id]\n", file, m.Name, prev)
+			bad++
+			continue
+		}
+		names[m.Name] = file
+		ms = append(ms, m)
+	}
+	if bad > 0 {
+		return nil, ExitConfig, fmt.Errorf("%d of %d model files have errors", bad, len(files))
+	}
+	return ms, ExitOK, nil
 }
 
 // progressByDefault reports whether conform check shows its progress line
@@ -169,7 +247,7 @@ func isTerminal(fi os.FileInfo) bool { return fi.Mode()&os.ModeCharDevice != 0 }
 
 func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform check", "[--model NAME|--all] [--warden] [--out DIR] [--max-states N]")
-	name := fs.String("model", "", "the built-in model to check ("+strings.Join(models.Order, ", ")+")")
+	name := fs.String("model", "", "what to check: "+modelHelp)
 	all := fs.Bool("all", false, "check every built-in model")
 	guarded := fs.Bool("warden", false, "check the models behind the warden gateway")
 	out := fs.String("out", "", "write each counterexample as ITF JSON under `DIR`/traces/MODEL/PROPERTY.itf.json")
@@ -181,9 +259,9 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
-	ms, err := selectModels(*name, *all, *guarded)
+	ms, code, err := selectModels(env, *name, *all, *guarded)
 	if err != nil {
-		return ExitUsage, err
+		return code, err
 	}
 	cat, err := catalog.Default()
 	if err != nil {
@@ -252,6 +330,11 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	if violated > 0 {
 		return ExitFindings, nil
 	}
+	if incomplete > 0 {
+		fmt.Fprintf(env.Stdout, "incomplete: %d of the checks stopped at a budget before the state space was exhausted; "+
+			"their properties are neither shown to hold nor violated (raise --max-states or --max-depth)\n", incomplete)
+		return ExitPartial, nil
+	}
 	return ExitOK, nil
 }
 
@@ -267,11 +350,12 @@ func writeTrace(file string, t *check.Trace) error {
 }
 
 func conformEmit(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform emit", "--format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR]")
+	fs := newFlags(env, "conform emit", "--format promela|tla --model NAME|FILE|DIR [--warden] [--out DIR] [--tlc-jar JAR]")
 	format := fs.String("format", "promela", "output language: promela or tla")
-	name := fs.String("model", "", "the built-in model")
+	name := fs.String("model", "", "what to print: "+modelHelp)
 	guarded := fs.Bool("warden", false, "emit the variant behind the warden gateway")
-	out := fs.String("out", "", "tla: write MODULE.tla and one MC_<PROPERTY>.cfg per invariant into `DIR`")
+	out := fs.String("out", "", "write MODULE.pml, or MODULE.tla and one MC_<PROPERTY>.cfg per invariant, into `DIR` "+
+		"(one subdirectory per model when --model names several)")
 	jar := fs.String("tlc-jar", "", "tla: run TLC from this tla2tools.jar on every invariant (needs java; default $"+tla.EnvJar+")")
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
@@ -279,54 +363,92 @@ func conformEmit(ctx context.Context, env *Env, args []string) (int, error) {
 	if *name == "" {
 		return ExitUsage, errors.New("--model is required")
 	}
-	ms, err := selectModels(*name, false, *guarded)
-	if err != nil {
-		return ExitUsage, err
+	if *format != "promela" && *format != "tla" {
+		return ExitUsage, fmt.Errorf("unknown format %q (want promela or tla)", *format)
 	}
-	m := ms[0]
-	switch *format {
-	case "promela":
-		if err := promela.Emit(env.Stdout, m); err != nil {
+	ms, code, err := selectModels(env, *name, false, *guarded)
+	if err != nil {
+		return code, err
+	}
+	if len(ms) > 1 && *out == "" {
+		return ExitUsage, fmt.Errorf("--model %s holds %d models: give --out DIR to write each into its own subdirectory", *name, len(ms))
+	}
+	if *format == "tla" && *jar == "" && env.Getenv != nil {
+		*jar = env.Getenv(tla.EnvJar)
+	}
+	code = ExitOK
+	for _, m := range ms {
+		dir := *out
+		if len(ms) > 1 {
+			dir = filepath.Join(*out, tla.ModuleName(m))
+		}
+		c, err := emitOne(ctx, env, m, *format, dir, *jar)
+		if err != nil {
+			return c, err
+		}
+		code = max(code, c)
+	}
+	return code, nil
+}
+
+// emitOne prints m in format to stdout, or writes it into dir, and runs
+// TLC when jar is set.
+func emitOne(ctx context.Context, env *Env, m *ir.Model, format, dir, jar string) (int, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return ExitInternal, err
+		}
+	}
+	if format == "promela" {
+		if dir == "" {
+			if err := promela.Emit(env.Stdout, m); err != nil {
+				return ExitInternal, err
+			}
+			return ExitOK, nil
+		}
+		var b strings.Builder
+		if err := promela.Emit(&b, m); err != nil {
+			return ExitInternal, err
+		}
+		path := filepath.Join(dir, tla.ModuleName(m)+".pml")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			return ExitInternal, err
+		}
+		fmt.Fprintf(env.Stdout, "wrote %s\n", path)
+		return ExitOK, nil
+	}
+	if dir == "" && jar == "" {
+		if err := tla.Emit(env.Stdout, m); err != nil {
+			return ExitInternal, err
+		}
+		for _, p := range m.Properties {
+			cfg, err := tla.Config(m, p.ID, false)
+			if err != nil {
+				return ExitInternal, err
+			}
+			fmt.Fprintf(env.Stdout, "\n\\* ---- %s ----\n%s", tla.ConfigName(p.ID), cfg)
 		}
 		return ExitOK, nil
-	case "tla":
-		if *jar == "" && env.Getenv != nil {
-			*jar = env.Getenv(tla.EnvJar)
-		}
-		if *out == "" && *jar == "" {
-			if err := tla.Emit(env.Stdout, m); err != nil {
-				return ExitInternal, err
-			}
-			for _, p := range m.Properties {
-				cfg, err := tla.Config(m, p.ID, false)
-				if err != nil {
-					return ExitInternal, err
-				}
-				fmt.Fprintf(env.Stdout, "\n\\* ---- %s ----\n%s", tla.ConfigName(p.ID), cfg)
-			}
-			return ExitOK, nil
-		}
-		dir := *out
-		if dir == "" {
-			if dir, err = os.MkdirTemp("", "warden-tla-"); err != nil {
-				return ExitInternal, err
-			}
-			defer os.RemoveAll(dir)
-		}
-		path, err := tla.WriteFiles(dir, m, false)
-		if err != nil {
+	}
+	written := dir != ""
+	if !written {
+		var err error
+		if dir, err = os.MkdirTemp("", "warden-tla-"); err != nil {
 			return ExitInternal, err
 		}
-		if *out != "" {
-			fmt.Fprintf(env.Stdout, "wrote %s and %d configurations\n", path, len(m.Properties))
-		}
-		if *jar == "" {
-			return ExitOK, nil
-		}
-		return runTLC(ctx, env, *jar, dir, m)
+		defer os.RemoveAll(dir)
 	}
-	return ExitUsage, fmt.Errorf("unknown format %q (want promela or tla)", *format)
+	path, err := tla.WriteFiles(dir, m, false)
+	if err != nil {
+		return ExitInternal, err
+	}
+	if written {
+		fmt.Fprintf(env.Stdout, "wrote %s and %d configurations\n", path, len(m.Properties))
+	}
+	if jar == "" {
+		return ExitOK, nil
+	}
+	return runTLC(ctx, env, jar, dir, m)
 }
 
 // runTLC runs TLC on every invariant and compares its verdict with the Go
@@ -495,8 +617,9 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 }
 
 func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform matrix", "[--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]")
+	fs := newFlags(env, "conform matrix", "[--model NAME|FILE|DIR] [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]")
 	format := fs.String("format", "markdown", "json, markdown or html")
+	name := fs.String("model", "", "the models to check (default: every built-in model): "+modelHelp)
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
 	against := fs.String("against", "", "replay against TARGET, plain and behind warden, and add those columns: "+replay.SpecHelp)
@@ -515,9 +638,9 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitUsage, err
 	}
 	defer stopSpans()
-	ms, err := models.All()
+	ms, code, err := selectModels(env, *name, *name == "", false)
 	if err != nil {
-		return ExitInternal, err
+		return code, err
 	}
 	cat, err := catalog.Default()
 	if err != nil {
@@ -570,6 +693,17 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 	if err != nil {
 		return ExitInternal, err
+	}
+	incomplete := 0
+	for _, f := range res.Findings {
+		if f.Result == string(check.Incomplete) || f.WardenResult == string(check.Incomplete) {
+			incomplete++
+		}
+	}
+	if incomplete > 0 {
+		fmt.Fprintf(env.Stderr, "incomplete: %d of the properties stopped at --max-states %d before the state space was "+
+			"exhausted; their cells are neither shown to hold nor violated\n", incomplete, *maxStates)
+		return ExitPartial, nil
 	}
 	return ExitOK, nil
 }

@@ -90,7 +90,7 @@ func TestConformCheckBehindWardenExitsZero(t *testing.T) {
 
 func TestConformCheckBudget(t *testing.T) {
 	code, out, _ := runConformTest(t, "check", "--model", "mcp", "--warden", "--max-states", "10")
-	if code != ExitOK || !strings.Contains(out, "stopped: max states") {
+	if code != ExitPartial || !strings.Contains(out, "stopped: max states") {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
@@ -259,5 +259,126 @@ func TestConformMatrixAgainst(t *testing.T) {
 	page, err := os.ReadFile(filepath.Join(dir, "matrix.html"))
 	if err != nil || !strings.Contains(string(page), `<table id="matrix">`) || strings.Contains(string(page), "<script") {
 		t.Errorf("matrix.html: %v", err)
+	}
+}
+
+// userModel is a protocol author's model: a counter that starts below
+// zero, and a property that fails once it reaches 2.
+const userModel = `ir_version: 1
+model: counter
+protocol: MCP
+variables:
+  - {name: n, type: int, min: -1, max: 2, init: -1}
+transitions:
+  - {id: up, kind: Environment, assumption: the counter moves, writes: {n: "n + 1"}}
+properties:
+  - {id: small, principle: P6, class: AASM-HARDENING, expr: "n < 2"}
+`
+
+func writeModel(t *testing.T, dir, name, src string) string {
+	t.Helper()
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// A user's model file is checked from the CLI, a negative initial value
+// included: the counterexample is the three steps from -1 to 2.
+func TestConformCheckUserModelFile(t *testing.T) {
+	file := writeModel(t, t.TempDir(), "counter.yaml", userModel)
+	code, out, errs := runConformTest(t, "check", "--model", file)
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out, errs)
+	}
+	if !strings.Contains(out, "small") || !strings.Contains(out, "length 3") || !strings.Contains(out, "up → up → up") {
+		t.Errorf("output:\n%s", out)
+	}
+}
+
+// A directory of model files is checked model by model; an error in one
+// file is reported at its position, with a caret, and exits 3.
+func TestConformCheckModelDirectory(t *testing.T) {
+	dir := t.TempDir()
+	writeModel(t, dir, "counter.yaml", userModel)
+	writeModel(t, dir, "other.yml", strings.Replace(strings.Replace(userModel, "model: counter", "model: other", 1), "n < 2", "n > -1 || n < 2", 1))
+	writeModel(t, dir, "notes.txt", "not a model")
+	code, out, errs := runConformTest(t, "check", "--model", dir)
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out, errs)
+	}
+	if !strings.Contains(out, "counter") || !strings.Contains(out, "other") || !strings.Contains(out, "1 violated, 0 incomplete") {
+		t.Errorf("output:\n%s", out)
+	}
+
+	writeModel(t, dir, "broken.yaml", strings.Replace(userModel, `expr: "n < 2"`, `expr: "m < 2"`, 1))
+	code, out, errs = runConformTest(t, "check", "--model", dir)
+	if code != ExitConfig {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitConfig, out, errs)
+	}
+	for _, want := range []string{"broken.yaml:9:62: error: unknown variable \"m\"", "^", "1 of 3 model files have errors"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+func TestConformEmitUserModel(t *testing.T) {
+	dir := t.TempDir()
+	file := writeModel(t, dir, "counter.yaml", userModel)
+	code, out, errs := runConformTest(t, "emit", "--format", "tla", "--model", file)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"---- MODULE counter ----", "/\\ n = (-1)", "small == (n < 2)", "INVARIANT small"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("TLA+ output lacks %q:\n%s", want, out)
+		}
+	}
+	writeModel(t, dir, "other.yaml", strings.Replace(userModel, "model: counter", "model: other", 1))
+	if code, out, errs := runConformTest(t, "emit", "--format", "promela", "--model", dir); code != ExitUsage {
+		t.Errorf("two models to stdout: exit %d, want %d\n%s%s", code, ExitUsage, out, errs)
+	}
+	outDir := filepath.Join(t.TempDir(), "pml")
+	if code, out, errs := runConformTest(t, "emit", "--format", "promela", "--model", dir, "--out", outDir); code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, f := range []string{"counter/counter.pml", "other/other.pml"} {
+		data, err := os.ReadFile(filepath.Join(outDir, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(data), "short n = -1;") {
+			t.Errorf("%s:\n%s", f, data)
+		}
+	}
+}
+
+func TestConformMatrixUserModel(t *testing.T) {
+	file := writeModel(t, t.TempDir(), "counter.yaml", userModel)
+	code, out, errs := runConformTest(t, "matrix", "--model", file, "--format", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, `"counter/small"`) || !strings.Contains(out, `"result": "violated"`) ||
+		!strings.Contains(out, `"result": "not modelled"`) {
+		t.Errorf("matrix:\n%s", out)
+	}
+}
+
+// A check that stops at its state budget is not a pass: it says
+// "incomplete" and exits 6.
+func TestConformCheckIncompleteExitsNonZero(t *testing.T) {
+	code, out, errs := runConformTest(t, "check", "--model", "mcp+warden", "--max-states", "3")
+	if code != ExitPartial {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitPartial, out, errs)
+	}
+	if !strings.Contains(out, "stopped: max states") || !strings.Contains(out, "incomplete: ") {
+		t.Errorf("output:\n%s", out)
+	}
+	if code, out, errs := runConformTest(t, "matrix", "--model", "mcp", "--max-states", "3", "--format", "json"); code != ExitPartial ||
+		!strings.Contains(errs, "incomplete: ") {
+		t.Errorf("matrix: exit %d, want %d\n%s%s", code, ExitPartial, out, errs)
 	}
 }

@@ -79,8 +79,11 @@ var htmlPage = template.Must(template.New("matrix").Funcs(template.FuncMap{
 	"short":  func(s string) string { return shortTriage[s] },
 	"cls":    func(s string) string { return shortClass[s] },
 	"mark": func(result string) string {
-		if result == "violated" {
+		switch result {
+		case "violated":
 			return "✗"
+		case NotModelled:
+			return "—"
 		}
 		return "✓"
 	},

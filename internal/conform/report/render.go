@@ -41,11 +41,15 @@ func (res *Results) JSONDocument() (*Document, error) {
 	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: res.replayLine(),
 		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}}
 	for _, c := range cells {
+		if c.Result == NotModelled {
+			continue
+		}
 		doc.Summary.Cells++
 		doc.Summary.ByTriage[c.Triage]++
-		if c.Result == "violated" {
+		switch c.Result {
+		case "violated":
 			doc.Summary.Violated++
-		} else {
+		case "holds":
 			doc.Summary.Holds++
 		}
 	}
@@ -106,6 +110,10 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 		for range ir.Principles {
 			c := doc.Cells[i]
 			i++
+			if c.Result == NotModelled {
+				b.WriteString(" — |")
+				continue
+			}
 			mark := "✓"
 			if c.Result == "violated" {
 				mark = "✗"

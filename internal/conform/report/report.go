@@ -18,7 +18,6 @@ package report
 
 import (
 	"context"
-	"fmt"
 	"path"
 	"slices"
 
@@ -198,6 +197,10 @@ type Cell struct {
 	BehindWarden   *Column `json:"behind_warden,omitempty"`
 }
 
+// NotModelled is the result of a cell no model has a property for (only
+// when the matrix is built from a user's models).
+const NotModelled = "not modelled"
+
 // Matrix builds the 5 × 11 matrix. A CS cell aggregates the composition
 // invariants of every composition the protocol takes part in; any other
 // cell is the protocol model's property for that principle. A cell is
@@ -218,7 +221,10 @@ func (res *Results) Matrix() ([]Cell, error) {
 				fs = append(fs, f)
 			}
 			if len(fs) == 0 {
-				return nil, fmt.Errorf("no property for %s × %s", proto, pr)
+				// Only with a user's models (conform matrix --model):
+				// every built-in cell has a property.
+				cells = append(cells, Cell{Protocol: proto, Principle: pr, Result: NotModelled, WardenResult: NotModelled})
+				continue
 			}
 			shown := fs[0]
 			for _, f := range fs {
