@@ -187,7 +187,7 @@ func libraryFiles(dir string) ([]string, error) {
 
 // attackRunUsage is the synopsis of `warden attack run`.
 const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--a2a-url URL] [--listen ADDR|--stdio] " +
-	"[--allow-unmatchable] [--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
+	"[--allow-unmatchable] [--tier-exit-codes] [--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
 
 // headerFlags collects repeated --header "Name: value" flags.
 type headerFlags http.Header
@@ -206,13 +206,15 @@ func (h headerFlags) Set(s string) error {
 // attackRun implements `warden attack run`: it executes OATF documents
 // against real peers and reports their verdicts.
 //
-// Exit codes: 0 not_exploited; 1 exploited; 6 partial; 2 usage (also: no
-// document of a library could run with the endpoints given); 3 an invalid
-// document, or a verdict of error (every indicator skipped, or one failed to
-// evaluate); 4 a target could not be reached or failed during the run, or
-// --max-session ended it (and nothing was exploited or partial); 5
-// internal. A library run exits with the most severe code of its
-// documents, in the order 5, 4, 3, 2, 1, 6, 0.
+// Exit codes: 0 not_exploited; 1 exploited (with --tier-exit-codes: 8 up
+// to tier local_action, 9 up to boundary_breach); 6 partial; 2 usage (also:
+// no document of a library could run with the endpoints given); 3 an
+// invalid document, an unmatchable target, or a verdict of error from the
+// indicators (every indicator skipped, or one failed to evaluate); 4 a
+// target never really exercised (unreachable, failed during the run,
+// --max-session, nothing sent): the verdict is error; 5 internal. A library
+// run exits with the most severe code of its documents, in the order 5, 4,
+// 3, 2, 9, 8, 1, 6, 0.
 func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	flags := newFlags(env, "attack run", attackRunUsage)
 	library := flags.String("library", "", "run every document under `DIR` (recursively, *.yaml and *.yml)")
@@ -233,6 +235,7 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	verbose := flags.Bool("verbose", false, "log the run's progress to stderr")
 	otlp := flags.String("otlp", "", "send the run's spans (AITF and OpenTelemetry names) by OTLP over HTTP to this `URL`, e.g. http://127.0.0.1:4318")
 	compat := flags.Bool("library-compat", false, "accept what the public scenario library does beyond OATF 0.1 (always on with --library)")
+	tierExit := flags.Bool("tier-exit-codes", false, "exit 8 when exploited up to tier local_action and 9 up to boundary_breach (1 stays for ingested or no tier)")
 	allowUnmatchable := flags.Bool("allow-unmatchable", false, "run documents with indicators whose target warden never records (rule unmatchable-target) instead of refusing them; those indicators can only be not_matched")
 	if code, err := parseFlags(flags, args); err != nil {
 		return code, err
@@ -309,7 +312,8 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	code := ExitOK
 	single := *library == ""
 	for i, f := range files {
-		o, c := runOne(ctx, env, f, opts, runChecks{single: single, compat: *compat || !single, allowUnmatchable: *allowUnmatchable})
+		o, c := runOne(ctx, env, f, opts, runChecks{single: single, compat: *compat || !single,
+			allowUnmatchable: *allowUnmatchable, tierExit: *tierExit})
 		outcomes = append(outcomes, o)
 		code = worseExit(code, c)
 		if single {
@@ -353,6 +357,7 @@ type runChecks struct {
 	single           bool // one document, not a library
 	compat           bool // accept the public library's extensions
 	allowUnmatchable bool // run despite unmatchable-target diagnostics
+	tierExit         bool // exploited exits by its highest matched tier
 }
 
 // runOne loads and runs one document and maps its outcome to an exit code.
@@ -394,7 +399,16 @@ func runOne(ctx context.Context, env *Env, file string, opts attack.Options, che
 		}
 	}
 	res, err := attack.Run(ctx, doc, opts)
-	return ranOutcome(o, res, err, single)
+	o, code := ranOutcome(o, res, err, single)
+	if code == ExitFindings && checks.tierExit {
+		switch res.Verdict.MaxTier {
+		case "local_action":
+			code = ExitLocalAction
+		case "boundary_breach":
+			code = ExitBoundaryBreach
+		}
+	}
+	return o, code
 }
 
 // ranOutcome maps what attack.Run returned to an outcome and an exit code.
@@ -434,9 +448,10 @@ func ranOutcome(o attack.Outcome, res *attack.Result, err error, single bool) (a
 }
 
 // exitSeverity lists the exit codes of `attack run`, least severe first.
-var exitSeverity = []int{ExitOK, ExitPartial, ExitFindings, ExitUsage, ExitConfig, ExitUpstream, ExitInternal}
+var exitSeverity = []int{ExitOK, ExitPartial, ExitFindings, ExitLocalAction, ExitBoundaryBreach, ExitUsage, ExitConfig, ExitUpstream, ExitInternal}
 
-// worseExit returns the more severe of two exit codes: 5, 4, 3, 2, 1, 6, 0.
+// worseExit returns the more severe of two exit codes: 5, 4, 3, 2, 9, 8,
+// 1, 6, 0.
 func worseExit(a, b int) int {
 	if slices.Index(exitSeverity, b) > slices.Index(exitSeverity, a) {
 		return b

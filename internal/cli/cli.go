@@ -36,6 +36,12 @@ const (
 	// were still in flight after gateway.limits.drain_timeout: they were
 	// answered with -32035, rule shutdown. A stop with none left exits 0.
 	ExitDrained = 7
+	// ExitLocalAction and ExitBoundaryBreach are `warden attack run
+	// --tier-exit-codes`'s exploited verdicts whose highest matched tier
+	// is local_action or boundary_breach (1 stays for ingested or none),
+	// so that CI can tell how far an attack got.
+	ExitLocalAction    = 8
+	ExitBoundaryBreach = 9
 )
 
 var exitCodes = []struct {
@@ -51,6 +57,8 @@ var exitCodes = []struct {
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
 	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all; warden audit verify --key: intact, but records after the last checkpoint are unattested"},
 	{ExitDrained, "drained", "warden gateway stopped with calls in flight past the drain time (answered with -32035)"},
+	{ExitLocalAction, "local-action", "warden attack run --tier-exit-codes: exploited, up to tier local_action"},
+	{ExitBoundaryBreach, "boundary-breach", "warden attack run --tier-exit-codes: exploited, up to tier boundary_breach"},
 }
 
 // Env is what a command may touch of the outside world.

@@ -290,8 +290,8 @@ cs5-federated. See docs/conform.md.
                     [--a2a-url URL] [--listen ADDR|--stdio] [--header 'N: V']
                     [--grace-period D] [--max-session D] [--verdict FILE]
                     [--trace FILE] [--sarif FILE] [--junit FILE] [--otlp URL]
-                    [--library-compat] [--allow-unmatchable] [--verbose]
-                    DOC | --library DIR
+                    [--library-compat] [--allow-unmatchable]
+                    [--tier-exit-codes] [--verbose] DOC | --library DIR
       Runs OATF documents against real peers (modes mcp_server, mcp_client,
       a2a_server, a2a_client, ag_ui_client; A2A 0.3 and 1.0 peers). Server
       actors listen on --listen (default 127.0.0.1:0), mcp_server at
@@ -310,8 +310,11 @@ cs5-federated. See docs/conform.md.
       document or a verdict of error from the indicators, 4 a target never
       really exercised (unreachable, an HTTP error such as 404, an actor
       that failed, --max-session reached, nothing sent by any target): the
-      verdict is then error, never not exploited, 5 internal.
-      A library exits with the worst code, in the order 5, 4, 3, 2, 1, 6, 0.
+      verdict is then error, never not exploited, 5 internal. With
+      --tier-exit-codes an exploited verdict exits by its highest matched
+      indicator tier: 1 ingested or none, 8 local_action, 9
+      boundary_breach. A library exits with the worst code, in the order
+      5, 4, 3, 2, 9, 8, 1, 6, 0.
 `,
 	"demo": `  warden demo [--verbose]
       Starts the demo MCP server, an A2A agent and the gateway in this process,
