@@ -19,6 +19,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -86,6 +87,8 @@ type memoryBackend struct {
 	mu      sync.Mutex
 	pending map[string]*memEntry // guarded by mu
 	history []Decided            // the last HistoryLimit outcomes, oldest first; guarded by mu
+	file    *os.File             // the history file (historyfile.go), nil for none; guarded by mu
+	closed  bool                 // Close was called on a backend with a file; guarded by mu
 }
 
 type memEntry struct {
@@ -129,13 +132,20 @@ func (m *memoryBackend) Settle(_ context.Context, id string, d Decision, check f
 			return err
 		}
 	}
+	if m.closed {
+		return errors.New("approval: backend closed")
+	}
+	h := Decided{Pending: e.p, Decision: d, At: time.Now()}
+	if err := m.appendHistory(h); err != nil {
+		return err // not settled: an outcome that cannot be recorded is not taken
+	}
 	e.d = &d
 	if len(m.history) >= HistoryLimit {
 		n := copy(m.history, m.history[len(m.history)-HistoryLimit+1:])
 		clear(m.history[n:])
 		m.history = m.history[:n]
 	}
-	m.history = append(m.history, Decided{Pending: e.p, Decision: d, At: time.Now()})
+	m.history = append(m.history, h)
 	return nil
 }
 
@@ -203,4 +213,14 @@ func (m *memoryBackend) History(context.Context) ([]Decided, error) {
 }
 
 func (m *memoryBackend) Events() <-chan Event { return nil }
-func (m *memoryBackend) Close() error         { return nil }
+func (m *memoryBackend) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.file == nil {
+		return nil
+	}
+	m.closed = true
+	err := m.file.Close()
+	m.file = nil
+	return err
+}
