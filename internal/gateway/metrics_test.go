@@ -48,8 +48,8 @@ func TestMetricsCountCallsDenialsAndDurations(t *testing.T) {
 	}
 }
 
-// /readyz says whether the stores answer; /healthz only that the process
-// does.
+// /readyz says whether the stores answer, and which do not; /healthz only
+// that the process does.
 func TestReadyz(t *testing.T) {
 	var down error
 	g, err := New(Options{Upstreams: []Upstream{{Name: "u", Dial: func(context.Context, bool) (transport.Conn, error) { return nil, io.EOF }}},
@@ -65,9 +65,15 @@ func TestReadyz(t *testing.T) {
 	if code, body := get("/readyz"); code != 200 || body != "ready\n" {
 		t.Fatalf("ready: %d %q", code, body)
 	}
-	down = errors.New("replay store: dial tcp 127.0.0.1:6379: connection refused")
-	if code, body := get("/readyz"); code != 503 || !strings.Contains(body, "connection refused") {
+	// The answer names the store, never its address or error: anyone who
+	// reaches the listener may ask.
+	down = errors.Join(&storeDown{name: "replay store", err: errors.New("dial tcp 10.0.0.7:6379: connection refused")})
+	if code, body := get("/readyz"); code != 503 || body != "not ready: replay store: not answering\n" {
 		t.Fatalf("store down: %d %q", code, body)
+	}
+	down = errors.New("dial tcp 10.0.0.7:6379: connection refused")
+	if code, body := get("/readyz"); code != 503 || strings.Contains(body, "10.0.0.7") {
+		t.Fatalf("an unnamed store down: %d %q", code, body)
 	}
 	if code, _ := get("/healthz"); code != 200 {
 		t.Fatalf("healthz with the store down: %d", code)
