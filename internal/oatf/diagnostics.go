@@ -29,6 +29,7 @@ const (
 	RuleTierExtension    = "tier-extension"    // the indicator field tier (a documented extension)
 	RuleScoringExtension = "scoring-extension" // attack.x-scoring (the same extension): kept, not interpreted (warning)
 	RuleLimit            = "limit"             // a size or depth limit was exceeded
+	RuleShadowedVariable = "shadowed-variable" // an expression variable named message hides the message (warning)
 )
 
 // Diagnostic is one problem found in a document. Rule is the OATF rule

@@ -106,13 +106,14 @@ func (v *validator) document() {
 }
 
 var (
-	attackIDRe   = regexp.MustCompile(`^[A-Z][A-Z0-9-]*-[0-9]{3,}$`)
-	modeRe       = regexp.MustCompile(`^[a-z][a-z0-9_]*_(server|client)$`)
-	protocolRe   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	actorNameRe  = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	extractorRe  = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	celIdentRe   = regexp.MustCompile(`^[_a-zA-Z][_a-zA-Z0-9]*$`)
-	indicatorNum = `-[0-9]{2,}$`
+	attackIDRe    = regexp.MustCompile(`^[A-Z][A-Z0-9-]*-[0-9]{3,}$`)
+	indicatorIDRe = regexp.MustCompile(`^[A-Z][A-Z0-9-]*-[0-9]{3,}-[0-9]{2,}$`)
+	modeRe        = regexp.MustCompile(`^[a-z][a-z0-9_]*_(server|client)$`)
+	protocolRe    = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	actorNameRe   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	extractorRe   = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	celIdentRe    = regexp.MustCompile(`^[_a-zA-Z][_a-zA-Z0-9]*$`)
+	indicatorNum  = `-[0-9]{2,}$`
 )
 
 func (v *validator) attack(a *Value) {
@@ -209,8 +210,10 @@ func (v *validator) indicator(ind *Value, p string, ids map[string]bool) {
 			v.errf("V-010", p+".id", id, "indicator id %q is used twice", id.Str)
 		}
 		ids[id.Str] = true
-		if v.attackID != "" && !regexp.MustCompile("^"+regexp.QuoteMeta(v.attackID)+indicatorNum).MatchString(id.Str) {
-			v.errf("V-024", p+".id", id, "indicator id %q must be %s-NN", id.Str, v.attackID)
+		// V-024: the general pattern AND the attack's id as the prefix.
+		if v.attackID != "" && (!indicatorIDRe.MatchString(id.Str) ||
+			!regexp.MustCompile("^"+regexp.QuoteMeta(v.attackID)+indicatorNum).MatchString(id.Str)) {
+			v.errf("V-024", p+".id", id, "indicator id %q must be %s-NN and match %s", id.Str, v.attackID, indicatorIDRe)
 		}
 	}
 	protocol := ind.Get("protocol")
@@ -270,8 +273,9 @@ func (v *validator) indicator(ind *Value, p string, ids map[string]bool) {
 	}
 	if m := ind.Get("method"); present(m) {
 		v.enum(m, p+".method", enumMethod)
-		if len(keys) == 1 && contains(enumMethod, m.Str) && m.Str != keys[0] {
-			v.errf("V-049", p+".method", m, "method is %q but the indicator has %s", m.Str, keys[0])
+		// V-049: the indicator must contain the key its method names.
+		if contains(enumMethod, m.Str) && !contains(keys, m.Str) {
+			v.errf("V-049", p+".method", m, "method is %q but the indicator has no %s", m.Str, m.Str)
 		}
 	}
 	if pat := ind.Get("pattern"); present(pat) {
@@ -378,8 +382,12 @@ func (v *validator) expression(e *Value, p string) {
 	}
 	for _, m := range vars.Pairs {
 		vp := p + ".variables." + m.Key
-		if !celIdentRe.MatchString(m.Key) || m.Key == "message" {
-			v.errf("V-039", vp, m.Value, "variable name %q is not a CEL identifier (or shadows message)", m.Key)
+		switch {
+		case !celIdentRe.MatchString(m.Key):
+			v.errf("V-039", vp, m.Value, "variable name %q is not a CEL identifier", m.Key)
+		case m.Key == "message":
+			// A valid identifier (V-039 holds), but it hides the message.
+			v.warnf(RuleShadowedVariable, vp, m.Value, "variable message shadows the message the expression is evaluated on")
 		}
 		if m.Value.Kind != String || !IsSimplePath(m.Value.Str) {
 			v.errf("V-026", vp, m.Value, "variable path %s is not a simple path", CompactJSON(m.Value))

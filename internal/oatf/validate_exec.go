@@ -102,8 +102,12 @@ func (v *validator) actor(a *Value, p string) {
 	}
 	info := v.addActor(name.StringOr(""), mode.StringOr(""))
 	phases := a.Get("phases")
-	if !present(phases) {
-		v.errf("V-031", p+".phases", a, "every actor needs at least one phase")
+	if !present(phases) || (phases.Kind == Seq && len(phases.Items) == 0) {
+		// Both rules say it: V-007 (each actor's phases has an entry)
+		// and V-031 (each actor has at least one phase).
+		at := orValue(phases, a)
+		v.errf("V-007", p+".phases", at, "every actor needs at least one phase")
+		v.errf("V-031", p+".phases", at, "every actor needs at least one phase")
 		return
 	}
 	v.phases(phases, p+".phases", info, true)
@@ -121,12 +125,19 @@ func (v *validator) phases(list *Value, p string, actor *actorInfo, inActor bool
 		if !present(ph.Get("trigger")) {
 			terminal = append(terminal, i)
 		}
-		name := ph.Get("name").StringOr(fmt.Sprintf("phase-%d", i+1))
-		if names[name] {
-			v.errf("V-011", pp+".name", orValue(ph.Get("name"), ph), "phase name %q is used twice in this actor", name)
+		// Only explicit names must be unique: omitted ones are
+		// generated from the position.
+		if name := ph.Get("name"); present(name) {
+			if names[name.Str] {
+				v.errf("V-011", pp+".name", name, "phase name %q is used twice in this actor", name.Str)
+				if inActor {
+					v.errf("V-031", pp+".name", name, "phase name %q is used twice in this actor", name.Str)
+				}
+			}
+			names[name.Str] = true
 		}
-		names[name] = true
-		v.phase(ph, pp, actor, inActor || v.execMode != "")
+		// V-044 holds in the multi-actor form only.
+		v.phase(ph, pp, actor, inActor)
 	}
 	switch {
 	case len(terminal) > 1:
@@ -296,8 +307,11 @@ func (v *validator) responses(list *Value, p string) {
 			v.warnf("W-006", ep+".synthesize", e.Get("synthesize"), "synthesize is reserved; static content is used")
 		}
 	}
-	if len(fallbacks) > 1 || (len(fallbacks) == 1 && fallbacks[0] != len(list.Items)-1) {
-		v.errf("V-033", p, list, "at most one entry may omit when, and it must be the last")
+	// V-033: a second entry without when is an error; that the one entry
+	// without when comes last is only a SHOULD (it is tried after every
+	// when entry wherever it stands).
+	if len(fallbacks) > 1 {
+		v.errf("V-033", p, list, "at most one entry may omit when (entries %d and %d do)", fallbacks[0], fallbacks[1])
 	}
 }
 
