@@ -501,6 +501,20 @@ type AdminConfig struct {
 	// many distinct approvers (2..10) must approve a call of that level
 	// before it runs. Levels not listed need one.
 	Approvers map[int]int
+	// Webhook, when its URL is set, is told of each call that starts
+	// waiting for approval.
+	Webhook WebhookConfig
+}
+
+// WebhookConfig announces held calls (internal/console, StartWebhook).
+type WebhookConfig struct {
+	// URL receives one POST per held call: http or https, no credentials.
+	URL string
+	// Slack sends a Slack-compatible {"text": ...} body instead of JSON.
+	Slack bool
+	// ConsoleURL is the console as people open it, for the link to each
+	// call; "" means http://<admin.addr>.
+	ConsoleURL string
 }
 
 // DefaultAdminAddr is the admin listener's default address.

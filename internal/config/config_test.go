@@ -992,6 +992,10 @@ gateway:
 	if a := cfg.Gateway.Admin; !slices.Equal(a.ConfirmLevels, []int{1, 2}) || a.Approvers[1] != 2 || a.Approvers[2] != 3 || len(a.Approvers) != 2 {
 		t.Errorf("decoded %+v", a)
 	}
+	if cfg, err = parse("    webhook: {url: \"https://hooks.example.com/T0/B0/x\", slack: true}"); err != nil || !cfg.Gateway.Admin.Webhook.Slack ||
+		cfg.Gateway.Admin.Webhook.URL != "https://hooks.example.com/T0/B0/x" {
+		t.Errorf("webhook: %v %+v", err, cfg.Gateway.Admin.Webhook)
+	}
 	if cfg, err = parse("    confirm_levels: []"); err != nil || cfg.Gateway.Admin.ConfirmLevels == nil || len(cfg.Gateway.Admin.ConfirmLevels) != 0 {
 		t.Errorf("an empty list must turn the gesture off: %v %#v", err, cfg.Gateway.Admin.ConfirmLevels)
 	}
@@ -1001,6 +1005,11 @@ gateway:
 		{"    approvers: {6: 2}", `gateway.admin.approvers.6: "6" is not a classification level (1..5)`},
 		{"    approvers: {1: 0}", "gateway.admin.approvers.1: 0 approvers: want 1 to 10 distinct people"},
 		{"    approvers: [2]", "gateway.admin.approvers: expected a mapping of classification levels to numbers of approvers"},
+		{"    webhook: {url: \"ftp://hooks.example.com\"}", `gateway.admin.webhook.url: "ftp://hooks.example.com": want an http or https URL`},
+		{"    webhook: {url: \"https://u:p@hooks.example.com\"}", "gateway.admin.webhook.url"},
+		{"    webhook: {slack: true}", "gateway.admin.webhook.url: the webhook has no url"},
+		{"    webhook: {url: \"https://hooks.example.com/x\", console_url: \"localhost:8788\"}", "gateway.admin.webhook.console_url"},
+		{"    webhook: {url: \"https://hooks.example.com/x\", slak: true}", `unknown field "slak" (did you mean "slack"?)`},
 	} {
 		if _, err := parse(tc.admin); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.admin, err, tc.want)

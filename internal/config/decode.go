@@ -654,6 +654,13 @@ func (d *decoder) admin(n *yaml.Node, path string, a *AdminConfig) {
 				a.Approvers[level] = count
 			})
 		}},
+		{"webhook", func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{
+				{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.Webhook.URL) }},
+				{"slack", func(n *yaml.Node, p string) { d.bool(n, p, &a.Webhook.Slack) }},
+				{"console_url", func(n *yaml.Node, p string) { d.str(n, p, &a.Webhook.ConsoleURL) }},
+			})
+		}},
 	})
 }
 

@@ -426,6 +426,16 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			v.errorf(index("gateway.admin.confirm_levels", i), "%d is not a classification level (1..5)", l)
 		}
 	}
+	if w := g.Admin.Webhook; w.URL != "" {
+		if u, err := url.Parse(w.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			v.errorf("gateway.admin.webhook.url", "%q: want an http or https URL with a host and no credentials", w.URL)
+		}
+		if u, err := url.Parse(w.ConsoleURL); w.ConsoleURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			v.errorf("gateway.admin.webhook.console_url", "%q: want the console's http or https address, such as http://127.0.0.1:8788", w.ConsoleURL)
+		}
+	} else if w.Slack || w.ConsoleURL != "" {
+		v.errorf("gateway.admin.webhook.url", "the webhook has no url: set it, or remove gateway.admin.webhook")
+	}
 	for _, l := range slices.Sorted(maps.Keys(g.Admin.Approvers)) {
 		if n := g.Admin.Approvers[l]; n < 1 || n > 10 {
 			v.errorf(key("gateway.admin.approvers", strconv.Itoa(l)), "%d approvers: want 1 to 10 distinct people", n)
