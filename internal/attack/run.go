@@ -72,6 +72,11 @@ type Options struct {
 	// return tool results within one phase. 0 means DefaultMaxTurns.
 	MaxTurns int
 
+	// Context, if set, runs the document in context mode (see
+	// ContextOptions): warden's agent host, in front of a model, is the
+	// ag_ui_client actors' agent, and AGUIURL is ignored.
+	Context *ContextOptions
+
 	// Eval configures indicator evaluation.
 	Eval oatf.EvalOptions
 	// HTTPClient makes the client actors' requests. Nil means a client
@@ -179,6 +184,11 @@ type driver interface {
 // Run would return for a normalized document and these options, without
 // starting anything.
 func CheckEndpoints(doc *oatf.Document, opts Options) error {
+	if opts.Context != nil {
+		if err := checkContext(doc); err != nil {
+			return err
+		}
+	}
 	modes := map[string]int{}
 	actors := items(doc.Attack().Get("execution").Get("actors"))
 	for _, av := range actors {
@@ -201,7 +211,7 @@ func CheckEndpoints(doc *oatf.Document, opts Options) error {
 				return &EndpointError{name, mode, "an MCP server (--mcp-command or --mcp-url)"}
 			}
 		case "ag_ui_client":
-			if opts.AGUIURL == "" {
+			if opts.AGUIURL == "" && opts.Context == nil {
 				return &EndpointError{name, mode, "an AG-UI agent (--agui-url)"}
 			}
 		default:
@@ -216,6 +226,9 @@ func CheckEndpoints(doc *oatf.Document, opts Options) error {
 // not start (a missing endpoint, a listener that cannot bind); failures of
 // peers during the run are reported in Result.Actors.
 func Run(ctx context.Context, doc *oatf.Document, opts Options) (*Result, error) {
+	if opts.Context != nil {
+		return runContext(ctx, doc, opts)
+	}
 	rt := &runtime{opts: opts, log: opts.Logger, trace: NewTrace(), store: newStore(), http: opts.HTTPClient}
 	if rt.log == nil {
 		rt.log = slog.New(slog.DiscardHandler)
