@@ -318,7 +318,19 @@ func serveAdmin(env *Env, admin config.AdminConfig, opts gateway.Options, jwtLog
 	if created {
 		fmt.Fprintf(env.Stderr, "new admin token (shown this once; it stays in %s):\n  %s\n", tokenPath, token)
 	}
-	return ln.Addr(), func() { srv.Close() }, nil
+	stopHook := func() {}
+	if w := admin.Webhook; w.URL != "" {
+		consoleURL := w.ConsoleURL
+		if consoleURL == "" {
+			consoleURL = "http://" + ln.Addr().String()
+		}
+		stopHook, err = console.StartWebhook(opts.Approvals, console.WebhookOptions{URL: w.URL, Slack: w.Slack, ConsoleURL: consoleURL, Logger: logger})
+		if err != nil {
+			srv.Close()
+			return nil, nil, err
+		}
+	}
+	return ln.Addr(), func() { stopHook(); srv.Close() }, nil
 }
 
 // adminHandler serves the admin listener's routes for the queue q. With an

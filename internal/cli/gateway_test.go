@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,5 +132,34 @@ func TestGatewayBusyAddressClosesWhatItOpened(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && strings.HasPrefix(target, audit) {
 			t.Errorf("after the failed start, %s is still open", target)
 		}
+	}
+}
+
+// TestServeAdminAnnouncesHeldCalls: with gateway.admin.webhook, a held call
+// is announced with a link to the admin listener's console.
+func TestServeAdminAnnouncesHeldCalls(t *testing.T) {
+	got := make(chan string, 4)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+	}))
+	defer hook.Close()
+	q := approval.New(time.Minute)
+	opts := gateway.Options{Approvals: q, DataDir: t.TempDir()}
+	var stderr bytes.Buffer
+	addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.AdminConfig{Addr: "127.0.0.1:0",
+		Webhook: config.WebhookConfig{URL: hook.URL}}, opts, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	p := q.Submit(approval.Request{Upstream: "demo", Tool: "transfer_funds", Arguments: []byte(`{}`), Hash: "h"})
+	select {
+	case body := <-got:
+		if !strings.Contains(body, `"url":"http://`+addr.String()+`/console#call-`+p.ID+`"`) {
+			t.Errorf("announcement %s", body)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no announcement")
 	}
 }
