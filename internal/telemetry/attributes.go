@@ -3,6 +3,7 @@ package telemetry
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"go.opentelemetry.io/otel/attribute"
@@ -118,6 +119,7 @@ func (b *spanBuilder) captured(s string) (string, bool) {
 type event struct {
 	name  string
 	attrs []attribute.KeyValue
+	at    time.Time // zero: the operation's start (its end for output and capabilities)
 }
 
 func (b *spanBuilder) seedAttr(kv attribute.KeyValue) {
@@ -132,10 +134,14 @@ func (b *spanBuilder) seedString(key, v string) {
 }
 
 func (b *spanBuilder) event(name string, kvs ...attribute.KeyValue) {
+	b.eventAt(time.Time{}, name, kvs...)
+}
+
+func (b *spanBuilder) eventAt(at time.Time, name string, kvs ...attribute.KeyValue) {
 	for _, kv := range kvs {
 		b.seed = append(b.seed, string(kv.Key))
 	}
-	b.events = append(b.events, event{name: name, attrs: kvs})
+	b.events = append(b.events, event{name: name, attrs: kvs, at: at})
 }
 
 // spanName returns the span's name: the seed's format when the AITF
@@ -186,7 +192,7 @@ func (r *Recorder) aitfAttributes(b *spanBuilder, t SpanType, op *Operation) {
 	switch t {
 	case SpanServerConnect:
 		b.seedString(AttrServerName, op.Upstream)
-		b.seedString(AttrServerTransport, op.Transport)
+		b.seedString(AttrServerTransport, op.serverTransport())
 		b.seedString(AttrConnectionID, op.connectionID())
 		b.seedString(AttrServerVersion, firstOf(lookupString(op.Result, "serverInfo", "version"), op.UpstreamVersion))
 		b.seedString(AttrServerURL, op.UpstreamURL)
@@ -274,15 +280,11 @@ func (r *Recorder) toolInvoke(b *spanBuilder, op *Operation) {
 	if !op.Start.IsZero() && !op.End.IsZero() {
 		b.seedAttr(attribute.Float64(AttrToolDurationMS, float64(op.End.Sub(op.Start).Microseconds())/1000))
 	}
-	b.seedString(AttrServerTransport, op.Transport)
+	b.seedString(AttrServerTransport, op.serverTransport())
 	b.seedAttr(attribute.Bool(AttrToolApprovalNeeded, op.Approval != ""))
 	if op.Approval != "" {
 		b.seedAttr(attribute.Bool(AttrToolApproved, op.Approval == "approved"))
-		kvs := []attribute.KeyValue{attribute.String(AttrApprovalStatus, op.Approval)}
-		if op.Approver != "" {
-			kvs = append(kvs, attribute.String(AttrApprovalApprover, op.Approver))
-		}
-		b.event(EventToolApproval, kvs...)
+		approvalEvents(b, op)
 	}
 	if hasInput {
 		b.event(EventToolInput, attribute.String(AttrInputContent, input))
@@ -294,6 +296,28 @@ func (r *Recorder) toolInvoke(b *spanBuilder, op *Operation) {
 		}
 		b.event(EventToolOutput, kvs...)
 	}
+}
+
+// approvalEvents adds the mcp.tool.approval events of a held call: status
+// requested when it was held and, once decided, the decision with its
+// approver.
+func approvalEvents(b *spanBuilder, op *Operation) {
+	held, decided := op.Held, op.Decided
+	if held.IsZero() {
+		held = op.Start
+	}
+	if decided.IsZero() {
+		decided = op.End
+	}
+	b.eventAt(held, EventToolApproval, attribute.String(AttrApprovalStatus, "requested"))
+	if op.Approval == "requested" {
+		return
+	}
+	kvs := []attribute.KeyValue{attribute.String(AttrApprovalStatus, op.Approval)}
+	if op.Approver != "" {
+		kvs = append(kvs, attribute.String(AttrApprovalApprover, op.Approver))
+	}
+	b.eventAt(decided, EventToolApproval, kvs...)
 }
 
 // usageAttributes adds gen_ai.usage.* on sampling spans (both conventions).
@@ -354,8 +378,11 @@ func (r *Recorder) otelAttributes(b *spanBuilder, t SpanType, op *Operation) {
 	if et := errorType(op); et != "" {
 		add(semconv.ErrorTypeKey.String(et))
 	}
-	if op.Error != nil {
+	switch {
+	case op.Error != nil:
 		add(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(op.Error.Code, 10)))
+	case op.Denial != nil: // warden's own refusal: the code it answered with
+		add(semconv.RPCResponseStatusCodeKey.String(strconv.FormatInt(op.Denial.code(), 10)))
 	}
 }
 
@@ -365,7 +392,7 @@ func errorType(op *Operation) string {
 	case op.Error != nil:
 		return strconv.FormatInt(op.Error.Code, 10)
 	case op.Denial != nil:
-		return strconv.FormatInt(jsonrpc.CodeDenied, 10)
+		return strconv.FormatInt(op.Denial.code(), 10)
 	case op.toolError():
 		return "tool_error"
 	}

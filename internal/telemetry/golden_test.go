@@ -49,11 +49,11 @@ type golden struct {
 var goldens = map[string]golden{
 	"aitf.mcp.server.connect": {
 		op: &Operation{Method: "initialize", RequestID: "0", Upstream: "filesystem", Transport: TransportStreamableHTTP,
-			ConnectionID: "conn-fs-abc123", UpstreamURL: "https://mcp.example.com/mcp",
+			ServerTransport: TransportStdio, ConnectionID: "conn-fs-abc123", UpstreamURL: "https://mcp.example.com/mcp",
 			Params: []byte(`{"protocolVersion":"2025-03-26","capabilities":{"sampling":{},"roots":{"listChanged":true}},"clientInfo":{"name":"claude","version":"1"}}`),
 			Result: []byte(`{"protocolVersion":"2025-03-26","capabilities":{"tools":{},"resources":{"subscribe":true}},"serverInfo":{"name":"fs","version":"1.4.2"}}`)},
 		want: map[string]any{
-			"aitf.mcp.server.name": "filesystem", "aitf.mcp.server.transport": "streamable_http",
+			"aitf.mcp.server.name": "filesystem", "aitf.mcp.server.transport": "stdio", // the upstream's leg, not the client's
 			"aitf.mcp.connection.id": "conn-fs-abc123", "aitf.mcp.server.version": "1.4.2",
 			"aitf.mcp.server.url": "https://mcp.example.com/mcp", "aitf.mcp.protocol.version": "2025-03-26",
 			"mcp.capabilities.tools": true, "mcp.capabilities.resources": true, "mcp.capabilities.prompts": false,
@@ -73,7 +73,7 @@ var goldens = map[string]golden{
 	},
 	"aitf.mcp.tool.invoke": {
 		op: &Operation{Method: "tools/call", RequestID: "2", Upstream: "filesystem", Session: "conn-fs-abc123",
-			Transport: TransportStdio, Tool: "write_file",
+			Transport: TransportStdio, ServerTransport: TransportStreamableHTTP, Tool: "write_file",
 			Params:    []byte(`{"name":"write_file","arguments":{"path":"/data/output.txt"}}`),
 			Arguments: []byte(`{"path":"/data/output.txt"}`),
 			Result:    []byte(`{"content":[{"type":"text","text":"File written successfully"}]}`),
@@ -83,7 +83,7 @@ var goldens = map[string]golden{
 			"aitf.mcp.tool.name": "write_file", "aitf.mcp.tool.server": "filesystem", "aitf.mcp.connection.id": "conn-fs-abc123",
 			"aitf.mcp.tool.input": `{"path":"/data/output.txt"}`, "aitf.mcp.tool.output": "File written successfully",
 			"aitf.mcp.tool.response_error": "", "aitf.mcp.tool.is_error": false, "aitf.mcp.tool.duration_ms": 12.5,
-			"aitf.mcp.server.transport": "stdio", "aitf.mcp.tool.approval_required": true, "aitf.mcp.tool.approved": true,
+			"aitf.mcp.server.transport": "streamable_http", "aitf.mcp.tool.approval_required": true, "aitf.mcp.tool.approved": true,
 			"mcp.tool.input.content": `{"path":"/data/output.txt"}`, "mcp.tool.output.content": "File written successfully",
 			"mcp.tool.output.type": "text", "mcp.tool.approval.status": "approved", "mcp.tool.approval.approver": "user@example.com",
 		},

@@ -57,10 +57,16 @@ type Operation struct {
 	// Denial is set when a gateway stage refused the call.
 	Denial *Denial
 
-	// Approval is the human approval status: "requested", "approved" or
-	// "denied"; "" when no approval was involved. Approver is who decided.
-	Approval string
-	Approver string
+	// Approval is the human approval status: "requested" (the call is
+	// still held), "approved" or "denied"; "" when no approval was
+	// involved. Approver is who decided. Held is when the call was held for
+	// the decision and Decided when the decision came (Start and End when
+	// zero): the span gets one mcp.tool.approval event at Held with status
+	// requested and, for a decision, one at Decided with the status and the
+	// approver.
+	Approval      string
+	Approver      string
+	Held, Decided time.Time
 
 	ParamsHash string // hex SHA-256 of the JCS arguments (zero-trust)
 	JTI        string // token id consumed for the call
@@ -78,6 +84,10 @@ type Operation struct {
 	// Findings become OCSF Detection Findings (class 2004) next to the
 	// operation's own events.
 	Findings []ocsf.Finding
+	// Events are added to the span as they are, under either convention
+	// (one aitf.security.threat_detected per finding of the security
+	// processor, for one).
+	Events []Event
 
 	Start, End time.Time
 }
@@ -111,9 +121,27 @@ type RPCError struct {
 	Message string
 }
 
-// Denial is a gateway stage's refusal.
+// Denial is a gateway stage's refusal. Code is the JSON-RPC error code
+// warden answered with (0 means jsonrpc.CodeDenied).
 type Denial struct {
 	Stage, Rule, Invariant, Reason string
+	Code                           int64
+}
+
+// code returns the JSON-RPC code of the refusal.
+func (d *Denial) code() int64 {
+	if d.Code == 0 {
+		return jsonrpc.CodeDenied
+	}
+	return d.Code
+}
+
+// Event is a span event: its name, its attributes, and when it happened
+// (the operation's start when zero).
+type Event struct {
+	Name       string
+	Attributes []attribute.KeyValue
+	Time       time.Time
 }
 
 // Usage is token usage.
@@ -192,6 +220,15 @@ func (op *Operation) spanType() SpanType {
 		return SpanSamplingRequest
 	}
 	return SpanOther
+}
+
+// serverTransport is the transport of the server's leg: ServerTransport,
+// or Transport when warden is itself the client (it has one leg only).
+func (op *Operation) serverTransport() string {
+	if op.ServerTransport == "" && op.AsClient {
+		return op.Transport
+	}
+	return op.ServerTransport
 }
 
 func (op *Operation) connectionID() string {

@@ -184,12 +184,23 @@ func (r *Recorder) End(s *Span, op *Operation) {
 	s.span.SetAttributes(op.Attributes...)
 	if r.aitf {
 		for _, e := range b.events {
-			ts := op.Start
-			if e.name == EventToolOutput || e.name == EventCapabilities {
+			ts := e.at
+			switch {
+			case !ts.IsZero():
+			case e.name == EventToolOutput || e.name == EventCapabilities:
 				ts = op.End
+			default:
+				ts = op.Start
 			}
 			s.span.AddEvent(e.name, trace.WithAttributes(e.attrs...), trace.WithTimestamp(ts))
 		}
+	}
+	for _, e := range op.Events {
+		ts := e.Time
+		if ts.IsZero() {
+			ts = op.Start
+		}
+		s.span.AddEvent(e.Name, trace.WithAttributes(e.Attributes...), trace.WithTimestamp(ts))
 	}
 	if op.failed() {
 		s.span.SetStatus(codes.Error, statusDescription(&b, op))
