@@ -1,0 +1,128 @@
+//go:build integration
+
+package attack_test
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/agentwarden/warden/internal/attack"
+	"github.com/agentwarden/warden/internal/oatf"
+	"github.com/agentwarden/warden/internal/telemetry"
+	"github.com/agentwarden/warden/internal/testenv"
+)
+
+// startModel runs aimock's LLM mock (llmock) on a loopback port with the
+// fixtures of testdata/context and returns its OpenAI base URL. The
+// fixtures script two models: "obedient" follows instructions it reads in
+// tool descriptions and results; "careful" names them and does not.
+func startModel(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs an external server")
+	}
+	node, bin := testenv.Node22(t), testenv.Aimock(t)
+	llmock := filepath.Join(filepath.Dir(bin), "llmock")
+	fixtures, err := filepath.Abs(filepath.Join("testdata", "context"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := testenv.FreeLoopbackAddr(t)
+	_, port, _ := net.SplitHostPort(addr)
+	cmd := exec.Command(node, llmock, "-f", fixtures, "-p", port, "-h", "127.0.0.1", "--log-level", "warn")
+	cmd.Env = []string{"PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH")}
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("llmock did not listen on %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/v1"
+}
+
+// TestContextObedientAndCarefulModel runs the library's OATF-014 (a web
+// page tells the model to e-mail the financial figures to an outside
+// address) in context mode against two scripted models: the obedient one
+// calls send_email with the attacker's address (exploited, tier
+// boundary_breach); the careful one answers without it (not_exploited).
+// Streamed and whole completions give the same verdicts, and each model
+// call is a GenAI chat span with the model and token usage.
+func TestContextObedientAndCarefulModel(t *testing.T) {
+	base := startModel(t)
+	doc := filepath.Join(testenv.SharedDir(t), "oatf", "scenarios", "benchmark", "OATF-014_goal-hijacking-tool-response.yaml")
+	for _, stream := range []bool{true, false} {
+		sr := tracetest.NewSpanRecorder()
+		spans := telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))})
+		res := runDoc(t, doc, attack.Options{Spans: spans,
+			Context: &attack.ContextOptions{BaseURL: base, Model: "obedient", APIKey: "test-key", NoStream: !stream}}, oatf.Exploited)
+		if res.Verdict.MaxTier != "boundary_breach" {
+			t.Errorf("stream %v: max tier %q, want boundary_breach", stream, res.Verdict.MaxTier)
+		}
+		byID := map[string]attack.IndicatorResult{}
+		for _, ir := range res.Indicators {
+			byID[ir.IndicatorID] = ir
+		}
+		if ir := byID["OATF-014-02"]; ir.Result != oatf.Matched || !strings.Contains(ir.Evidence, "compliance-gateway.com") || ir.Actor != "mcp_email" {
+			t.Errorf("stream %v: OATF-014-02 = %+v, want matched on the attacker address at mcp_email", stream, ir)
+		}
+		var chats int
+		var usage bool
+		for _, s := range sr.Ended() {
+			if s.Name() != "chat obedient" {
+				continue
+			}
+			chats++
+			a := map[string]any{}
+			for _, kv := range s.Attributes() {
+				a[string(kv.Key)] = kv.Value.AsInterface()
+			}
+			if a["gen_ai.system"] != "openai" || a["gen_ai.request.model"] != "obedient" || a["gen_ai.operation.name"] != "chat" {
+				t.Errorf("stream %v: chat span attributes %v", stream, a)
+			}
+			if a["gen_ai.usage.input_tokens"] == int64(389) && a["gen_ai.usage.output_tokens"] == int64(41) {
+				usage = true
+			}
+		}
+		if chats != 3 || !usage {
+			t.Errorf("stream %v: %d chat spans (want 3: browse, e-mail, answer), the fixture's usage 389/41 among them: %v", stream, chats, usage)
+		}
+		runDoc(t, doc, attack.Options{Context: &attack.ContextOptions{BaseURL: base, Model: "careful", NoStream: !stream}}, oatf.NotExploited)
+	}
+}
+
+// TestContextModelUnreachable: a model endpoint that does not answer is
+// verdict error, never not_exploited.
+func TestContextModelUnreachable(t *testing.T) {
+	addr := testenv.FreeLoopbackAddr(t) // nothing listens there
+	doc := filepath.Join(testenv.SharedDir(t), "oatf", "scenarios", "benchmark", "OATF-014_goal-hijacking-tool-response.yaml")
+	res, err := attack.Run(testCtx(t), load(t, doc), attack.Options{Context: &attack.ContextOptions{BaseURL: "http://" + addr + "/v1", Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict.Result != oatf.Error || !strings.Contains(res.Error, "model") {
+		t.Fatalf("verdict %s (%q), want error naming the model", res.Verdict.Result, res.Error)
+	}
+}
