@@ -186,7 +186,7 @@ func libraryFiles(dir string) ([]string, error) {
 }
 
 // attackRunUsage is the synopsis of `warden attack run`.
-const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL] [--a2a-url URL] [--listen ADDR|--stdio] " +
+const attackRunUsage = "[--mcp-command CMD|--mcp-url URL] [--agui-url URL|--context --context-url URL --context-model NAME] [--a2a-url URL] [--listen ADDR|--stdio] " +
 	"[--allow-unmatchable] [--tier-exit-codes] [--verdict FILE] [--trace FILE] [--sarif FILE] [--junit FILE] DOC | --library DIR"
 
 // headerFlags collects repeated --header "Name: value" flags.
@@ -236,6 +236,13 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	otlp := flags.String("otlp", "", "send the run's spans (AITF and OpenTelemetry names) by OTLP over HTTP to this `URL`, e.g. http://127.0.0.1:4318")
 	compat := flags.Bool("library-compat", false, "accept what the public scenario library does beyond OATF 0.1 (always on with --library)")
 	tierExit := flags.Bool("tier-exit-codes", false, "exit 8 when exploited up to tier local_action and 9 up to boundary_breach (1 stays for ingested or no tier)")
+	contextMode := flags.Bool("context", false, "context mode: warden is the agent host in front of a model (--context-url, --context-model); the ag_ui_client actor is the user, the server actors are the model's tools")
+	contextURL := flags.String("context-url", "", "context mode: base `URL` of an OpenAI-compatible chat-completions API (…/v1; /chat/completions is appended)")
+	contextModel := flags.String("context-model", "", "context mode: the model `NAME` sent in each request")
+	contextKeyEnv := flags.String("context-key-env", "OPENAI_API_KEY", "context mode: environment `VARIABLE` holding the API key (sent as a bearer token; unset sends none)")
+	contextNoStream := flags.Bool("context-no-stream", false, "context mode: ask for whole completions instead of streamed chunks")
+	maxTurns := flags.Int("max-turns", attack.DefaultContextTurns, "context mode: model calls per agent run (each tool result fed back is one)")
+	contextMaxTokens := flags.Int("context-max-tokens", attack.DefaultContextMaxTokens, "context mode: max_tokens of each completion")
 	allowUnmatchable := flags.Bool("allow-unmatchable", false, "run documents with indicators whose target warden never records (rule unmatchable-target) instead of refusing them; those indicators can only be not_matched")
 	if code, err := parseFlags(flags, args); err != nil {
 		return code, err
@@ -283,6 +290,16 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 		Logger: slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: logLevel}))}
 	if *grace >= 0 {
 		opts.GracePeriod = grace
+	}
+	if *contextMode {
+		if *aguiURL != "" {
+			return ExitUsage, errors.New("--context is warden's own agent for the ag_ui_client actor: it excludes --agui-url")
+		}
+		opts.Context = &attack.ContextOptions{BaseURL: *contextURL, Model: *contextModel, APIKey: os.Getenv(*contextKeyEnv),
+			NoStream: *contextNoStream, MaxTurns: *maxTurns, MaxTokens: *contextMaxTokens}
+		if err := opts.Context.Validate(); err != nil {
+			return ExitUsage, fmt.Errorf("%w (--context-url, --context-model, --max-turns, --context-max-tokens)", err)
+		}
 	}
 	if *otlp != "" {
 		exp, err := telemetry.NewSpanExporter(ctx, telemetry.SpanExport{Kind: "otlp", Endpoint: *otlp})
