@@ -10,9 +10,6 @@ package console_test
 
 import (
 	"context"
-	"errors"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -22,44 +19,6 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/console"
 )
-
-const safetyToken = "browser-test-admin-token-0123456789"
-
-// consoleServer serves a console for q on addr ("127.0.0.1:0" for any
-// port) and returns its base URL; stop closes it and every connection.
-func consoleServer(t *testing.T, q *approval.Queue, addr string, opts console.Options) (base string, stop func()) {
-	t.Helper()
-	opts.Queue, opts.Token = q, safetyToken
-	con, err := console.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/console", con)
-	mux.Handle("/console/", con)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("console server: %v", err)
-		}
-	}()
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			srv.Close()
-			<-done
-		}
-	}
-	t.Cleanup(stop)
-	return "http://" + ln.Addr().String(), stop
-}
 
 // loginAs logs the browser in at base as name.
 func loginAs(t *testing.T, b context.Context, base, name string) {
@@ -441,5 +400,37 @@ func TestBrowserLongValuesAndNumbers(t *testing.T) {
 	gap := get(t, b, "measure the gap", chromedp.Evaluate[string](`getComputedStyle(document.querySelector('#args-`+p.ID+` .num .grp')).marginLeft`))
 	if strings.Join(groups, ",") != "000,000" || gap == "0px" {
 		t.Errorf("the amount's digit groups %v, gap %s: want 250 000 000 drawn apart", groups, gap)
+	}
+}
+
+// TestBrowserOIDCLogin: the person clicks "Log in with your identity
+// provider", the local issuer (on another site: localhost, while the
+// console is on 127.0.0.1) logs them in through the authorization code
+// flow with PKCE, and the console shows them signed in under the
+// identity the issuer vouches for; their decision carries it.
+func TestBrowserOIDCLogin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := browser(t, ctx)
+	is := newTestIssuer(t, "alice@idp.example")
+	is.base = strings.Replace(is.srv.URL, "127.0.0.1", "localhost", 1)
+	q := approval.New(time.Minute)
+	base := oidcConsole(t, is, q)
+	p := heldTransfer(q, "vendor@example.com", "2500")
+	do(t, b, "log in through the identity provider",
+		chromedp.Navigate(base+"/console"),
+		chromedp.WaitVisible(chromedp.ID("oidc-login")),
+		chromedp.Click(chromedp.ID("oidc-login")),
+		chromedp.WaitVisible(chromedp.ID("call-"+p.ID)),
+	)
+	if who := get(t, b, "read the identity", chromedp.Text(chromedp.ID("approver"))); who != "console:oidc:alice@idp.example" {
+		t.Fatalf("signed in as %q", who)
+	}
+	do(t, b, "deny",
+		chromedp.Click(chromedp.CSS("#call-"+p.ID+" button.deny")),
+		chromedp.WaitVisible(chromedp.ID("flash")),
+	)
+	if h := q.History(); len(h) != 1 || h[0].Approver != "console:oidc:alice@idp.example" {
+		t.Errorf("the decision is recorded as %+v", h)
 	}
 }

@@ -13,6 +13,7 @@
 //	GET  /console/pins             tool pins: pinned definitions, changed ones waiting, with diffs
 //	POST /console/pins/decide      approve or reject a changed definition (its exact new hash)
 //	GET  /console/login            POST /console/login (name, token)   POST /console/logout
+//	GET  /console/oidc/start       GET /console/oidc/callback: OIDC login (oidc.go)
 //	GET  /console/static/...       the style sheet and the script
 //
 // The pages are rendered on the server with html/template from files
@@ -89,6 +90,11 @@ type Options struct {
 	// did not arrive over TLS: set it when a TLS-terminating proxy on the
 	// same host serves the console. Over TLS the cookie is always Secure.
 	SecureCookie bool
+	// OIDC, when set, lets people log in through an OpenID provider
+	// (authorization code with PKCE): decisions are then recorded as
+	// "console:oidc:<sub>", and an admin-token login as
+	// "console:break-glass:<name>".
+	OIDC *OIDCOptions
 	// ConfirmLevels are the classification levels (1, most sensitive, to
 	// 5) whose calls need a deliberate gesture before Approve: the person
 	// types the first ConfirmChars characters of the parameters_hash shown.
@@ -117,6 +123,7 @@ type Console struct {
 	audit     *audit.Log
 	secure    bool
 	confirm   map[int]bool // classification levels that need the gesture
+	oidc      *oidcLogin   // nil without OIDC; has its own lock
 	log       *slog.Logger
 	pages     map[string]*template.Template
 	mux       *http.ServeMux
@@ -149,12 +156,19 @@ func New(opts Options) (*Console, error) {
 		}
 		confirm[l] = true
 	}
+	var oidc *oidcLogin
+	if opts.OIDC != nil {
+		var err error
+		if oidc, err = newOIDCLogin(*opts.OIDC); err != nil {
+			return nil, err
+		}
+	}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err
 	}
 	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, pins: opts.Pins, audit: opts.Audit, secure: opts.SecureCookie,
-		confirm: confirm, log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
+		confirm: confirm, oidc: oidc, log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, err
@@ -166,6 +180,8 @@ func New(opts Options) (*Console, error) {
 	})
 	m.HandleFunc("GET /console/login", c.loginPage)
 	m.HandleFunc("POST /console/login", c.login)
+	m.HandleFunc("GET /console/oidc/start", c.oidcStart)
+	m.HandleFunc("GET /console/oidc/callback", c.oidcCallback)
 	m.HandleFunc("POST /console/logout", c.requireSession(c.logout))
 	m.HandleFunc("GET /console", c.requireSession(c.pendingPage))
 	m.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {

@@ -24,7 +24,10 @@ type page struct {
 	User  string // the approver identity; "" when logged out
 	CSRF  string
 	Flash string
-	Data  any
+	// Refresh, when set, is where the page sends the browser at once (a
+	// same-site navigation, unlike a redirect from a cross-site one).
+	Refresh string
+	Data    any
 }
 
 // parsePages parses each page template together with the layout.

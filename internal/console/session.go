@@ -27,17 +27,27 @@ type session struct {
 	// verified is the subject of the JWT the person logged in with (the
 	// configured issuer vouches for it); "" for an admin-token login.
 	verified string
-	csrf     string // synchronizer token for every POST of this session
-	expires  time.Time
-	flash    string // one message for the next page, then cleared
+	// oidc is the subject the OIDC issuer vouched for at login (oidc.go);
+	// "" for other logins.
+	oidc string
+	// breakGlass marks an admin-token login while OIDC is configured.
+	breakGlass bool
+	csrf       string // synchronizer token for every POST of this session
+	expires    time.Time
+	flash      string // one message for the next page, then cleared
 }
 
 // approver is the identity recorded with the session's decisions: the
 // issuer-verified subject of a JWT login, else the display name given with
 // the admin token.
 func (s *session) approver() string {
-	if s.verified != "" {
+	switch {
+	case s.oidc != "":
+		return "console:oidc:" + s.oidc
+	case s.verified != "":
 		return "console:jwt:" + s.verified
+	case s.breakGlass:
+		return "console:break-glass:" + s.name
 	}
 	return "console:" + s.name
 }
@@ -195,12 +205,21 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string
 }
 
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, http.StatusOK, "login", page{Title: "Log in", Data: loginData{}})
+	c.render(w, r, http.StatusOK, "login", page{Title: "Log in", Data: c.loginData("", "")})
 }
 
 type loginData struct {
 	Name  string
 	Error string
+	OIDC  string // the issuer to log in through; "" without OIDC
+}
+
+func (c *Console) loginData(name, msg string) loginData {
+	d := loginData{Name: name, Error: msg}
+	if c.oidc != nil {
+		d.OIDC = c.oidc.opts.Issuer
+	}
+	return d
 }
 
 // login exchanges the admin token for a session. The display name becomes
@@ -218,7 +237,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fail := func(msg string) {
-		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginData{Name: name, Error: msg}})
+		c.render(w, r, http.StatusUnauthorized, "login", page{Title: "Log in", Data: c.loginData(name, msg)})
 	}
 	failToken := func(msg string) {
 		if d := c.logins.failed(client); d > 0 {
@@ -249,6 +268,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	c.logins.succeeded(client)
 	id, s := c.sessions.create(name)
 	s.verified = verified
+	s.breakGlass = verified == "" && c.oidc != nil
 	c.setCookie(w, r, id, int(time.Until(s.expires).Seconds()))
 	c.log.Info("console: login", "approver", s.approver(), "remote", r.RemoteAddr)
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
@@ -258,8 +278,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 // over, without looking at its token.
 func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, name string, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(int(roundUp(d)/time.Second)))
-	c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Data: loginData{Name: name,
-		Error: fmt.Sprintf("Too many failed logins from this address. Wait %s, then try again; this attempt was not checked.", roundUp(d))}})
+	c.render(w, r, http.StatusTooManyRequests, "login", page{Title: "Log in", Data: c.loginData(name,
+		fmt.Sprintf("Too many failed logins from this address. Wait %s, then try again; this attempt was not checked.", roundUp(d)))})
 }
 
 // roundUp rounds d up to a whole second.
