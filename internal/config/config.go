@@ -504,6 +504,20 @@ type AdminConfig struct {
 	// Webhook, when its URL is set, is told of each call that starts
 	// waiting for approval.
 	Webhook WebhookConfig
+	// OIDC, when its ClientID is set, lets operators log in to the console
+	// through gateway.auth.issuer (authorization code with PKCE).
+	OIDC AdminOIDC
+}
+
+// AdminOIDC is the console's client at the OIDC issuer of gateway.auth.
+type AdminOIDC struct {
+	ClientID string
+	// ClientSecretFile holds the secret of a confidential client; "" for
+	// a public client.
+	ClientSecretFile string
+	// RedirectURL is the callback registered at the issuer; "" means
+	// http://<admin.addr>/console/oidc/callback.
+	RedirectURL string
 }
 
 // WebhookConfig announces held calls (internal/console, StartWebhook).

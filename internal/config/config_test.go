@@ -1010,9 +1010,35 @@ gateway:
 		{"    webhook: {slack: true}", "gateway.admin.webhook.url: the webhook has no url"},
 		{"    webhook: {url: \"https://hooks.example.com/x\", console_url: \"localhost:8788\"}", "gateway.admin.webhook.console_url"},
 		{"    webhook: {url: \"https://hooks.example.com/x\", slak: true}", `unknown field "slak" (did you mean "slack"?)`},
+		{"    oidc: {redirect_url: \"http://127.0.0.1:8788/console/oidc/callback\"}", "gateway.admin.oidc.client_id: the console's client id"},
+		{"    oidc: {client_id: warden}", "gateway.admin.oidc: OIDC login uses the issuer of gateway.auth"},
+		{"    oidc: {client_id: warden, redirect_url: \"http://127.0.0.1:8788/callback\"}", "gateway.admin.oidc.redirect_url"},
 	} {
 		if _, err := parse(tc.admin); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.admin, err, tc.want)
 		}
+	}
+}
+
+func TestAdminOIDCUsesTheAuthIssuer(t *testing.T) {
+	cfg, err := Parse([]byte(`version: 1
+gateway:
+  auth: {issuer: "https://idp.example.com", audience: warden, jwks_url: "https://idp.example.com/jwks"}
+  zero_trust: {hold_for_approval: true}
+  admin:
+    oidc: {client_id: warden-console, client_secret_file: /run/secrets/console}
+  upstreams:
+    - name: pay
+      command: [pay-server]
+      require_token: [transfer_funds]
+`), "oidc.yaml")
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := cfg.Gateway.Admin.OIDC; o.ClientID != "warden-console" || o.ClientSecretFile != "/run/secrets/console" || o.RedirectURL != "" {
+		t.Errorf("decoded %+v", o)
 	}
 }

@@ -661,6 +661,13 @@ func (d *decoder) admin(n *yaml.Node, path string, a *AdminConfig) {
 				{"console_url", func(n *yaml.Node, p string) { d.str(n, p, &a.Webhook.ConsoleURL) }},
 			})
 		}},
+		{"oidc", func(n *yaml.Node, p string) {
+			d.mapping(n, p, []field{
+				{"client_id", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.ClientID) }},
+				{"client_secret_file", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.ClientSecretFile) }},
+				{"redirect_url", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.RedirectURL) }},
+			})
+		}},
 	})
 }
 

@@ -436,6 +436,19 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 	} else if w.Slack || w.ConsoleURL != "" {
 		v.errorf("gateway.admin.webhook.url", "the webhook has no url: set it, or remove gateway.admin.webhook")
 	}
+	if o := g.Admin.OIDC; o != (AdminOIDC{}) {
+		switch {
+		case o.ClientID == "":
+			v.errorf("gateway.admin.oidc.client_id", "the console's client id at the issuer is required for OIDC login")
+		case g.Auth.Issuer == "":
+			v.errorf("gateway.admin.oidc", "OIDC login uses the issuer of gateway.auth: set gateway.auth.issuer")
+		}
+		if o.RedirectURL != "" {
+			if u, err := url.Parse(o.RedirectURL); err != nil || u.Scheme != "http" && u.Scheme != "https" || !strings.HasSuffix(u.Path, "/console/oidc/callback") {
+				v.errorf("gateway.admin.oidc.redirect_url", "%q: want the console's callback, such as http://127.0.0.1:8788/console/oidc/callback", o.RedirectURL)
+			}
+		}
+	}
 	for _, l := range slices.Sorted(maps.Keys(g.Admin.Approvers)) {
 		if n := g.Admin.Approvers[l]; n < 1 || n > 10 {
 			v.errorf(key("gateway.admin.approvers", strconv.Itoa(l)), "%d approvers: want 1 to 10 distinct people", n)
