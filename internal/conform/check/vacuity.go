@@ -1,0 +1,137 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentwarden/warden/internal/conform/ir"
+)
+
+// Vacuous is a property that holds for a reason that has nothing to do
+// with the protocol's behaviour: every condition it reads has the same
+// value in every reachable state (its variables never change where it
+// looks), or the left side of its implication is never true.
+type Vacuous struct {
+	Property string
+	Pos      ir.Pos
+	Why      string
+}
+
+// Vacuity explores p's whole reachable state space (all transitions,
+// Adversary ones included; at most maxStates states, else it reports
+// nothing) and returns the properties that hold vacuously there. A
+// property that is violated somewhere is never vacuous.
+//
+// A property's conditions are its maximal sub-formulas that are not built
+// with !, &&, || or =>: comparisons and boolean variables.
+func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) {
+	type watch struct {
+		prop    *ir.Property
+		whole   evalFn
+		atoms   []*ir.Expr
+		evals   []evalFn
+		seen    [][2]bool // per atom: seen false, seen true
+		premise evalFn    // the left side of a top-level =>, or nil
+		premOK  bool      // the premise held somewhere
+		broken  bool      // the property is false somewhere
+	}
+	var ws []*watch
+	for i := range p.model.Properties {
+		pr := &p.model.Properties[i]
+		if pr.Expr == nil {
+			continue
+		}
+		w := &watch{prop: pr, whole: p.props[pr.ID]}
+		collectAtoms(pr.Expr, &w.atoms)
+		for _, a := range w.atoms {
+			w.evals = append(w.evals, p.compile(a))
+		}
+		w.seen = make([][2]bool, len(w.atoms))
+		if pr.Expr.Op == ir.OpImplies {
+			w.premise = p.compile(pr.Expr.Args[0])
+		}
+		ws = append(ws, w)
+	}
+	visit := func(k *key) {
+		for _, w := range ws {
+			if w.whole(k) == 0 {
+				w.broken = true
+			}
+			for i, e := range w.evals {
+				w.seen[i][b2i(e(k) != 0)] = true
+			}
+			if w.premise != nil && w.premise(k) != 0 {
+				w.premOK = true
+			}
+		}
+	}
+	visited := map[key]bool{p.init: true}
+	frontier := []key{p.init}
+	visit(&p.init)
+	for len(frontier) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var next []key
+		for i := range frontier {
+			for ti := range p.trans {
+				var out key
+				if !p.trans[ti].fire(&frontier[i], &out) || visited[out] {
+					continue
+				}
+				if len(visited) >= maxStates {
+					return nil, nil // too large to tell
+				}
+				visited[out] = true
+				visit(&out)
+				next = append(next, out)
+			}
+		}
+		frontier = next
+	}
+	var out []Vacuous
+	for _, w := range ws {
+		if w.broken {
+			continue
+		}
+		switch {
+		case w.premise != nil && !w.premOK:
+			out = append(out, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
+				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so the implication holds vacuously",
+					w.prop.Expr.Args[0], len(visited))})
+		case len(w.atoms) > 0 && allConstant(w.seen):
+			var vals []string
+			for i, a := range w.atoms {
+				vals = append(vals, fmt.Sprintf("%s is always %v", a, w.seen[i][1]))
+			}
+			out = append(out, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
+				Why: fmt.Sprintf("every condition it reads is constant over the %d reachable states (%s), so it holds whatever the protocol does",
+					len(visited), strings.Join(vals, ", "))})
+		}
+	}
+	return out, nil
+}
+
+// collectAtoms appends e's conditions: the maximal sub-formulas not built
+// with a boolean connective.
+func collectAtoms(e *ir.Expr, out *[]*ir.Expr) {
+	switch e.Op {
+	case ir.OpNot, ir.OpAnd, ir.OpOr, ir.OpImplies:
+		for _, a := range e.Args {
+			collectAtoms(a, out)
+		}
+	case ir.OpConst:
+	default:
+		*out = append(*out, e)
+	}
+}
+
+func allConstant(seen [][2]bool) bool {
+	for _, s := range seen {
+		if s[0] && s[1] {
+			return false
+		}
+	}
+	return true
+}
