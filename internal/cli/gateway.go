@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -249,7 +250,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		if err != nil {
 			return ExitConfig, fmt.Errorf("gateway.auth: %w", err)
 		}
-		_, stop, err := serveAdmin(env, cfg.Gateway.Admin, opts, jwtLogin, logger)
+		_, stop, err := serveAdmin(env, cfg.Gateway, opts, jwtLogin, logger)
 		if err != nil {
 			return ExitUpstream, err
 		}
@@ -293,19 +294,36 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 // serveAdmin starts the admin listener: the approval API (/v1/approvals)
 // and the approval console (/console). It creates the admin token on first
 // start and prints it once, to stderr; later starts only say where it is.
-func serveAdmin(env *Env, admin config.AdminConfig, opts gateway.Options, jwtLogin func(string) (string, error), logger *slog.Logger) (bound net.Addr, stop func(), err error) {
+func serveAdmin(env *Env, gc config.GatewayConfig, opts gateway.Options, jwtLogin func(string) (string, error), logger *slog.Logger) (bound net.Addr, stop func(), err error) {
+	admin := gc.Admin
 	token, created, err := approval.LoadOrCreateToken(opts.DataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin token: %w", err)
 	}
-	h, err := adminHandler(console.Options{Queue: opts.Approvals, Token: token, VerifyJWT: jwtLogin, Audit: auditLogOf(opts),
-		Pins: opts.Pinner, ConfirmLevels: admin.ConfirmLevels, Logger: logger})
-	if err != nil {
-		return nil, nil, err
-	}
 	ln, err := net.Listen("tcp", admin.Addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("admin listener: %w", err)
+	}
+	co := console.Options{Queue: opts.Approvals, Token: token, VerifyJWT: jwtLogin, Audit: auditLogOf(opts),
+		Pins: opts.Pinner, ConfirmLevels: admin.ConfirmLevels, Logger: logger}
+	if o := admin.OIDC; o.ClientID != "" {
+		co.OIDC = &console.OIDCOptions{Issuer: gc.Auth.Issuer, ClientID: o.ClientID, RedirectURL: o.RedirectURL}
+		if co.OIDC.RedirectURL == "" {
+			co.OIDC.RedirectURL = "http://" + ln.Addr().String() + "/console/oidc/callback"
+		}
+		if o.ClientSecretFile != "" {
+			secret, err := os.ReadFile(o.ClientSecretFile)
+			if err != nil {
+				ln.Close()
+				return nil, nil, fmt.Errorf("gateway.admin.oidc.client_secret_file: %w", err)
+			}
+			co.OIDC.ClientSecret = strings.TrimSpace(string(secret))
+		}
+	}
+	h, err := adminHandler(co)
+	if err != nil {
+		ln.Close()
+		return nil, nil, err
 	}
 	if !isLoopback(ln.Addr()) {
 		logger.Warn("the admin listener is not on a loopback address", "addr", ln.Addr().String())

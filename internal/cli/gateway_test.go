@@ -27,7 +27,7 @@ func TestServeAdminServesConsoleAndShowsTokenOnce(t *testing.T) {
 	opts := gateway.Options{Approvals: approval.New(time.Minute), DataDir: dir}
 	start := func() (string, string) {
 		var stderr bytes.Buffer
-		addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.AdminConfig{Addr: "127.0.0.1:0"}, opts, nil, slog.New(slog.DiscardHandler))
+		addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.GatewayConfig{Admin: config.AdminConfig{Addr: "127.0.0.1:0"}}, opts, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,8 +147,8 @@ func TestServeAdminAnnouncesHeldCalls(t *testing.T) {
 	q := approval.New(time.Minute)
 	opts := gateway.Options{Approvals: q, DataDir: t.TempDir()}
 	var stderr bytes.Buffer
-	addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.AdminConfig{Addr: "127.0.0.1:0",
-		Webhook: config.WebhookConfig{URL: hook.URL}}, opts, nil, slog.New(slog.DiscardHandler))
+	addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, config.GatewayConfig{Admin: config.AdminConfig{Addr: "127.0.0.1:0",
+		Webhook: config.WebhookConfig{URL: hook.URL}}}, opts, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +161,29 @@ func TestServeAdminAnnouncesHeldCalls(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no announcement")
+	}
+}
+
+// TestServeAdminOffersOIDCLogin: with gateway.admin.oidc, the console's
+// login page offers the identity provider, and the break-glass token.
+func TestServeAdminOffersOIDCLogin(t *testing.T) {
+	opts := gateway.Options{Approvals: approval.New(time.Minute), DataDir: t.TempDir()}
+	var stderr bytes.Buffer
+	gc := config.GatewayConfig{Auth: config.AuthConfig{Issuer: "https://idp.example.com"},
+		Admin: config.AdminConfig{Addr: "127.0.0.1:0", OIDC: config.AdminOIDC{ClientID: "warden-console"}}}
+	addr, stop, err := serveAdmin(&Env{Stderr: &stderr}, gc, opts, nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr.String() + "/console/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `href="/console/oidc/start"`) || !strings.Contains(string(body), "https://idp.example.com") ||
+		!strings.Contains(string(body), "Break-glass login") {
+		t.Errorf("the login page:\n%s", body)
 	}
 }
