@@ -9,6 +9,7 @@
 #   $D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
+#   $D/a2a-js/node_modules/@a2a-js/sdk/package.json                    the A2A 1.0 JS SDK (internal/attack's 1.0 host)
 #   $D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json  a TLA+ parser (tree-sitter and its TLA+ grammar,
 #                                                                       prebuilt; internal/conform/tla's syntax test)
 #   $D/bin/{everything-server,everything-client,staticcheck,govulncheck,testsum}
@@ -42,6 +43,7 @@ EVERYTHING_VERSION=2026.8.31
 CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
 MCP_SDK_VERSION=1.32.2
+A2AJS_VERSION=1.3.0
 TREE_SITTER_VERSION=0.25.1
 TREE_SITTER_TLAPLUS_VERSION=1.5.0
 # Public payload lists, read as data by internal/secproc's external corpus
@@ -90,6 +92,7 @@ EVERYTHING_BIN=$D/everything/node_modules/.bin/mcp-server-everything
 CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dist/index.js
 AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
+A2AJS_SDK=$D/a2a-js/node_modules/@a2a-js/sdk/package.json
 TLAPLUS_PARSER=$D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json
 GO_EVERYTHING_SERVER=$D/bin/everything-server
 GO_EVERYTHING_CLIENT=$D/bin/everything-client
@@ -302,6 +305,9 @@ install_npm_pkg aimock "$D/aimock" "@copilotkit/aimock@$AIMOCK_VERSION" "$AIMOCK
 # The TypeScript MCP SDK on its own: the differential test's Node upstream
 # (internal/difftest) requires it through NODE_PATH.
 install_npm_pkg mcpsdk "$D/mcp-sdk" "@modelcontextprotocol/sdk@$MCP_SDK_VERSION" "$MCP_SDK"
+# The A2A 1.0 JS SDK: an a2a_server actor's library-shaped task responses must
+# decode in a real 1.0 client (internal/attack).
+install_npm_pkg a2ajs "$D/a2a-js" "@a2a-js/sdk@$A2AJS_VERSION" "$A2AJS_SDK"
 # A TLA+ parser: every module warden conform emits must parse (internal/conform/tla).
 # Both packages ship prebuilt linux-x64 binaries; --legacy-peer-deps leaves out
 # the grammar's peer tree-sitter-cli, whose install script downloads a binary.
@@ -329,7 +335,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
-		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
+		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_A2AJS_SDK:A2AJS_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
 		WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \

@@ -24,6 +24,7 @@ package attack
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/agentwarden/warden/internal/oatf"
@@ -365,6 +366,53 @@ func artifact10(a *oatf.Value) *oatf.Value {
 	return out
 }
 
+// task10 reshapes, in place, a Task written the way the public scenario
+// library writes it (status: "completed", the agent's message beside the
+// status, artifacts without ids) into what A2A 1.0 decoders read: a
+// status object whose message carries the text, and artifact ids. A 1.0
+// client decodes the library's shape as an empty task (state unspecified,
+// no message): the bait would never arrive. A status that is neither a
+// string nor an object is left alone.
+func task10(t *oatf.Value) {
+	switch st := t.Get("status"); {
+	case st == nil:
+	case st.Kind == oatf.String:
+		ns := oatf.NewMap()
+		setString(ns, "state", st.Str)
+		t.Set("status", ns)
+	}
+	if m := t.Get("message"); m != nil && m.Kind == oatf.Map {
+		if st := t.Get("status"); st == nil || st.Kind == oatf.Map && !st.Has("message") {
+			if st == nil {
+				st = oatf.NewMap()
+				setString(st, "state", "completed")
+			}
+			st.Set("message", m)
+			t.Set("status", st)
+			t.Delete("message")
+		}
+	}
+	if st := t.Get("status"); st != nil && st.Kind == oatf.Map {
+		if m := st.Get("message"); m != nil && m.Kind == oatf.Map {
+			m = m.Clone()
+			if !m.Has("messageId") {
+				setString(m, "messageId", "msg-"+randomID())
+			}
+			if !m.Has("role") {
+				setString(m, "role", "agent")
+			}
+			st.Set("message", m)
+		}
+	}
+	for i, a := range items(t.Get("artifacts")) {
+		if a.Kind == oatf.Map && !a.Has("artifactId") {
+			a = a.Clone()
+			setString(a, "artifactId", fmt.Sprintf("artifact-%d", i+1))
+			t.Get("artifacts").Items[i] = a
+		}
+	}
+}
+
 // object10 converts an OATF Task, Message or update to its 1.0 form,
 // without the wrapper.
 func object10(v *oatf.Value) *oatf.Value {
@@ -379,6 +427,7 @@ func object10(v *oatf.Value) *oatf.Value {
 	out.Delete("kind")
 	switch kind {
 	case "task":
+		task10(out)
 		if st := out.Get("status"); st != nil {
 			out.Set("status", status10(st))
 		}
