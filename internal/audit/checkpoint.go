@@ -92,6 +92,11 @@ type CheckpointOptions struct {
 	// at most 10 s) and closes the witness; so does New when it fails
 	// after taking it.
 	Witness Witness
+	// Witnessed, if set, is the last checkpoint the witness holds (the
+	// last line of the witness file, ReadWitness). New refuses a log that
+	// ends before its seq or holds another hash there: records were cut
+	// or rewritten while warden was down.
+	Witnessed *Checkpoint
 }
 
 // Checkpoint is the audit key's signature over a log's chain up to one

@@ -398,3 +398,49 @@ func TestHTTPWitness(t *testing.T) {
 		t.Fatalf("verify against the HTTP witness's checkpoints: %v, %d witnessed", rep.Problem, rep.Witnessed)
 	}
 }
+
+// New refuses a log that ends before the witness's last checkpoint, or
+// holds another record there: its tail was cut, checkpoints and anchor
+// with it, while warden was down.
+func TestOpenChecksTheWitness(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, be backend) {
+		sk, _ := newKey(t)
+		path := be.path(t)
+		wpath := filepath.Join(t.TempDir(), "witness.jsonl")
+		w, err := NewFileWitness(wpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := openSigned(t, be, path, CheckpointOptions{Key: sk, Every: 2, Interval: -1, Witness: w})
+		for i := range 5 {
+			mustAppend(t, l, sample(i))
+		}
+		l.Close() // 1 2 ck3 4 5 ck6 7 ck8
+		witness, err := ReadWitness(wpath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := witness[len(witness)-1]
+		untouched := copyLog(t, be, path)
+		l, err = Open(context.Background(), be.kind, untouched, Options{Checkpoint: CheckpointOptions{Key: sk, Witnessed: &last}})
+		if err != nil {
+			t.Fatalf("Open of the untouched log with its witness: %v", err)
+		}
+		l.Close()
+
+		recs := scanAll(t, openBackend(t, be, path))
+		tm := newTamperer(t, be, path)
+		tm.truncate(6)
+		tm.setAnchor(5, recs[4].Hash)
+		_, err = Open(context.Background(), be.kind, path, Options{Checkpoint: CheckpointOptions{Key: sk, Witnessed: &last}})
+		if !errors.Is(err, ErrBroken) || !strings.Contains(err.Error(), "the witness attests seq 7") || !strings.Contains(err.Error(), "ends at seq 5") {
+			t.Fatalf("Open of a log cut behind its witness: %v, want ErrBroken naming seq 7 and 5", err)
+		}
+		// Without the witness the cut log opens: that is what it is for.
+		l, err = Open(context.Background(), be.kind, path, Options{Checkpoint: CheckpointOptions{Key: sk}})
+		if err != nil {
+			t.Fatalf("Open of the cut log without a witness: %v (it cannot tell)", err)
+		}
+		l.Close()
+	})
+}

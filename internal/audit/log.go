@@ -160,7 +160,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.Checkpoint.Key != nil {
 		key = opts.Checkpoint.Key.Public()
 	}
-	st, err := checkOpen(ctx, b, key)
+	st, err := checkOpen(ctx, b, key, opts.Checkpoint.Witnessed)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 )
 
 // openState is what New learns from a stored log.
@@ -43,8 +44,9 @@ type sinceCheckpointScanner interface {
 }
 
 // checkOpen checks b as New must before extending it (see the top of this
-// file). key, when not nil, must have signed the last checkpoint.
-func checkOpen(ctx context.Context, b Backend, key *VerifyKey) (openState, error) {
+// file). key, when not nil, must have signed the last checkpoint; want,
+// when not nil, is the witness's last checkpoint, which the log must hold.
+func checkOpen(ctx context.Context, b Backend, key *VerifyKey, want *Checkpoint) (openState, error) {
 	last, ok, anchor, err := b.Tail(ctx)
 	if err != nil {
 		return openState{}, err
@@ -63,8 +65,23 @@ func checkOpen(ctx context.Context, b Backend, key *VerifyKey) (openState, error
 		return openState{}, fmt.Errorf("%w: the last record (seq %d) does not match the anchor", ErrBroken, head.Seq)
 	}
 	st := openState{head: head}
+	if want != nil && want.Seq > head.Seq {
+		return openState{}, fmt.Errorf("%w: the witness attests seq %d (checkpoint of %s), but the log ends at seq %d: records were cut, or the log was replaced",
+			ErrBroken, want.Seq, want.Time.UTC().Format(time.RFC3339), head.Seq)
+	}
 	if !ok {
 		return st, nil
+	}
+	witnessSeen := want == nil || want.Seq == 0
+	sawWant := func(seq uint64, hash string) error {
+		if witnessSeen || seq != want.Seq {
+			return nil
+		}
+		witnessSeen = true
+		if hash != want.Head {
+			return fmt.Errorf("%w: record %d has hash %s, but the witness attested %s: the log was rewritten", ErrBroken, seq, hash, want.Head)
+		}
+		return nil
 	}
 	w := newWalker()
 	scan := func(fn func(Record) error) error {
@@ -78,10 +95,16 @@ func checkOpen(ctx context.Context, b Backend, key *VerifyKey) (openState, error
 	err = scan(func(rec Record) error {
 		if w.n == 0 && rec.IsCheckpoint() {
 			w.startAt(rec)
+			if bad = sawWant(rec.Seq-1, rec.PrevHash); bad != nil {
+				return errStop
+			}
 		}
 		if kind, detail := w.step(rec); kind != "" {
 			bad = fmt.Errorf("%w: record %d: %s: %s; the log was changed after its last checkpoint (seq %d): see warden audit verify",
 				ErrBroken, w.head.Seq+1, kind, detail, st.lastCheckpoint)
+			return errStop
+		}
+		if bad = sawWant(rec.Seq, rec.Hash); bad != nil {
 			return errStop
 		}
 		if !rec.IsCheckpoint() {
@@ -107,6 +130,9 @@ func checkOpen(ctx context.Context, b Backend, key *VerifyKey) (openState, error
 	if bad != nil {
 		return openState{}, bad
 	}
+	// A witness's checkpoint older than the last checkpoint (!witnessSeen)
+	// is left to warden audit verify --witness: the key attests the
+	// records up to the last checkpoint.
 	if w.head != head {
 		return openState{}, fmt.Errorf("%w: the chain from the last checkpoint ends at seq %d, not at the last record (seq %d)", ErrBroken, w.head.Seq, head.Seq)
 	}

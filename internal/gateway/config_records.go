@@ -155,6 +155,16 @@ func checkpointOptions(a config.AuditConfig) (audit.CheckpointOptions, error) {
 	ck := audit.CheckpointOptions{Key: key, Every: a.CheckpointEvery, Interval: a.CheckpointInterval}
 	var ws audit.Witnesses
 	if a.Witness != "" {
+		// The log must hold the last checkpoint the witness got.
+		if fi, err := os.Stat(a.Witness); err == nil && fi.Size() > 0 {
+			cs, err := audit.ReadWitness(a.Witness)
+			if err != nil {
+				return audit.CheckpointOptions{}, fmt.Errorf("witness: %w", err)
+			}
+			if len(cs) > 0 {
+				ck.Witnessed = &cs[len(cs)-1]
+			}
+		}
 		w, err := audit.NewFileWitness(a.Witness)
 		if err != nil {
 			return audit.CheckpointOptions{}, fmt.Errorf("witness: %w", err)
