@@ -152,6 +152,7 @@ var contextLibrary = []struct {
 	{"OATF-014-007_goal-hijacking-base64.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
 	{"OATF-014-008_goal-hijacking-payload-splitting.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
 	{"OATF-018_system-prompt-extraction.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-024_artifact-poisoning.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
 }
 
 // TestContextLibrary runs the scenarios of contextLibrary in context mode
