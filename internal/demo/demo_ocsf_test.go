@@ -83,6 +83,24 @@ func TestDemoOCSFIsValid(t *testing.T) {
 		t.Errorf("%d attested events, want one per audit record (%d)", got, nrec)
 	}
 	t.Logf("%d live events %v, %d exported for %d audit records", len(live), classes, n, nrec)
+
+	// The aitf profile: Tool Execution events of warden's extension.
+	sink = &ocsfSink{}
+	out.Reset()
+	res, err = demo.Run(ctx, demo.Options{Out: &out, OCSF: sink, OCSFProfile: ocsf.ProfileAITF})
+	if err != nil || len(res.Failures) > 0 {
+		t.Fatalf("demo (aitf): %v %v\n%s", err, res.Failures, out.String())
+	}
+	tools := 0
+	for _, e := range sink.events {
+		ocsfschematest.Check(t, s18, e)
+		if bytes.Contains(e, []byte(`"class_uid":7006001`)) {
+			tools++
+		}
+	}
+	if tools < res.Relayed {
+		t.Errorf("%d Tool Execution events for %d relayed calls", tools, res.Relayed)
+	}
 }
 
 // warden runs a warden command as the binary does and returns its output.
