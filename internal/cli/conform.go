@@ -125,6 +125,14 @@ func coverage(ctx context.Context, m *ir.Model) ir.Diagnostics {
 				Msg: fmt.Sprintf("transition %q never fires in any of the %d reachable states", t.ID, r.States)})
 		}
 	}
+	vs, err := check.Vacuity(ctx, p, 1_000_000)
+	if err != nil {
+		return ds
+	}
+	for _, v := range vs {
+		ds = append(ds, ir.Diagnostic{Pos: v.Pos, Severity: ir.Warning, Code: "vacuous-property",
+			Msg: fmt.Sprintf("property %q holds vacuously: %s", v.Property, v.Why)})
+	}
 	return ds
 }
 
@@ -613,7 +621,29 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 			return ExitFindings, nil
 		}
 	}
+	if n := inconclusive(reports...); n > 0 {
+		fmt.Fprintf(env.Stdout, "inconclusive: %s gave no verdict (silence, a timeout or a crash); "+
+			"they are not counted as blocked\n", plural(n, "probe"))
+		return ExitPartial, nil
+	}
 	return ExitOK, nil
+}
+
+// inconclusive counts the results of the reports whose target gave no
+// verdict.
+func inconclusive(reports ...*replay.Report) int {
+	n := 0
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		for _, res := range r.Results {
+			if res.Outcome == replay.Inconclusive {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
@@ -642,6 +672,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	if err != nil {
 		return code, err
 	}
+	noVerdict := 0 // replay probes that were inconclusive
 	cat, err := catalog.Default()
 	if err != nil {
 		return ExitInternal, err
@@ -656,6 +687,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 			return ExitConfig, err
 		}
 		res.Against(plain, guarded)
+		noVerdict = inconclusive(plain, guarded)
 	}
 	if *out != "" {
 		for _, f := range res.Findings {
@@ -703,6 +735,12 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	if incomplete > 0 {
 		fmt.Fprintf(env.Stderr, "incomplete: %d of the properties stopped at --max-states %d before the state space was "+
 			"exhausted; their cells are neither shown to hold nor violated\n", incomplete, *maxStates)
+	}
+	if noVerdict > 0 {
+		fmt.Fprintf(env.Stderr, "inconclusive: %s of the replay gave no verdict (silence, a timeout or a crash); "+
+			"their cells keep the model's label\n", plural(noVerdict, "probe"))
+	}
+	if incomplete > 0 || noVerdict > 0 {
 		return ExitPartial, nil
 	}
 	return ExitOK, nil

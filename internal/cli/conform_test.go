@@ -382,3 +382,50 @@ func TestConformCheckIncompleteExitsNonZero(t *testing.T) {
 		t.Errorf("matrix: exit %d, want %d\n%s%s", code, ExitPartial, out, errs)
 	}
 }
+
+// A server that never answers and one that exits at once have defended
+// nothing: every probe is inconclusive, none is blocked, and the command
+// exits 6.
+func TestConformReplaySilentOrCrashedIsInconclusive(t *testing.T) {
+	for _, target := range []string{"stdio:sleep 30", "stdio:true"} {
+		t.Run(target, func(t *testing.T) {
+			code, out, errs := runConformTest(t, "replay", "--target", target, "--timeout", "300ms")
+			if code != ExitPartial {
+				t.Fatalf("exit %d, want %d\n%s%s", code, ExitPartial, out, errs)
+			}
+			var outcomes []string
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[0], "mcp/") {
+					outcomes = append(outcomes, f[2])
+				}
+			}
+			if strings.Join(outcomes, " ") != strings.TrimSpace(strings.Repeat("inconclusive ", 5)) {
+				t.Errorf("outcomes %v, want 5 × inconclusive:\n%s", outcomes, out)
+			}
+			want := "no answer to"
+			if target == "stdio:true" {
+				want = "the connection ended before"
+			}
+			if !strings.Contains(out, want) || !strings.Contains(out, "inconclusive: 5 probes gave no verdict") {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		})
+	}
+}
+
+// lint warns about a property that holds only because nothing in the model
+// ever sets the flag it reads.
+func TestConformLintWarnsVacuous(t *testing.T) {
+	src := strings.Replace(userModel, "  - {name: n, type: int, min: -1, max: 2, init: -1}\n",
+		"  - {name: n, type: int, min: -1, max: 2, init: -1}\n  - {name: leaked, type: bool}\n", 1) +
+		"  - {id: no_leak, principle: P4, class: AASM-HARDENING, expr: \"!leaked\"}\n"
+	file := writeModel(t, t.TempDir(), "counter.yaml", src)
+	code, out, errs := runConformTest(t, "lint", file)
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, `counter.yaml:11:5: warning: property "no_leak" holds vacuously`) ||
+		!strings.Contains(errs, "leaked is always false") || strings.Contains(errs, `"small" holds vacuously`) {
+		t.Errorf("stderr:\n%s", errs)
+	}
+}

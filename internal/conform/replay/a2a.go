@@ -305,7 +305,7 @@ func a2aUnauthenticated(ctx context.Context, t *Target, tr *Trace, o Options) Re
 	steps = append(steps, Step{Action: "probe: GetExtendedAgentCard", Sent: sent2, Answer: card.summary()})
 	switch {
 	case ans == nil:
-		return unrealisable("the agent did not answer SendMessage", steps...)
+		return inconclusive("the agent did not answer SendMessage", steps...)
 	case authRefusal(ans):
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "SendMessage without credentials was refused (" + ans.summary() + ")"}
 	}
@@ -339,7 +339,7 @@ func a2aDuplicateMembers(ctx context.Context, t *Target, tr *Trace, o Options) R
 	case ans != nil && (ans.err == nil || ans.err.Code != jsonrpc.CodeParseError) && authRefusal(ans):
 		return unrealisable("refused for authentication before its parsing could be seen ("+ans.summary()+")", steps...)
 	case ans == nil:
-		return Result{Outcome: Blocked, Steps: steps, Evidence: "the request with duplicate members got no answer"}
+		return inconclusive("the request with duplicate members got no answer; a refusal is an answer (-32700 or HTTP 400), not silence", steps...)
 	case ans.err != nil && ans.err.Code == -32700, ans.status == http.StatusBadRequest && ans.result == nil && ans.err == nil:
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "refused as malformed (" + ans.summary() + ")"}
 	}

@@ -47,6 +47,10 @@ type mcpSession struct {
 	stateless bool
 	next      int64
 	o         Options
+	// silence says why the last request got no answer: "no answer within
+	// 10s" (silence) or "the connection ended …" (a crash); "" when it
+	// was answered.
+	silence string
 }
 
 // connections numbers replay's MCP connections, for telemetry.
@@ -127,8 +131,10 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 	sp := s.o.start(ctx, s.operation(m, notify))
 	wctx, cancel := context.WithTimeout(ctx, s.o.step())
 	defer cancel()
+	s.silence = ""
 	if err := s.conn.Write(wctx, m); err != nil {
 		sp.unanswered("unsent")
+		s.silence = fmt.Sprintf("the connection ended before %s could be sent (%v)", m.Method, err)
 		return nil, fmt.Errorf("send %s: %w", m.Method, err)
 	}
 	if notify {
@@ -140,10 +146,16 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 		in, err := s.conn.Read(wctx)
 		if err != nil {
 			sp.unanswered("none")
-			if ctx.Err() == nil {
-				return nil, nil // no answer in time, or the peer went away
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			return nil, ctx.Err()
+			// No answer in time, or the peer went away: no verdict.
+			if wctx.Err() != nil {
+				s.silence = fmt.Sprintf("no answer to %s within %s", m.Method, s.o.step())
+			} else {
+				s.silence = fmt.Sprintf("the connection ended before %s was answered (%v)", m.Method, err)
+			}
+			return nil, nil
 		}
 		switch in.Kind {
 		case jsonrpc.KindResponse:
@@ -200,8 +212,9 @@ func (s *mcpSession) initParams() map[string]any {
 // realised is one trace step after the adapter drove it.
 type realised struct {
 	Step
-	method string
-	answer *jsonrpc.Message
+	method  string
+	answer  *jsonrpc.Message
+	silence string // why answer is nil: see mcpSession.silence
 }
 
 // realise drives one trace step: its message template, with "{tool}" and
@@ -228,7 +241,10 @@ func (s *mcpSession) realise(ctx context.Context, st TraceStep, tool Tool) (real
 			line = renumber(line, s.next)
 			r.Sent = json.RawMessage(line)
 			ans, err := s.raw(ctx, []byte(line), s.next, frameMethod(line))
-			r.answer, r.Answer, r.method = ans, summarize(ans), "raw-frame"
+			r.answer, r.Answer, r.method, r.silence = ans, summarize(ans), "raw-frame", s.silence
+			if ans == nil && s.silence != "" {
+				r.Answer = s.silence
+			}
 			return r, err
 		default:
 			r.Note = "abstract: transport action " + tr + " (not driven on this target)"
@@ -259,6 +275,9 @@ func (s *mcpSession) realise(ctx context.Context, st TraceStep, tool Tool) (real
 	}
 	sent, ans, err := s.request(ctx, method, params, notify)
 	r.Sent, r.answer, r.Answer, r.method = sent, ans, summarize(ans), method
+	if !notify && ans == nil && s.silence != "" {
+		r.silence, r.Answer = s.silence, s.silence
+	}
 	return r, err
 }
 
@@ -459,6 +478,8 @@ func mcpLifecycle(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	rs, err := replaySteps(ctx, s, stepsOf(tr, "SL_lifecycle"), t.Harmless)
 	call, ok := firstAnswer(rs, mcp.MethodToolsCall)
 	switch {
+	case call.answer == nil && s.silence != "":
+		return inconclusive(s.silence, records(rs)...)
 	case err != nil && !ok:
 		return unrealisable("replay failed: "+err.Error(), records(rs)...)
 	case !ok:
@@ -486,7 +507,7 @@ func mcpLeak(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	defer s.close()
 	pre, err := s.initialize(ctx)
 	if err != nil {
-		return unrealisable(err.Error(), pre...)
+		return s.noSetup(err, pre)
 	}
 	leak, step, err := findLeakTool(ctx, s, t)
 	pre = append(pre, step)
@@ -506,6 +527,8 @@ func mcpLeak(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	rs, err := replaySteps(ctx, s, steps, Tool{Name: leak})
 	call, ok := firstAnswer(rs, mcp.MethodToolsCall)
 	switch {
+	case call.answer == nil && s.silence != "":
+		return inconclusive(s.silence, records(rs, pre...)...)
 	case !ok:
 		return unrealisable("the trace calls no tool: "+errText(err), records(rs, pre...)...)
 	case call.answer == nil || call.answer.Error != nil || !served(call.answer):
@@ -518,6 +541,16 @@ func mcpLeak(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	}
 	return Result{Outcome: Blocked, Steps: records(rs, pre...),
 		Evidence: fmt.Sprintf("tools/call %s answered without the canary", leak)}
+}
+
+// noSetup is the result of a probe whose handshake failed: inconclusive
+// when the target fell silent or its connection ended, unrealisable when
+// it answered with an error.
+func (s *mcpSession) noSetup(err error, pre []Step) Result {
+	if s.silence != "" {
+		return inconclusive("the handshake got no answer: "+s.silence, pre...)
+	}
+	return unrealisable(err.Error(), pre...)
 }
 
 func errText(err error) string {
@@ -579,6 +612,10 @@ func mcpUnguardedCall(missing string) func(context.Context, *Target, *Trace, Opt
 		rs, err := replaySteps(ctx, s, stepsOf(tr, "call"), tool)
 		call, ok := firstAnswer(rs, mcp.MethodToolsCall)
 		switch {
+		case call.answer == nil && s.silence != "":
+			return inconclusive(s.silence, records(rs)...)
+		case !ok && s.silence != "":
+			return inconclusive(s.silence, records(rs)...)
 		case !ok:
 			return unrealisable("the trace calls no tool: "+errText(err), records(rs)...)
 		case served(call.answer):
@@ -602,7 +639,7 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 	defer s.close()
 	pre, err := s.initialize(ctx)
 	if err != nil {
-		return unrealisable(err.Error(), pre...)
+		return s.noSetup(err, pre)
 	}
 	rs, err := replaySteps(ctx, s, stepsOf(tr, "WF_wire"), t.Harmless)
 	frame, ok := firstAnswer(rs, "raw-frame")
@@ -610,7 +647,18 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 	case !ok:
 		return unrealisable("the trace sends no frame: "+errText(err), records(rs, pre...)...)
 	case frame.answer == nil:
-		return Result{Outcome: Blocked, Steps: records(rs, pre...), Evidence: "the frame with duplicate members got no answer"}
+		// Silence is a refusal only from a target that is still there:
+		// one that drops the frame and answers the next request.
+		sent, ping, _ := s.request(ctx, mcp.MethodPing, nil, false)
+		alive := Step{Action: "probe: ping after the frame", Sent: sent, Answer: summarize(ping)}
+		if ping == nil {
+			alive.Answer = s.silence
+			return inconclusive("the frame with duplicate members got no answer ("+frame.silence+"), and neither did a ping after it ("+
+				s.silence+"): the target fell silent or died, which refuses nothing", append(records(rs, pre...), alive)...)
+		}
+		return Result{Outcome: Blocked, Steps: append(records(rs, pre...), alive),
+			Evidence: "the frame with duplicate members was dropped without an answer, and the session still answers ping (" +
+				summarize(ping) + ")"}
 	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeParseError:
 		return Result{Outcome: Blocked, Steps: records(rs, pre...),
 			Evidence: "the frame with duplicate members was refused as a parse error (" + frame.Answer + ")"}

@@ -18,7 +18,9 @@
 // trace Unrealisable there.
 //
 // Outcomes are Reproduced (the implementation shows the violation),
-// Blocked (it refuses), and Unrealisable. Package report combines them with
+// Blocked (it refuses explicitly: an error answer, a refusal in the
+// result, an HTTP 4xx), Inconclusive (it said nothing in time, or its
+// connection ended first), and Unrealisable. Package report combines them with
 // the model-check verdict into the triage label of the reference's
 // decision table.
 //
@@ -50,6 +52,11 @@ const (
 	Reproduced   Outcome = "reproduced"   // the implementation shows the violation
 	Blocked      Outcome = "blocked"      // the implementation refuses it
 	Unrealisable Outcome = "unrealisable" // the adapter cannot drive the trace on this target
+	// Inconclusive: the target gave no verdict. It said nothing within the
+	// step timeout (silence), or its connection ended before it answered (a
+	// crash). Only an explicit refusal is Blocked: a server that hangs or
+	// dies has defended nothing.
+	Inconclusive Outcome = "inconclusive"
 )
 
 // Protocols the adapters speak.
@@ -315,6 +322,11 @@ func Run(ctx context.Context, t *Target, traces map[string]*Trace, o Options) (*
 		rep.Results = append(rep.Results, r)
 	}
 	return rep, nil
+}
+
+// inconclusive is a result for a target that gave no verdict.
+func inconclusive(why string, steps ...Step) Result {
+	return Result{Outcome: Inconclusive, Evidence: why, Steps: steps}
 }
 
 // unrealisable is a result for a step the adapter cannot drive.

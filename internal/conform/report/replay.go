@@ -28,9 +28,13 @@ type Column struct {
 //	holds                             reproduced      IMPL-FAIL
 //	holds                             blocked         PASS
 //	holds                             unrealisable    PASS (nothing to confirm)
+//	any                               inconclusive    the model-only label (silence or a crash confirms nothing)
 //
 // modelLabel is the model-only label (Triage), which carries the ambiguity.
 func TriageReplay(modelResult, modelLabel string, outcome replay.Outcome) string {
+	if outcome == replay.Inconclusive {
+		return modelLabel // the target gave no verdict: replay confirms nothing
+	}
 	if modelResult == string(check.Violated) {
 		switch {
 		case modelLabel == AmbiguityFail:
