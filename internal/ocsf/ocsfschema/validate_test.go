@@ -275,3 +275,20 @@ func TestLoadRefusesBadExtensions(t *testing.T) {
 		}
 	}
 }
+
+// FuzzValidate: any input gets problems, each with a code and a message,
+// or none; never a panic.
+func FuzzValidate(f *testing.F) {
+	f.Add([]byte(apiActivity))
+	f.Add([]byte(detectionFinding))
+	f.Add([]byte(`{"class_uid": 6003, "activity_id": "1", "metadata": {"profiles": [1, null], "extensions": [7]}, "api": []}`))
+	f.Add([]byte(`{"class_uid": 2004, "evidences": [null, {"api": {"request": {"uid": 1e300}}}], "type_name": 5}`))
+	s := ocsfschematest.Schema(f, ocsfschematest.V180)
+	f.Fuzz(func(t *testing.T, event []byte) {
+		for _, p := range s.Validate(event) {
+			if p.Code == "" || p.Message == "" {
+				t.Fatalf("problem without code or message: %+v", p)
+			}
+		}
+	})
+}
