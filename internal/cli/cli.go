@@ -55,7 +55,7 @@ var exitCodes = []struct {
 	{ExitConfig, "config", "the configuration is invalid"},
 	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
-	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all; warden audit verify --key: intact, but records after the last checkpoint are unattested"},
+	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all; warden audit verify --key: intact, but records after the last checkpoint are unattested; warden conform: a check stopped at its state budget (incomplete) or a replay probe got no verdict (inconclusive)"},
 	{ExitDrained, "drained", "warden gateway stopped with calls in flight past the drain time (answered with -32035)"},
 	{ExitLocalAction, "local-action", "warden attack run --tier-exit-codes: exploited, up to tier local_action"},
 	{ExitBoundaryBreach, "boundary-breach", "warden attack run --tier-exit-codes: exploited, up to tier boundary_breach"},

@@ -198,24 +198,30 @@ Support/warden).
 `,
 	"conform": `  warden conform lint FILE|--builtin
       Parses and lints a protocol model (IR v1), explores it and warns about
-      transitions that never fire. Prints file:line:col diagnostics with a
-      caret. Exit code 0 when clean, 3 when not.
+      transitions that never fire and properties that hold vacuously (every
+      condition they read is constant over the reachable states). Prints
+      file:line:col diagnostics with a caret. Exit code 0 when clean, 3 when not.
 
-  warden conform check [--model NAME|--all] [--warden] [--out DIR]
+  warden conform check [--model NAME|FILE|DIR|--all] [--warden] [--out DIR]
                        [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
-      Checks each property of the built-in models in its own run, first
-      without and then with Adversary actions, and prints the result, class,
-      triage label and shortest counterexample. --out writes each
-      counterexample as ITF JSON under DIR/traces/. --warden checks the
-      models behind the gateway. When stderr is a terminal a progress line
-      (states, states/s, depth, queue) is shown there; --progress shows it
-      anywhere, --progress=false never. Exit code 1 when a property is
-      violated.
+      Checks each property of the models in its own run, first without and
+      then with Adversary actions, and prints the result, class, triage label
+      and shortest counterexample. --model takes a built-in model, a model
+      file, or a directory of *.yaml model files (diagnostics with
+      positions; exit code 3 on an error). --out writes each counterexample
+      as ITF JSON under DIR/traces/. --warden checks the models behind the
+      gateway. When stderr is a terminal a progress line (states, states/s,
+      depth, queue) is shown there; --progress shows it anywhere,
+      --progress=false never. Exit code 1 when a property is violated, 6 when
+      none is but a check stopped at --max-states or --max-depth (it prints
+      "incomplete": nothing is known about that property).
 
-  warden conform emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR]
+  warden conform emit --format promela|tla --model NAME|FILE|DIR [--warden] [--out DIR] [--tlc-jar JAR]
       Prints a model as Promela for SPIN (-DCHECK_<PROPERTY> selects the
       invariant) or as a TLA+ module with one TLC configuration per
-      invariant (--out writes MODULE.tla and MC_<PROPERTY>.cfg). --tlc-jar
+      invariant (--out writes MODULE.tla and MC_<PROPERTY>.cfg; a directory
+      of models needs --out). Names TLA+, Promela or C reserve are printed
+      with a w_ prefix (WF_wire -> w_WF_wire, len -> w_len). --tlc-jar
       (or TLA2TOOLS_JAR) runs TLC on each invariant and compares it with the
       Go checker; exit code 1 on a disagreement.
 
@@ -223,7 +229,9 @@ Support/warden).
                         [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME]
                         [--card-keys FILE] [--timeout D] [--otlp URL]
       Replays the counterexamples of the target's protocol model against an
-      implementation and says, per property, reproduced, blocked or
+      implementation and says, per property, reproduced, blocked (an
+      explicit refusal), inconclusive (no answer in time, or the connection
+      ended: silence or a crash is never counted as blocked) or
       unrealisable. TARGET: stdio:PROGRAM ARGS..., http://HOST/mcp,
       a2a+http://..., agui+http://..., or a fake: mock:mcp, mock:mcp-http,
       mock:a2a, mock:agui (-hardened / -broken variants). MCP profiles
@@ -234,17 +242,22 @@ Support/warden).
       file), delegation chains checked, audit on; for AG-UI, every event
       checked, injected instructions quarantined, audit on. --otlp sends a span per
       probe and per message sent and received (AITF and OpenTelemetry
-      names) by OTLP over HTTP. Exit code 1 when a finding reproduces, 3
-      when the target cannot be set up.
+      names) by OTLP over HTTP. Exit code 1 when a finding reproduces, 6
+      when none does but a probe was inconclusive, 3 when the target cannot
+      be set up.
 
-  warden conform matrix [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]
+  warden conform matrix [--model NAME|FILE|DIR] [--format json|markdown|html] [--out DIR]
+                        [--against TARGET] [--otlp URL]
       Prints the protocol x principle matrix (5 x 11) and the composition
       table; html is one self-contained page linking every counterexample.
       --against replays TARGET (plain and behind warden) and adds
       the implementation and behind-warden columns; triage then follows the
       decision table (BOTH-, SPEC-, IMPL-, MODEL-, AMBIGUITY-FAIL, PASS).
       --otlp sends that replay's spans, as for conform replay.
-      --out writes matrix.json, matrix.md, matrix.html and the traces. Exit code 0.
+      --model builds it from other models (cells they do not cover read
+      "not modelled"). --out writes matrix.json, matrix.md, matrix.html and
+      the traces. Exit code 0, or 6 when a check stopped at --max-states or
+      a replay probe was inconclusive.
 
 Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,
 cs2-chained-tools, cs3-consent-bypass, cs4-delegation-capability,
