@@ -191,10 +191,13 @@ Support/warden).
       checkpoint the witness got: exit 1 when a record it attests was cut
       or changed.
 
-  warden audit export FILE [--format jsonl|ocsf]
+  warden audit export FILE [--format jsonl|ocsf] [--integrity]
       Writes the records, one JSON object per line (jsonl, the format
-      warden audit verify reads back), or as OCSF events: API Activity
-      (6003) per record, plus a Detection Finding (2004) per refusal.
+      warden audit verify reads back), or as OCSF 1.8.0 events: API
+      Activity (6003) per record, plus a Detection Finding (2004) per
+      refusal. --integrity makes them OCSF 1.9.0-dev events whose API
+      Activity carries the record's hash, the previous record's hash and
+      its seq (the record_integrity profile).
 `,
 	"conform": `  warden conform lint FILE|--builtin
       Parses and lints a protocol model (IR v1), explores it and warns about
