@@ -17,11 +17,22 @@ package gateway
 // Every tools/call, allowed or refused, is recorded with the parameters
 // hash of its arguments: the zero-trust stage's when it hashed them, else
 // computed here, once.
+//
+// A client request's span starts when the request arrived (Decision.Arrived),
+// so a call held for approval spans the wait; its mcp.tool.approval events
+// say when it was held and when, and by whom, it was decided. Every finding
+// of the security processor, on the request and on its answer, is one
+// aitf.security.threat_detected event on the span. A resources/read span
+// names the resource as the upstream's resources/list answer did
+// (resourceNames).
 
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
@@ -33,8 +44,9 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
-// Records keeps the audit log and telemetry of a gateway. It is immutable
-// after construction and safe for concurrent use.
+// Records keeps the audit log and telemetry of a gateway. Its exported
+// fields are set before first use and never changed; it is safe for
+// concurrent use (names, the one thing it learns, has its own lock).
 type Records struct {
 	Audit *audit.Log          // nil: no audit log
 	Spans *telemetry.Recorder // nil: no spans
@@ -53,6 +65,9 @@ type Records struct {
 	// URLs are the endpoints of the network upstreams, by upstream name,
 	// as spans show them (aitf.mcp.server.url): see serverURLs.
 	URLs map[string]string
+
+	// names are the resource names each session's upstream listed.
+	names resourceNames
 }
 
 // A SessionRecorder is a Recorder that also records the end of a session.
@@ -85,6 +100,7 @@ type openCall struct {
 	tool, actor, paramsHash, jti, approver string
 	op                                     *telemetry.Operation
 	span                                   *telemetry.Span
+	findings                               []secproc.Finding // the request's, which the answer's join
 }
 
 // Record implements Recorder.
@@ -117,7 +133,7 @@ func (rs *Records) Begin(ctx context.Context, d *Decision) (wait func() error) {
 // hash) if any.
 func (rs *Records) finish(ctx context.Context, d *Decision, params string, seq uint64, hash string) {
 	if d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil {
-		d.Open = &openCall{start: time.Now(), tool: d.Tool, actor: d.Actor, paramsHash: params, jti: d.JTI, approver: d.Approver}
+		d.Open = &openCall{start: time.Now(), tool: d.Tool, actor: d.Actor, paramsHash: params, jti: d.JTI, approver: d.Approver, findings: d.Findings}
 	}
 	if rs.Spans != nil {
 		rs.span(ctx, d, params, seq, hash)
@@ -133,6 +149,7 @@ func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
 	if rs.Spans == nil {
 		return
 	}
+	rs.names.forget(upstream, session)
 	rs.Spans.Record(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
 		Session: session, Transport: rs.Transport, ServerTransport: rs.Transports[upstream], UpstreamURL: rs.URLs[upstream], Start: time.Now()})
 }
@@ -237,12 +254,15 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 		}
 		o.op.SetResponse(d.Msg)
 		if dn := d.Denial; dn != nil {
-			o.op.Denial = &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason}
+			o.op.Denial = telemetryDenial(dn)
 		}
-		addFindings(o.op, d.Findings)
+		if o.op.Method == "resources/list" && d.Msg.Error == nil {
+			rs.names.learn(d.Upstream, d.Session, d.Msg.Result)
+		}
+		addFindings(o.op, o.findings, d.Findings)
 		rs.Spans.End(o.span, o.op)
 	case d.Direction == "upstream" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
-		o := &openCall{start: time.Now()}
+		o := &openCall{start: time.Now(), findings: d.Findings}
 		o.op, o.span = rs.start(ctx, d, params, seq, hash)
 		d.Open = o
 	default:
@@ -273,34 +293,63 @@ func (rs *Records) operation(d *Decision, params string) *telemetry.Operation {
 		Method: d.Method, FromUpstream: d.Direction != "client", Notification: d.Kind == jsonrpc.KindNotification,
 		RequestID: d.ID.Raw(), Session: d.Session, Transport: rs.Transport, ServerTransport: rs.Transports[d.Upstream], Upstream: d.Upstream,
 		UpstreamURL: rs.URLs[d.Upstream], Actor: d.Actor, Tool: d.Tool, Arguments: d.Arguments,
-		ParamsHash: params, JTI: d.JTI, Approver: d.Approver, Start: time.Now(),
+		ParamsHash: params, JTI: d.JTI, Approver: d.Approver, Start: d.Arrived,
+		Held: d.Held, Decided: d.Decided,
+	}
+	if op.Start.IsZero() {
+		op.Start = time.Now()
 	}
 	if d.Msg != nil {
 		op.Params = d.Msg.Params
 	}
-	if d.Approver != "" {
-		op.Approval = "approved"
+	if d.Method == mcp.MethodResourcesRead && d.Direction == "client" {
+		op.ResourceName = rs.names.name(d.Upstream, d.Session, lookupString(op.Params, "uri"))
 	}
 	if dn := d.Denial; dn != nil {
-		op.Denial = &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason}
-		if dn.Rule == "approval-denied" {
-			op.Approval = "denied"
-		}
+		op.Denial = telemetryDenial(dn)
 	}
-	addFindings(op, d.Findings)
+	op.Approval, op.Approver = approvalStatus(d)
+	addFindings(op, nil, d.Findings)
 	return op
 }
 
-// addFindings puts the security processor's findings on op: a summary on
-// its span, and one OCSF Detection Finding each.
-func addFindings(op *telemetry.Operation, findings []secproc.Finding) {
+// approvalStatus is the approval status of d's call and who decided: a
+// call held for approval (d.Held) was approved unless the approval stage
+// refused it (rule approval-*). A refusal no person made (timed out,
+// dismissed, cancelled) names warden as its approver, and its rule says
+// why.
+func approvalStatus(d *Decision) (status, approver string) {
+	switch {
+	case d.Held.IsZero() && d.Approver == "":
+		return "", ""
+	case d.Denial != nil && strings.HasPrefix(d.Denial.Rule, "approval-"):
+		if d.Approver == "" {
+			return "denied", "warden"
+		}
+		return "denied", d.Approver
+	}
+	return "approved", d.Approver
+}
+
+// telemetryDenial is telemetry's view of dn.
+func telemetryDenial(dn *Denial) *telemetry.Denial {
+	return &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason, Code: dn.Code}
+}
+
+// addFindings puts findings on op: one aitf.security.threat_detected span
+// event and one OCSF Detection Finding each, and on its span the summary of
+// all of the operation's findings: prior (its request's, when op is the
+// span of a request being answered) and findings.
+func addFindings(op *telemetry.Operation, prior, findings []secproc.Finding) {
 	if len(findings) == 0 {
 		return
 	}
-	op.Attributes = append(op.Attributes, secproc.SpanAttributes(findings)...)
+	now := time.Now()
 	for _, f := range findings {
+		op.Events = append(op.Events, telemetry.Event{Name: secproc.EventThreatDetected, Attributes: f.EventAttributes(), Time: now})
 		op.Findings = append(op.Findings, f.OCSFFinding(""))
 	}
+	op.Attributes = secproc.SpanAttributes(append(slices.Clip(prior), findings...))
 }
 
 // serverURLs returns the URL of each HTTP upstream, by name, as spans and
@@ -342,4 +391,90 @@ func withParams(m *jsonrpc.Message, params []byte) *jsonrpc.Message {
 	out := jsonrpc.NewRequest(m.ID, m.Method, params)
 	out.Header, out.Related = m.Header, m.Related
 	return out
+}
+
+// resourceNames holds what each session's upstream called its resources
+// in its resources/list answers (a resource's title, else its name), by
+// URI, so that a resources/read span names the resource as the server
+// does. A session's names go when it ends; at most maxResourceNames are
+// kept in all, and what the upstream lists beyond that is not learned.
+type resourceNames struct {
+	mu    sync.Mutex
+	bySes map[[2]string]map[string]string // (upstream, session) → uri → name
+	n     int                             // names held, across sessions
+}
+
+const maxResourceNames = 1 << 16
+
+// learn records the names of the resources listed in result, the answer
+// to resources/list.
+func (rn *resourceNames) learn(upstream, session string, result []byte) {
+	var list struct {
+		Resources []struct {
+			URI   string `json:"uri"`
+			Name  string `json:"name"`
+			Title string `json:"title"`
+		} `json:"resources"`
+	}
+	if jsonrpc.Unmarshal(result, &list) != nil || len(list.Resources) == 0 {
+		return
+	}
+	key := [2]string{upstream, session}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.bySes == nil {
+		rn.bySes = make(map[[2]string]map[string]string)
+	}
+	names := rn.bySes[key]
+	if names == nil {
+		names = make(map[string]string)
+		rn.bySes[key] = names
+	}
+	for _, r := range list.Resources {
+		name := r.Title
+		if name == "" {
+			name = r.Name
+		}
+		if r.URI == "" || name == "" {
+			continue
+		}
+		if _, known := names[r.URI]; !known {
+			if rn.n >= maxResourceNames {
+				continue
+			}
+			rn.n++
+		}
+		names[r.URI] = name
+	}
+}
+
+// name returns the name the upstream listed for uri in session, "" if it
+// listed none.
+func (rn *resourceNames) name(upstream, session, uri string) string {
+	if uri == "" {
+		return ""
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.bySes[[2]string{upstream, session}][uri]
+}
+
+// forget drops a session's names.
+func (rn *resourceNames) forget(upstream, session string) {
+	key := [2]string{upstream, session}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.n -= len(rn.bySes[key])
+	delete(rn.bySes, key)
+}
+
+// lookupString returns the string member at path of raw JSON, "" if there
+// is none.
+func lookupString(raw []byte, path ...string) string {
+	v, ok := jsonrpc.Lookup(raw, path...)
+	if !ok {
+		return ""
+	}
+	s, _ := jsonrpc.String(v)
+	return s
 }

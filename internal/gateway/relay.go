@@ -285,6 +285,7 @@ func (r *Relay) clientMessage(ctx context.Context, msg *jsonrpc.Message) {
 // relayClientCall runs the pipeline on a client request or notification and
 // forwards it if no stage refuses it.
 func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
+	arrived := time.Now()
 	call, denial := newCall(msg, r.upstreamName, r.session)
 	if denial == nil && msg.Kind == jsonrpc.KindRequest && r.draining != nil && r.draining() {
 		denial = shutdownDenial("it is not relayed")
@@ -313,10 +314,10 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		}
 	}
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, Method: msg.Method,
-		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg}
+		ID: msg.ID, Direction: "client", Denial: denial, Msg: msg, Arrived: arrived}
 	if call != nil {
 		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
-		d.Approval = call.Approval
+		d.Approval, d.Held, d.Decided = call.Approval, call.Held, call.Decided
 		if d.Actor == "" { // no token: the record names the authenticated client
 			d.Actor = r.principal
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
@@ -47,6 +48,10 @@ type Call struct {
 	// denial says it in its Denial).
 	Subject, ParamsHash, JTI string
 	Approver, Approval       string
+	// Held and Decided are when the zero-trust stage held the call for a
+	// person's decision and when the decision (or the timeout) came; zero
+	// when the call was not held.
+	Held, Decided time.Time
 
 	// Findings are the security processor's findings on the call (set by
 	// the security stage), and NeedsApproval says one of them asks for a
@@ -237,6 +242,10 @@ type Decision struct {
 	Arguments                        []byte
 	Actor, ParamsHash, JTI, Approver string
 	Approval                         string
+	// Arrived is when the relay received a client's message; Held and
+	// Decided are the call's (see Call). Telemetry starts the call's span
+	// at Arrived, so that it covers the time the call was held.
+	Arrived, Held, Decided time.Time
 	// AuditID is set by a Recorder that wrote an audit record.
 	AuditID string
 	// Findings are the security processor's findings on the message.

@@ -397,6 +397,7 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 		return &Denial{Rule: "approval-unavailable",
 			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
 	}
+	c.Held = time.Now()
 	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
 		Tool: c.Tool, Arguments: canonical, Hash: hash, Description: c.Description(),
 		Classification: c.Level, Tier: policy.TierOf(c.Level), ClassRule: c.ClassRule, Findings: findingLines(c.Findings)})
@@ -406,6 +407,7 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 		go z.askUser(actx, c, p, !z.AdminApproval)
 	}
 	d := z.Approvals.Wait(ctx, p.ID)
+	c.Decided = time.Now()
 	c.Approver = d.Approver // the record names whoever decided, a denial too
 	switch {
 	case d.TimedOut:
