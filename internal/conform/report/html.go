@@ -110,7 +110,7 @@ section.cx { border-top: 1px solid #ddd; padding-top: 0.5em; }
 </head>
 <body>
 <h1>AgentConform: protocol × principle matrix</h1>
-<p id="summary">{{.Doc.Summary.Cells}} cells: {{.Doc.Summary.Violated}} violated, {{.Doc.Summary.Holds}} hold. Triage: {{.TriageLine}}. Behind warden: {{.Doc.Summary.WardenViolations}} properties still violated. Replay: {{.Doc.Replay}}.</p>
+<p id="summary">{{.Doc.Summary.Cells}} cells: {{.Doc.Summary.Violated}} violated, {{.Doc.Summary.Holds}} hold. Triage: {{.TriageLine}}. Behind warden (modelled, not a run): {{.Doc.Summary.WardenViolations}} properties still violated in the models behind the gateway. Replay: {{.Doc.Replay}}.</p>
 <p>Each cell: ✗ violated or ✓ holds, the triage label and the taxonomy class (SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness); † the violation needs an Adversary action. A violated cell links to its counterexample.</p>
 <table id="matrix">
 <thead><tr><th>protocol</th>{{range .Principles}}<th>{{.}}</th>{{end}}</tr></thead>
@@ -120,14 +120,14 @@ section.cx { border-top: 1px solid #ddd; padding-top: 0.5em; }
 </table>
 {{if .Columns}}<h2 id="implementation-heading">Implementation and behind warden</h2>
 <table id="implementation">
-<thead><tr><th>protocol</th><th>principle</th><th>model</th><th>model triage</th><th>implementation</th><th>triage</th><th>behind warden</th><th>triage</th><th>evidence</th></tr></thead>
+<thead><tr><th>protocol</th><th>principle</th><th>model</th><th>model triage</th><th>implementation</th><th>triage</th><th>behind the gateway (replay)</th><th>triage</th><th>evidence</th></tr></thead>
 <tbody>
 {{range .Columns}}<tr><td>{{.Protocol}}</td><td>{{.Principle}}</td><td>{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{.Result}}</a>{{else}}{{.Result}}{{end}}</td><td class="t-{{.ModelTriage}}">{{.ModelTriage}}</td>{{with .Implementation}}<td>{{.Outcome}}</td><td class="t-{{.Triage}}">{{.Triage}}</td>{{else}}<td>—</td><td>—</td>{{end}}{{with .BehindWarden}}<td>{{.Outcome}}</td><td class="t-{{.Triage}}">{{.Triage}}</td>{{else}}<td>—</td><td>—</td>{{end}}<td class="ev">{{with .Implementation}}{{.Evidence}}{{end}}{{with .BehindWarden}} — behind warden: {{.Evidence}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 {{end}}<h2 id="compositions-heading">Composition safety ({{.Doc.Summary.CSInvariants}} invariants, {{.Doc.Summary.CSViolated}} violated)</h2>
 <table id="compositions">
-<thead><tr><th>model</th><th>protocols</th><th>invariant</th><th>result</th><th>triage</th><th>class</th><th>length</th><th>behind warden</th></tr></thead>
+<thead><tr><th>model</th><th>protocols</th><th>invariant</th><th>result</th><th>triage</th><th>class</th><th>length</th><th>behind warden (modelled)</th></tr></thead>
 <tbody>
 {{range .Compositions}}<tr class="t-{{.Triage}}"><td>{{.Model}}</td><td>{{range $i, $p := .Protocols}}{{if $i}} + {{end}}{{$p}}{{end}}</td><td>{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{.Property}}</a>{{else}}{{.Property}}{{end}}</td><td>{{.Result}}</td><td>{{.Triage}}</td><td>{{.Class}}</td><td>{{if .TraceLen}}{{.TraceLen}}{{if .Adversary}} †{{end}}{{else}}—{{end}}</td><td>{{.WardenResult}}</td></tr>
 {{end}}</tbody>

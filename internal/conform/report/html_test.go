@@ -156,6 +156,9 @@ func TestTriageReplayTable(t *testing.T) {
 		{"holds", Pass, replay.Reproduced, ImplFail},
 		{"holds", Pass, replay.Blocked, Pass},
 		{"holds", Pass, replay.Unrealisable, Pass},
+		// A silent or crashed target confirms nothing: the model's label stays.
+		{"violated", SpecFail, replay.Inconclusive, SpecFail},
+		{"holds", Pass, replay.Inconclusive, Pass},
 	}
 	for _, c := range cases {
 		if got := TriageReplay(c.result, c.label, c.outcome); got != c.want {

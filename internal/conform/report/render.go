@@ -19,7 +19,15 @@ type Document struct {
 	Cells        []Cell    `json:"cells"`
 	Compositions []Finding `json:"compositions"`
 	Summary      Summary   `json:"summary"`
+	// WardenResults says where warden_result comes from: the model behind
+	// the gateway (its warden: blocks), never a run behind the real
+	// gateway; that is the behind_warden column of --against.
+	WardenResults string `json:"warden_results"`
 }
+
+// WardenModelled is Document.WardenResults: what every warden_result is.
+const WardenModelled = "modelled: the model's variant behind the gateway (NAME+warden, its warden: blocks), " +
+	"not a run behind the gateway; replay behind the real gateway is the behind_warden column (conform matrix --against)"
 
 // Summary counts the cells.
 type Summary struct {
@@ -39,7 +47,7 @@ func (res *Results) JSONDocument() (*Document, error) {
 		return nil, err
 	}
 	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: res.replayLine(),
-		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}}
+		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}, WardenResults: WardenModelled}
 	for _, c := range cells {
 		if c.Result == NotModelled {
 			continue
@@ -96,7 +104,9 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 	} else {
 		fmt.Fprintf(&b, "Model check with replay against %s. ", doc.Replay)
 	}
-	b.WriteString("Cell: result, triage label, taxonomy class; † = the violation needs an Adversary action; → warden = result behind the gateway.\n\n")
+	b.WriteString("Cell: result, triage label, taxonomy class; † = the violation needs an Adversary action. " +
+		"→ warden (modelled) = the result of the model's variant behind the gateway (its warden: blocks), not of a run " +
+		"behind the gateway; only `--against` replays through the real gateway.\n\n")
 	b.WriteString("| protocol |")
 	for _, p := range ir.Principles {
 		fmt.Fprintf(&b, " %s |", p)
@@ -127,13 +137,14 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	s := doc.Summary
-	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. Behind warden: %d of %d properties still violated.\n",
-		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), s.WardenViolations, len(res.Findings))
+	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. Behind warden (modelled, not a run): %d of %d properties "+
+		"still violated in the models behind the gateway.%s\n",
+		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), s.WardenViolations, len(res.Findings), res.behindLine())
 	b.WriteString("\nClasses: SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness. " +
 		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, BOTH = BOTH-FAIL, IMPL = IMPL-FAIL, MODEL = MODEL-FAIL, PASS.\n")
 	writeColumnsMarkdown(&b, doc.Cells)
 	fmt.Fprintf(&b, "\n## Composition safety (%d invariants, %d violated)\n\n", s.CSInvariants, s.CSViolated)
-	b.WriteString("| model | protocols | invariant | result | triage | class | length | → warden |\n|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| model | protocols | invariant | result | triage | class | length | → warden (modelled) |\n|---|---|---|---|---|---|---|---|\n")
 	for _, f := range doc.Compositions {
 		l := "—"
 		if f.Result == "violated" {
@@ -157,6 +168,20 @@ func triageLine(m map[string]int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// behindLine counts the outcomes of the replay behind the real gateway, or
+// is empty without one.
+func (res *Results) behindLine() string {
+	if res.behind == nil {
+		return ""
+	}
+	n := map[replay.Outcome]int{}
+	for _, r := range res.behind.Results {
+		n[r.Outcome]++
+	}
+	return fmt.Sprintf(" Replay behind the gateway (a run, %s): %d reproduced, %d blocked, %d inconclusive, %d unrealisable.",
+		res.behind.Target, n[replay.Reproduced], n[replay.Blocked], n[replay.Inconclusive], n[replay.Unrealisable])
 }
 
 // replayLine describes the replay behind the matrix, or "none".

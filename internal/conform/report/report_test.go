@@ -10,6 +10,7 @@ import (
 	"github.com/agentwarden/warden/internal/conform/check"
 	"github.com/agentwarden/warden/internal/conform/ir"
 	"github.com/agentwarden/warden/internal/conform/models"
+	"github.com/agentwarden/warden/internal/conform/replay"
 )
 
 func run(t *testing.T) *Results {
@@ -90,5 +91,38 @@ func TestMatrixShape(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "| MCP |") || !strings.Contains(md.String(), "cs5-federated | A2A + ANP | CS_DomainIsolation | holds") {
 		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+// The behind-warden numbers of a model check are the model's, and the
+// matrix says so; a result behind the real gateway is printed only from a
+// replay (--against).
+func TestWardenColumnSaysModelled(t *testing.T) {
+	res := run(t)
+	var md bytes.Buffer
+	if err := res.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	out := md.String()
+	if strings.Contains(out, "→ warden = result behind the gateway") || !strings.Contains(out, "→ warden (modelled)") ||
+		!strings.Contains(out, "Behind warden (modelled, not a run)") || strings.Contains(out, "Replay behind the gateway") {
+		t.Errorf("markdown presents the modelled column as a result:\n%s", out)
+	}
+	doc, err := res.JSONDocument()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(doc.WardenResults, "modelled") {
+		t.Errorf("warden_results = %q", doc.WardenResults)
+	}
+	res.Against(nil, &replay.Report{Target: "mock:mcp+warden", Protocol: "MCP", Mode: "mock", Results: []replay.Result{
+		{Model: "mcp", Property: "P1_identity", Outcome: replay.Blocked},
+		{Model: "mcp", Property: "WF_wire", Outcome: replay.Inconclusive}}})
+	md.Reset()
+	if err := res.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "Replay behind the gateway (a run, mock:mcp+warden): 0 reproduced, 1 blocked, 1 inconclusive"; !strings.Contains(md.String(), want) {
+		t.Errorf("markdown lacks %q:\n%s", want, md.String())
 	}
 }
