@@ -183,6 +183,12 @@ func nilIfEmpty(s string) any {
 
 // complete makes one model call, recorded as a GenAI chat span.
 func (h *agentHost) complete(ctx context.Context, msgs []chatMessage, tools []chatTool) (*chatResult, error) {
+	h.mu.Lock()
+	used := h.in + h.out
+	h.mu.Unlock()
+	if budget := cmpOr(h.opts.TokenBudget, DefaultContextBudget); used >= budget {
+		return nil, fmt.Errorf("the token budget of %d is used up (%d tokens)", budget, used)
+	}
 	ctx, cancel := context.WithTimeout(ctx, cmpOr(h.opts.Timeout, DefaultContextTimeout))
 	defer cancel()
 	var span trace.Span

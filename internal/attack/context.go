@@ -21,6 +21,7 @@ const (
 	DefaultContextTurns     = 8
 	DefaultContextMaxTokens = 1024
 	DefaultContextTimeout   = 2 * time.Minute
+	DefaultContextBudget    = 200_000
 )
 
 // ContextOptions run a document in context mode: warden plays the agent
@@ -48,6 +49,11 @@ type ContextOptions struct {
 	// MaxTokens bounds each completion (max_tokens). 0 means
 	// DefaultContextMaxTokens.
 	MaxTokens int
+	// TokenBudget bounds the tokens (input and output, as the endpoint
+	// reports them) of all the model calls of one document: once it is
+	// used up the host calls the model no more, and a verdict that is not
+	// exploited is error. 0 means DefaultContextBudget.
+	TokenBudget int64
 	// Timeout bounds each model call. 0 means DefaultContextTimeout.
 	Timeout time.Duration
 	// SystemPrompt is the host's system message; "" means
@@ -70,8 +76,8 @@ func (c *ContextOptions) Validate() error {
 	if c.Model == "" {
 		return errors.New("context mode needs a model name")
 	}
-	if c.MaxTurns < 0 || c.MaxTokens < 0 || c.Timeout < 0 {
-		return errors.New("context mode: max turns, max tokens and timeout cannot be negative")
+	if c.MaxTurns < 0 || c.MaxTokens < 0 || c.Timeout < 0 || c.TokenBudget < 0 {
+		return errors.New("context mode: max turns, max tokens, token budget and timeout cannot be negative")
 	}
 	return nil
 }
@@ -151,7 +157,7 @@ func runContext(ctx context.Context, doc *oatf.Document, opts Options) (*Result,
 	if f := host.Failure(); f != nil && !slices.Contains([]string{oatf.Exploited, oatf.Partial}, res.Verdict.Result) {
 		// The model never answered all it was asked: no indicator
 		// matching proves nothing.
-		why := "the model failed: " + f.Error()
+		why := "context mode: " + f.Error()
 		if !strings.Contains(res.Error, f.Error()) {
 			res.Error = strings.TrimPrefix(res.Error+"; "+why, "; ")
 		}

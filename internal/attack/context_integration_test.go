@@ -173,3 +173,19 @@ func TestContextLibrary(t *testing.T) {
 		})
 	}
 }
+
+// TestContextTokenBudget: once the run's token budget is used up the host
+// calls the model no more, and the verdict, with nothing matched, is error:
+// the obedient model's first answer (browse_web, 228 tokens) uses up a
+// budget of 100, so it never gets to read the page.
+func TestContextTokenBudget(t *testing.T) {
+	base := startModel(t)
+	doc := filepath.Join(testenv.SharedDir(t), "oatf", "scenarios", "benchmark", "OATF-014_goal-hijacking-tool-response.yaml")
+	res, err := attack.Run(testCtx(t), load(t, doc), attack.Options{Context: &attack.ContextOptions{BaseURL: base, Model: "obedient", TokenBudget: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict.Result != oatf.Error || !strings.Contains(res.Error, "token budget of 100") {
+		t.Fatalf("verdict %s (%q), want error naming the token budget", res.Verdict.Result, res.Error)
+	}
+}

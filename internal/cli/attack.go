@@ -243,6 +243,7 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 	contextNoStream := flags.Bool("context-no-stream", false, "context mode: ask for whole completions instead of streamed chunks")
 	maxTurns := flags.Int("max-turns", attack.DefaultContextTurns, "context mode: model calls per agent run (each tool result fed back is one)")
 	contextMaxTokens := flags.Int("context-max-tokens", attack.DefaultContextMaxTokens, "context mode: max_tokens of each completion")
+	contextBudget := flags.Int64("context-token-budget", attack.DefaultContextBudget, "context mode: tokens (input and output) all the model calls of one document may use; a run that needs more is error unless exploited")
 	allowUnmatchable := flags.Bool("allow-unmatchable", false, "run documents with indicators whose target warden never records (rule unmatchable-target) instead of refusing them; those indicators can only be not_matched")
 	if code, err := parseFlags(flags, args); err != nil {
 		return code, err
@@ -296,9 +297,9 @@ func attackRun(ctx context.Context, env *Env, args []string) (int, error) {
 			return ExitUsage, errors.New("--context is warden's own agent for the ag_ui_client actor: it excludes --agui-url")
 		}
 		opts.Context = &attack.ContextOptions{BaseURL: *contextURL, Model: *contextModel, APIKey: os.Getenv(*contextKeyEnv),
-			NoStream: *contextNoStream, MaxTurns: *maxTurns, MaxTokens: *contextMaxTokens}
+			NoStream: *contextNoStream, MaxTurns: *maxTurns, MaxTokens: *contextMaxTokens, TokenBudget: *contextBudget}
 		if err := opts.Context.Validate(); err != nil {
-			return ExitUsage, fmt.Errorf("%w (--context-url, --context-model, --max-turns, --context-max-tokens)", err)
+			return ExitUsage, fmt.Errorf("%w (--context-url, --context-model, --max-turns, --context-max-tokens, --context-token-budget)", err)
 		}
 	}
 	if *otlp != "" {
