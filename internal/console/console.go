@@ -35,8 +35,19 @@
 // sent, is the console's own. Logged out, pages redirect to the login page
 // and show nothing; the event stream and the list answer 401.
 //
+// Approval is safe by construction (issue 19): Enter never decides (a
+// decision form's default button is disabled); caller-controlled text is
+// drawn with bidi controls, invisible characters and look-alike letters
+// escaped, and a warning on the card (reveal.go); the diff compares with the
+// last approved call; calls of Options.ConfirmLevels need the start of
+// their parameters_hash typed, checked here; the queue enforces the
+// two-person rule; a decision that lost a race says who won; failed logins
+// back off per client (ratelimit.go); and with Options.OIDC people log in
+// through an identity provider, the admin token becoming a break-glass
+// login (oidc.go).
+//
 // A Console is safe for concurrent use: it is immutable after New except for
-// its session store, which has its own lock.
+// its session store, login limiter and OIDC flows, each with its own lock.
 package console
 
 import (
