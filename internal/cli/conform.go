@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,10 +25,10 @@ import (
 	"github.com/agentwarden/warden/internal/telemetry"
 )
 
-const conformUsage = "lint FILE|--builtin | check [--model NAME|--all] [--warden] [--out DIR] [--max-states N] | " +
-	"emit --format promela|tla --model NAME [--warden] [--out DIR] [--tlc-jar JAR] | " +
+const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] | " +
+	"emit --format promela|tla --model NAME|FILE|DIR [-D NAME=N] [--warden] [--out DIR] [--tlc-jar JAR] | " +
 	"replay --target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL] | " +
-	"matrix [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]"
+	"matrix [--model NAME|FILE|DIR] [-D NAME=N] [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]"
 
 // runConform is `warden conform`: the AgentConform pipeline on the
 // built-in protocol models (or a model file for lint).
@@ -56,6 +57,7 @@ func runConform(ctx context.Context, env *Env, args []string) (int, error) {
 func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform lint", "FILE|--builtin")
 	builtin := fs.Bool("builtin", false, "lint every built-in model")
+	defs := addDefines(fs)
 	if code, err := parseFlags(fs, args); err != nil {
 		return code, err
 	}
@@ -88,7 +90,7 @@ func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 	code := ExitOK
 	for _, s := range srcs {
-		m, ds := ir.Load(s.data, s.name, ir.LintOptions{Clause: cat.Has})
+		m, ds := ir.LoadWith(s.data, s.name, ir.ParseOptions{Defines: defs}, ir.LintOptions{Clause: cat.Has})
 		if m != nil && !ds.HasErrors() {
 			ds = append(ds, coverage(ctx, m)...)
 		}
@@ -136,6 +138,37 @@ func coverage(ctx context.Context, m *ir.Model) ir.Diagnostics {
 	return ds
 }
 
+// defines is the repeatable -D NAME=N flag: values for a model's constants.
+type defines map[string]int
+
+func (d defines) String() string {
+	var parts []string
+	for k, v := range d {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func (d defines) Set(s string) error {
+	name, val, ok := strings.Cut(s, "=")
+	n, err := strconv.Atoi(val)
+	if !ok || err != nil || name == "" {
+		return fmt.Errorf("want NAME=INTEGER, not %q", s)
+	}
+	if _, dup := d[name]; dup {
+		return fmt.Errorf("%s is given twice", name)
+	}
+	d[name] = n
+	return nil
+}
+
+func addDefines(fs *flag.FlagSet) defines {
+	d := defines{}
+	fs.Var(d, "D", "set a model constant: `NAME=N` (repeatable), e.g. -D AGENTS=3")
+	return d
+}
+
 // modelHelp says what --model takes.
 var modelHelp = "a built-in model (" + strings.Join(models.Order, ", ") + "; NAME+warden behind the gateway), " +
 	"a model `FILE`, or a directory of *.yaml model files"
@@ -147,12 +180,23 @@ var modelHelp = "a built-in model (" + strings.Join(models.Order, ", ") + "; NAM
 // caret); one with errors makes the exit code ExitConfig. User models are
 // linted without the clause catalog: their source_refs may cite their own
 // documents (warden conform lint FILE checks them against the catalog).
-func selectModels(env *Env, name string, all bool, guarded bool) ([]*ir.Model, int, error) {
+func selectModels(env *Env, name string, all bool, guarded bool, defs defines) ([]*ir.Model, int, error) {
 	if all == (name != "") {
 		return nil, ExitUsage, errors.New("give exactly one of --model NAME|FILE|DIR and --all")
 	}
 	var ms []*ir.Model
 	switch {
+	case len(defs) > 0 && (all || isBuiltin(name)):
+		names := models.Order
+		if !all {
+			names = []string{strings.TrimSuffix(name, "+warden")}
+			guarded = guarded || strings.HasSuffix(name, "+warden")
+		}
+		var code int
+		var err error
+		if ms, code, err = loadBuiltins(env, names, defs); err != nil {
+			return nil, code, err
+		}
 	case all:
 		var err error
 		if ms, err = models.All(); err != nil {
@@ -167,7 +211,7 @@ func selectModels(env *Env, name string, all bool, guarded bool) ([]*ir.Model, i
 	default:
 		var code int
 		var err error
-		if ms, code, err = loadModelFiles(env, name); err != nil {
+		if ms, code, err = loadModelFiles(env, name, defs); err != nil {
 			return nil, code, err
 		}
 	}
@@ -186,7 +230,29 @@ func isBuiltin(name string) bool {
 
 // loadModelFiles reads the model file path, or every *.yaml and *.yml file
 // of the directory path, in name order.
-func loadModelFiles(env *Env, path string) ([]*ir.Model, int, error) {
+// loadBuiltins reads built-in models again with constant overrides.
+func loadBuiltins(env *Env, names []string, defs defines) ([]*ir.Model, int, error) {
+	cat, err := catalog.Default()
+	if err != nil {
+		return nil, ExitInternal, err
+	}
+	var ms []*ir.Model
+	for _, n := range names {
+		data, file, err := models.Source(n)
+		if err != nil {
+			return nil, ExitInternal, err
+		}
+		m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: defs}, ir.LintOptions{Clause: cat.Has})
+		if ds.HasErrors() {
+			fmt.Fprint(env.Stderr, ds.Format(data))
+			return nil, ExitConfig, fmt.Errorf("built-in model %s with -D %s has errors", n, defs)
+		}
+		ms = append(ms, m)
+	}
+	return ms, ExitOK, nil
+}
+
+func loadModelFiles(env *Env, path string, defs defines) ([]*ir.Model, int, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, ExitUsage, fmt.Errorf("--model %s: not a built-in model (%s) and not a file: %w",
@@ -216,7 +282,7 @@ func loadModelFiles(env *Env, path string) ([]*ir.Model, int, error) {
 		if err != nil {
 			return nil, ExitConfig, err
 		}
-		m, ds := ir.Load(data, file, ir.LintOptions{})
+		m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: defs}, ir.LintOptions{})
 		if len(ds) > 0 {
 			fmt.Fprint(env.Stderr, ds.Format(data))
 		}
@@ -256,6 +322,7 @@ func isTerminal(fi os.FileInfo) bool { return fi.Mode()&os.ModeCharDevice != 0 }
 func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform check", "[--model NAME|--all] [--warden] [--out DIR] [--max-states N]")
 	name := fs.String("model", "", "what to check: "+modelHelp)
+	defs := addDefines(fs)
 	all := fs.Bool("all", false, "check every built-in model")
 	guarded := fs.Bool("warden", false, "check the models behind the warden gateway")
 	out := fs.String("out", "", "write each counterexample as ITF JSON under `DIR`/traces/MODEL/PROPERTY.itf.json")
@@ -267,7 +334,7 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
-	ms, code, err := selectModels(env, *name, *all, *guarded)
+	ms, code, err := selectModels(env, *name, *all, *guarded, defs)
 	if err != nil {
 		return code, err
 	}
@@ -361,6 +428,7 @@ func conformEmit(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform emit", "--format promela|tla --model NAME|FILE|DIR [--warden] [--out DIR] [--tlc-jar JAR]")
 	format := fs.String("format", "promela", "output language: promela or tla")
 	name := fs.String("model", "", "what to print: "+modelHelp)
+	defs := addDefines(fs)
 	guarded := fs.Bool("warden", false, "emit the variant behind the warden gateway")
 	out := fs.String("out", "", "write MODULE.pml, or MODULE.tla and one MC_<PROPERTY>.cfg per invariant, into `DIR` "+
 		"(one subdirectory per model when --model names several)")
@@ -374,7 +442,7 @@ func conformEmit(ctx context.Context, env *Env, args []string) (int, error) {
 	if *format != "promela" && *format != "tla" {
 		return ExitUsage, fmt.Errorf("unknown format %q (want promela or tla)", *format)
 	}
-	ms, code, err := selectModels(env, *name, false, *guarded)
+	ms, code, err := selectModels(env, *name, false, *guarded, defs)
 	if err != nil {
 		return code, err
 	}
@@ -650,6 +718,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	fs := newFlags(env, "conform matrix", "[--model NAME|FILE|DIR] [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]")
 	format := fs.String("format", "markdown", "json, markdown or html")
 	name := fs.String("model", "", "the models to check (default: every built-in model): "+modelHelp)
+	defs := addDefines(fs)
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
 	against := fs.String("against", "", "replay against TARGET, plain and behind warden, and add those columns: "+replay.SpecHelp)
@@ -668,7 +737,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitUsage, err
 	}
 	defer stopSpans()
-	ms, code, err := selectModels(env, *name, *name == "", false)
+	ms, code, err := selectModels(env, *name, *name == "", false, defs)
 	if err != nil {
 		return code, err
 	}

@@ -429,3 +429,40 @@ func TestConformLintWarnsVacuous(t *testing.T) {
 		t.Errorf("stderr:\n%s", errs)
 	}
 }
+
+// -D sets a model constant: the counterexample grows with the bound.
+func TestConformCheckDefines(t *testing.T) {
+	src := `ir_version: 1
+model: agents
+protocol: MCP
+constants:
+  - {name: AGENTS, value: 2}
+variables:
+  - {name: busy, type: int, min: 0, max: AGENTS}
+transitions:
+  - {id: start, kind: Environment, assumption: an agent starts, writes: {busy: "busy + 1"}}
+properties:
+  - {id: not_all_busy, principle: P6, class: AASM-HARDENING, expr: "busy < AGENTS"}
+`
+	file := writeModel(t, t.TempDir(), "agents.yaml", src)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "length 2"},
+		{[]string{"-D", "AGENTS=3"}, "length 3"},
+		{[]string{"-D", "AGENTS=5"}, "length 5"},
+	} {
+		code, out, errs := runConformTest(t, append([]string{"check", "--model", file}, c.args...)...)
+		if code != ExitFindings || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q\n%s%s", c.args, code, ExitFindings, c.want, out, errs)
+		}
+	}
+	code, out, errs := runConformTest(t, "check", "--model", file, "-D", "AGENT=3")
+	if code != ExitConfig || !strings.Contains(errs, `-D AGENT: the model declares no constant "AGENT"`) {
+		t.Errorf("unknown constant: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := runConformTest(t, "check", "--model", file, "-D", "AGENTS"); code != ExitUsage {
+		t.Errorf("-D without a value: exit %d\n%s%s", code, out, errs)
+	}
+}

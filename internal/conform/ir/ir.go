@@ -205,6 +205,17 @@ type Property struct {
 	Pos         Pos
 }
 
+// Constant is a named integer parameter of a model (the number of agents,
+// a bound): usable in variable bounds and initial values, and in
+// expressions, where it stands for its value. ParseOptions.Defines (the
+// CLI's -D NAME=N) overrides its value.
+type Constant struct {
+	Name  string
+	Value int
+	Doc   string
+	Pos   Pos
+}
+
 // Model is a parsed protocol model.
 type Model struct {
 	IRVersion   int
@@ -215,6 +226,7 @@ type Model struct {
 	SpecVersion string
 	Title       string
 	Description string
+	Constants   []Constant // their values after any override
 	Vars        []Var
 	Transitions []Transition
 	Properties  []Property

@@ -186,3 +186,48 @@ func TestIdentEscapes(t *testing.T) {
 		}
 	}
 }
+
+const withConstants = `ir_version: 1
+model: agents
+protocol: MCP
+constants:
+  - {name: AGENTS, value: 2, doc: agents in the system}
+  - {name: LOW, value: -1}
+variables:
+  - {name: busy, type: int, min: LOW, max: AGENTS, init: LOW}
+transitions:
+  - {id: T_work, kind: Environment, assumption: an agent starts, guard: "busy < AGENTS", writes: {busy: busy + 1}}
+properties:
+  - {id: P_cap, principle: P6, class: AASM-HARDENING, expr: "busy <= AGENTS"}
+`
+
+// A constant bounds a variable and appears in expressions; -D overrides
+// its value, and a -D for a constant the model lacks is an error.
+func TestConstants(t *testing.T) {
+	m, ds := Load([]byte(withConstants), "agents.yaml", LintOptions{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	v := m.Vars[0]
+	if v.Type.Min != -1 || v.Type.Max != 2 || v.Init != -1 {
+		t.Errorf("busy: %v init %d, want int[-1..2] init -1", v.Type, v.Init)
+	}
+	if got := m.Transitions[0].Guard.String(); got != "(busy < 2)" {
+		t.Errorf("guard %s", got)
+	}
+	m, ds = LoadWith([]byte(withConstants), "agents.yaml", ParseOptions{Defines: map[string]int{"AGENTS": 3}}, LintOptions{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	if m.Vars[0].Type.Max != 3 || m.Constants[0].Value != 3 || m.Properties[0].Expr.String() != "(busy <= 3)" {
+		t.Errorf("with -D AGENTS=3: %v, %v, %s", m.Vars[0].Type, m.Constants, m.Properties[0].Expr)
+	}
+	_, ds = LoadWith([]byte(withConstants), "agents.yaml", ParseOptions{Defines: map[string]int{"AGENT": 3}}, LintOptions{})
+	if !strings.Contains(ds.String(), `agents.yaml:1:1: error: -D AGENT: the model declares no constant "AGENT"`) {
+		t.Errorf("unknown -D: %s", ds)
+	}
+	bad := strings.Replace(withConstants, "{name: busy,", "{name: AGENTS,", 1)
+	if _, ds := Parse([]byte(bad), "agents.yaml"); !strings.Contains(ds.String(), `variable "AGENTS" has the name of a constant`) {
+		t.Errorf("variable named like a constant: %s", ds)
+	}
+}

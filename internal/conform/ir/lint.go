@@ -150,7 +150,12 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 
 // Load parses and lints a model: the one call most callers want.
 func Load(data []byte, file string, opts LintOptions) (*Model, Diagnostics) {
-	m, ds := Parse(data, file)
+	return LoadWith(data, file, ParseOptions{}, opts)
+}
+
+// LoadWith is Load with parse options (constant overrides).
+func LoadWith(data []byte, file string, popts ParseOptions, opts LintOptions) (*Model, Diagnostics) {
+	m, ds := ParseWith(data, file, popts)
 	if m == nil {
 		return nil, ds
 	}

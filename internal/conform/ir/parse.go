@@ -18,7 +18,19 @@ import (
 // errors. Expressions are parsed and typed here; Lint adds the checks that
 // need the clause catalog.
 func Parse(data []byte, file string) (*Model, Diagnostics) {
-	p := &parser{d: diags{file: file}}
+	return ParseWith(data, file, ParseOptions{})
+}
+
+// ParseOptions changes how a model is read.
+type ParseOptions struct {
+	// Defines overrides the values of the model's constants (-D NAME=N). A
+	// name the model does not declare is an error.
+	Defines map[string]int
+}
+
+// ParseWith is Parse with options.
+func ParseWith(data []byte, file string, opts ParseOptions) (*Model, Diagnostics) {
+	p := &parser{d: diags{file: file}, defines: opts.Defines}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := decodeNode(dec, &doc); err != nil {
@@ -62,7 +74,9 @@ func yamlErrPos(err error) Pos {
 }
 
 type parser struct {
-	d diags
+	d       diags
+	defines map[string]int
+	consts  map[string]int // the model's constants, after Defines
 }
 
 func (p *parser) pos(n *yaml.Node) Pos { return Pos{File: p.d.file, Line: n.Line, Col: n.Column} }
@@ -127,6 +141,10 @@ func (p *parser) str(n *yaml.Node, dst *string) {
 }
 
 func (p *parser) integer(n *yaml.Node, dst *int) bool {
+	if c, ok := p.consts[n.Value]; ok && n.Kind == yaml.ScalarNode {
+		*dst = c
+		return true
+	}
 	v, err := strconv.Atoi(n.Value)
 	if n.Kind != yaml.ScalarNode || err != nil {
 		p.d.add(p.pos(n), "yaml", "expected an integer, not %q", n.Value)
@@ -177,6 +195,7 @@ func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
 		p.d.list = append(p.d.list, *diag)
 		return nil
 	}
+	p.substConstants(e, vars)
 	t := resolve(e, vars, want, &p.d)
 	if want != nil && t.Kind != 0 && !compatible(*want, t) {
 		p.d.add(e.Pos, "type-mismatch", "expected %s, not %s", want, t)
@@ -184,8 +203,57 @@ func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
 	return e
 }
 
+// substConstants replaces every identifier that names a constant (and no
+// variable) with the constant's value.
+func (p *parser) substConstants(e *Expr, vars []Var) {
+	if e == nil {
+		return
+	}
+	if e.Op == OpVar {
+		if v, ok := p.consts[e.Name]; ok && !slices.ContainsFunc(vars, func(x Var) bool { return x.Name == e.Name }) {
+			*e = Expr{Op: OpConst, Val: v, Type: Type{Kind: Int, Min: v, Max: v}, Pos: e.Pos}
+		}
+		return
+	}
+	for _, a := range e.Args {
+		p.substConstants(a, vars)
+	}
+}
+
+func (p *parser) constant(n *yaml.Node, m *Model) {
+	c := Constant{Pos: p.pos(n)}
+	var valueSet bool
+	p.fields(n, "a constant", map[string]func(*yaml.Node){
+		"name":  func(x *yaml.Node) { p.str(x, &c.Name) },
+		"value": func(x *yaml.Node) { valueSet = p.integer(x, &c.Value) },
+		"doc":   func(x *yaml.Node) { p.str(x, &c.Doc) },
+	})
+	switch {
+	case c.Name == "":
+		p.d.add(c.Pos, "missing", "a constant needs a name")
+		return
+	case !validIdent(c.Name):
+		p.d.add(c.Pos, "name", "constant name %q must be an identifier", c.Name)
+		return
+	case !valueSet:
+		p.d.add(c.Pos, "missing", "constant %q needs an integer value", c.Name)
+	}
+	if _, dup := p.consts[c.Name]; dup {
+		p.d.add(c.Pos, "duplicate-id", "constant %q is declared twice", c.Name)
+		return
+	}
+	if v, ok := p.defines[c.Name]; ok {
+		c.Value = v
+	}
+	if c.Value < -(1<<20) || c.Value > 1<<20 {
+		p.d.add(c.Pos, "out-of-domain", "constant %q = %d is out of range (at most 2^20 in size)", c.Name, c.Value)
+	}
+	p.consts[c.Name] = c.Value
+	m.Constants = append(m.Constants, c)
+}
+
 func (p *parser) model(n *yaml.Node, m *Model) {
-	var varsNode, transNode, propsNode *yaml.Node
+	var varsNode, transNode, propsNode, constNode *yaml.Node
 	versionSeen := false
 	p.fields(n, "the model", map[string]func(*yaml.Node){
 		"ir_version": func(v *yaml.Node) {
@@ -201,6 +269,7 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 		"spec_version": func(v *yaml.Node) { p.str(v, &m.SpecVersion) },
 		"title":        func(v *yaml.Node) { p.str(v, &m.Title) },
 		"description":  func(v *yaml.Node) { p.str(v, &m.Description) },
+		"constants":    func(v *yaml.Node) { constNode = v },
 		"variables":    func(v *yaml.Node) { varsNode = v },
 		"transitions":  func(v *yaml.Node) { transNode = v },
 		"properties":   func(v *yaml.Node) { propsNode = v },
@@ -210,6 +279,15 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 	}
 	if m.Name == "" {
 		p.d.add(p.pos(n), "missing", "the model needs a name (\"model:\")")
+	}
+	p.consts = map[string]int{}
+	if constNode != nil {
+		p.list(constNode, "constants", func(c *yaml.Node) { p.constant(c, m) })
+	}
+	for name := range p.defines {
+		if _, ok := p.consts[name]; !ok {
+			p.d.add(p.pos(n), "unknown-constant", "-D %s: the model declares no constant %q", name, name)
+		}
 	}
 	if varsNode != nil {
 		p.list(varsNode, "variables", func(c *yaml.Node) { p.variable(c, m) })
@@ -281,6 +359,13 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 		p.d.add(v.Pos, "name", "variable name %q must be an identifier", v.Name)
 	} else if m.VarIndex(v.Name) >= 0 {
 		p.d.add(v.Pos, "duplicate-id", "variable %q is declared twice", v.Name)
+	} else if _, ok := p.consts[v.Name]; ok {
+		p.d.add(v.Pos, "duplicate-id", "variable %q has the name of a constant", v.Name)
+	}
+	for _, val := range v.Type.Values {
+		if _, ok := p.consts[val]; ok {
+			p.d.add(v.Pos, "duplicate-id", "enum value %q of %q has the name of a constant", val, v.Name)
+		}
 	}
 	if typ != "enum" && len(v.Type.Values) > 0 {
 		p.d.add(v.Pos, "domain", "only enum variables have values")
