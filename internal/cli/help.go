@@ -205,13 +205,15 @@ Support/warden).
       condition they read is constant over the reachable states). Prints
       file:line:col diagnostics with a caret. Exit code 0 when clean, 3 when not.
 
-  warden conform check [--model NAME|FILE|DIR|--all] [--warden] [--out DIR]
+  warden conform check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR]
                        [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
       Checks each property of the models in its own run, first without and
       then with Adversary actions, and prints the result, class, triage label
       and shortest counterexample. --model takes a built-in model, a model
       file, or a directory of *.yaml model files (diagnostics with
-      positions; exit code 3 on an error). --out writes each counterexample
+      positions; exit code 3 on an error). -D NAME=N sets a constant the
+      model declares (constants:), e.g. -D AGENTS=3; it works with lint,
+      emit and matrix too. --out writes each counterexample
       as ITF JSON under DIR/traces/. --warden checks the models behind the
       gateway. When stderr is a terminal a progress line (states, states/s,
       depth, queue) is shown there; --progress shows it anywhere,
