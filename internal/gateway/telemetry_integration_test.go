@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/audit"
-	"github.com/agentwarden/warden/internal/ocsf"
+	"github.com/agentwarden/warden/internal/ocsf/ocsfschema/ocsfschematest"
 )
 
 // TestAuditAndTelemetryThroughTheGateway: a real go-sdk client and the demo
@@ -117,9 +117,10 @@ telemetry:
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		n++
-		if errs := ocsf.Validate(sc.Bytes()); len(errs) > 0 {
-			t.Errorf("invalid OCSF event %s: %v", sc.Bytes(), errs)
-		}
+		ocsfschematest.Check(t, ocsfschematest.Schema(t, ocsfschematest.V180), sc.Bytes())
+	}
+	if !strings.Contains(string(events), `"mcp.server.transport":"streamable_http"`) {
+		t.Errorf("the OCSF events do not name the HTTP upstream's transport:\n%s", events)
 	}
 	if n < 3 || !strings.Contains(string(events), `"class_uid":2004`) {
 		t.Errorf("%d OCSF events, want API activity for each operation and a detection finding for the refusal:\n%s", n, events)
