@@ -24,12 +24,28 @@ import (
 	"github.com/agentwarden/warden/internal/conform/ir"
 )
 
+// Source kinds: where a clause's text comes from.
+const (
+	// FromSpecification: Quote is a fragment of the specification itself.
+	FromSpecification = "specification"
+	// FromPaperProse: the protocol has no normative text to quote (ANP's
+	// white paper, ACP's RFDs as AgentRFC describes them); Quote
+	// paraphrases AgentRFC's prose, and a parenthesised Quote records an
+	// absence.
+	FromPaperProse = "paper-prose"
+)
+
+// SourceKinds lists the source kinds.
+var SourceKinds = []string{FromSpecification, FromPaperProse}
+
 // SourceRef locates a clause in its specification.
 type SourceRef struct {
 	Document string `json:"document"`
 	Section  string `json:"section"`
 	URL      string `json:"url"`
-	Quote    string `json:"quote"`
+	// Kind says what Quote is: FromSpecification or FromPaperProse.
+	Kind  string `json:"kind"`
+	Quote string `json:"quote"`
 }
 
 // Clause is one normative clause.
@@ -90,6 +106,7 @@ type file struct {
 	Protocol    string       `yaml:"protocol"`
 	SpecVersion string       `yaml:"spec_version"`
 	BaseURL     string       `yaml:"base_url"`
+	SourceKind  string       `yaml:"source_kind"` // default FromSpecification
 	Clauses     []clauseYAML `yaml:"clauses"`
 }
 
@@ -155,6 +172,10 @@ func (c *Catalog) add(data []byte, name string) error {
 	if err := dec.Decode(&f); err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
+	kind := f.SourceKind
+	if kind == "" {
+		kind = FromSpecification
+	}
 	for _, y := range f.Clauses {
 		if _, dup := c.byID[y.ID]; dup {
 			return fmt.Errorf("%s: clause %s is defined twice", name, y.ID)
@@ -164,7 +185,7 @@ func (c *Catalog) add(data []byte, name string) error {
 			url = f.BaseURL + y.Path
 		}
 		cl := Clause{ID: y.ID, Protocol: f.Protocol, SpecVersion: f.SpecVersion,
-			SourceRef: SourceRef{Document: y.Doc, Section: y.Section, URL: url, Quote: y.Quote},
+			SourceRef: SourceRef{Document: y.Doc, Section: y.Section, URL: url, Kind: kind, Quote: y.Quote},
 			Modality:  y.Modality, Actor: y.Actor, ConditionalOn: y.ConditionalOn, Ambiguous: y.Ambiguous,
 			AmbiguityNote: y.Note, Principles: y.Principles, Taxonomy: y.Taxonomy, File: name}
 		c.byID[cl.ID] = len(c.clauses)
@@ -190,6 +211,9 @@ func (cl Clause) Problems() []string {
 	req(cl.SourceRef.URL, "source_ref.url")
 	req(cl.SourceRef.Quote, "source_ref.quote")
 	req(cl.Actor, "actor")
+	if !slices.Contains(SourceKinds, cl.SourceRef.Kind) {
+		ps = append(ps, fmt.Sprintf("source kind %q is not one of %v", cl.SourceRef.Kind, SourceKinds))
+	}
 	if !slices.Contains(Protocols, cl.Protocol) {
 		ps = append(ps, fmt.Sprintf("protocol %q is not one of %v", cl.Protocol, Protocols))
 	}

@@ -73,3 +73,22 @@ func TestProblemsCatchesBadRecord(t *testing.T) {
 		}
 	}
 }
+
+// Clauses whose text is AgentRFC's prose about a protocol (ANP, ACP-Cap)
+// say so, and never pass for specification quotes; every other clause
+// quotes its specification.
+func TestSourceKinds(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range c.All() {
+		want := FromSpecification
+		if cl.Protocol == "ANP" || cl.Protocol == "ACP-Cap" {
+			want = FromPaperProse
+		}
+		if cl.SourceRef.Kind != want {
+			t.Errorf("%s (%s): source kind %q, want %q", cl.ID, cl.Protocol, cl.SourceRef.Kind, want)
+		}
+	}
+}
