@@ -171,6 +171,9 @@ func aguiEventShapes(events map[string]string) map[string][]string {
 
 func words(s string) []string { return strings.Fields(s) }
 
+// jsonRPCError is the content of an MCP or A2A error response.
+var jsonRPCError = words("code message data")
+
 var shapesByProtocol = map[string]map[string]map[string][]string{
 	"mcp":   mcpShapes,
 	"a2a":   a2aShapes,
@@ -200,6 +203,10 @@ func actorShapes(actor *oatf.Value) shapeSet {
 		set[dir] = map[string][]string{}
 		for m, keys := range methods {
 			set[dir][m] = slices.Clone(keys)
+			if dir == Response && mode != "ag_ui_client" {
+				// A JSON-RPC error is recorded as its error object.
+				set[dir][m] = append(set[dir][m], jsonRPCError...)
+			}
 		}
 	}
 	add := func(dir, method string, v *oatf.Value) {
