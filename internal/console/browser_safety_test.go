@@ -351,7 +351,13 @@ func TestBrowserTwoPersonRule(t *testing.T) {
 			chromedp.WaitVisible(chromedp.ID("flash")),
 		)
 	}
+	loginAs(t, bob, base, "bob")
+	do(t, bob, "bob sees the call before alice approves", chromedp.WaitVisible(chromedp.ID("quorum-"+p.ID)))
 	approve(alice, "alice")
+	// Bob's open page learns of alice's approval without a reload.
+	if !get(t, bob, "bob sees alice's approval", chromedp.Poll[bool](`document.getElementById('quorum-`+p.ID+`').textContent.includes('console:alice')`)) {
+		t.Error("bob's page does not show alice's approval")
+	}
 	if f := get(t, alice, "read the flash", chromedp.Text(chromedp.ID("flash"))); !strings.Contains(f, "1 of the 2 different approvers") {
 		t.Errorf("after alice's approval: %q", f)
 	}

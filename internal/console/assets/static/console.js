@@ -23,6 +23,11 @@
     var added = [];
     fresh.querySelectorAll('article[data-id]').forEach(function (a) {
       keep[a.dataset.id] = true;
+      // A card being worked on is kept, but who has approved it so far
+      // (the two-person rule) is brought up to date.
+      var q = have[a.dataset.id] && have[a.dataset.id].querySelector('p.quorum');
+      var fq = a.querySelector('p.quorum');
+      if (q && fq && q.textContent !== fq.textContent) { q.replaceWith(document.importNode(fq, true)); }
       if (!have[a.dataset.id]) {
         var card = document.importNode(a, true);
         list.appendChild(card);
