@@ -80,3 +80,39 @@ gateway:
 		t.Fatalf("restart on an edited log: %v, want a refusal naming record 6 and the checkpoint at seq 4", err)
 	}
 }
+
+// Without a key (so without checkpoints) the whole log is checked at
+// start: a record edited in the middle stops the gateway too.
+func TestGatewayRefusesALogEditedInTheMiddle(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	cfg, err := config.Parse([]byte("version: 1\ngateway:\n  audit: {backend: jsonl, path: "+logFile+"}\n  upstreams: [{name: s, command: [srv]}]\n"), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := audit.Open(context.Background(), audit.KindJSONL, logFile, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 7 {
+		if _, err := l.Append(context.Background(), audit.Record{Method: "tools/call", Tool: "read_file", Decision: audit.Allow, Direction: "client"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[5] = strings.Replace(lines[5], `"tool":"read_file"`, `"tool":"list_dir"`, 1) // record 6 of 7
+	if err := os.WriteFile(logFile, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, closers, err := records(cfg, slog.New(slog.DiscardHandler))
+	for _, c := range closers {
+		c.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "record 6: hash") {
+		t.Fatalf("restart on a log edited at record 6 of 7: %v, want a refusal naming record 6", err)
+	}
+}
