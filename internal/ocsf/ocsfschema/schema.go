@@ -141,7 +141,8 @@ type rawFile struct {
 	Attributes  map[string]json.RawMessage `json:"attributes"`
 	Constraints map[string][]string        `json:"constraints"`
 
-	src fs.FS // where the file came from, for its $include paths
+	src fs.FS      // where the file came from, for its $include paths
+	ext *Extension // the extension it came from, nil for the core
 }
 
 // rawAttr is one attribute definition in any file: every field optional.
@@ -183,8 +184,11 @@ type loader struct {
 	classExt  map[string]*Extension
 	resolved  map[string]map[string]*attrDef // "class:name" or "object:name"
 	resolving map[string]bool
-	core      fs.FS
-	errs      []error
+	// patches are extensions' additions to core objects (an object file
+	// without a name of its own, extending the one it patches).
+	patches map[string][]*rawFile
+	core    fs.FS
+	errs    []error
 }
 
 // Load reads the core schema from core (a directory holding
@@ -198,7 +202,7 @@ func Load(core fs.FS, extensions ...fs.FS) (*Schema, error) {
 			types: map[string]*Type{}, profiles: map[string]bool{}, extensions: map[string]*Extension{}},
 		dict: map[string]rawAttr{}, classes: map[string]*rawFile{}, objects: map[string]*rawFile{},
 		cats: map[string]*Category{}, classExt: map[string]*Extension{},
-		resolved: map[string]map[string]*attrDef{}, resolving: map[string]bool{}, core: core,
+		resolved: map[string]map[string]*attrDef{}, resolving: map[string]bool{}, core: core, patches: map[string][]*rawFile{},
 	}
 	var version struct{ Version string }
 	if err := readJSON(core, "version.json", &version); err != nil {
@@ -300,7 +304,7 @@ func (l *loader) loadTree(fsys fs.FS, ext *Extension) {
 			if de.IsDir() || path.Ext(p) != ".json" {
 				return nil
 			}
-			r := &rawFile{src: fsys}
+			r := &rawFile{src: fsys, ext: ext}
 			if err := readJSON(fsys, p, r); err != nil {
 				return err
 			}
@@ -312,13 +316,17 @@ func (l *loader) loadTree(fsys fs.FS, ext *Extension) {
 		}
 	}
 	walk("objects", func(p string, r *rawFile) {
+		if ext != nil && (r.Name == "" || r.Name == r.Extends) && l.objects[r.Extends] != nil && l.objects[r.Extends].ext == nil {
+			l.patches[r.Extends] = append(l.patches[r.Extends], r)
+			return
+		}
 		if _, dup := l.objects[r.Name]; dup || r.Name == "" {
 			l.errs = append(l.errs, fmt.Errorf("%s: %s: object %q has no name or is defined twice", where, p, r.Name))
 			return
 		}
 		l.objects[r.Name] = r
 	})
-	walk("profiles", func(_ string, r *rawFile) { l.s.profiles[r.Name] = true })
+	walk("profiles", func(_ string, r *rawFile) { l.s.profiles[profileName(ext, r.Name)] = true })
 	walk("events", func(p string, r *rawFile) {
 		if _, dup := l.classes[r.Name]; dup || r.Name == "" {
 			l.errs = append(l.errs, fmt.Errorf("%s: %s: class %q has no name or is defined twice", where, p, r.Name))
@@ -383,6 +391,16 @@ func (l *loader) category(r *rawFile) *Category {
 // constraints of the nearest definition.
 func (l *loader) record(r *rawFile, defs map[string]*attrDef, all map[string]*rawFile) *Record {
 	rec := &Record{Name: r.Name, Caption: r.Caption, Attrs: map[string]*Attr{}}
+	if all[r.Name] == r {
+		for _, p := range l.patches[r.Name] {
+			if c := p.Constraints["at_least_one"]; c != nil {
+				rec.AtLeastOne = c
+			}
+			if c := p.Constraints["just_one"]; c != nil {
+				rec.JustOne = c
+			}
+		}
+	}
 	for p := r; p != nil; p = all[p.Extends] {
 		if rec.AtLeastOne == nil {
 			rec.AtLeastOne = p.Constraints["at_least_one"]
@@ -469,41 +487,65 @@ func (l *loader) attrs(kind, name string) map[string]*attrDef {
 			m[k] = &c
 		}
 	}
-	if inc, ok := r.Attributes["$include"]; ok {
-		var files []string
-		if err := json.Unmarshal(inc, &files); err != nil {
-			var one string
-			if json.Unmarshal(inc, &one) != nil {
-				l.errs = append(l.errs, fmt.Errorf("%s %s: $include: %w", kind, name, err))
-			}
-			files = []string{one}
-		}
-		for _, f := range files {
-			p, err := l.include(r.src, f)
-			if err != nil {
-				l.errs = append(l.errs, fmt.Errorf("%s %s: $include %s: %w", kind, name, f, err))
-				continue
-			}
-			profile := ""
-			if p.Meta == "profile" {
-				profile = p.Name
-			}
-			l.merge(m, p.Attributes, profile, kind+" "+name)
-		}
+	files := []*rawFile{r}
+	if kind == "object" {
+		files = append(files, l.patches[name]...)
 	}
-	l.merge(m, r.Attributes, "", kind+" "+name)
+	for _, f := range files {
+		l.own(m, f, kind+" "+name)
+	}
 	l.resolved[key] = m
 	delete(l.resolving, key)
 	return m
 }
 
-func (l *loader) include(src fs.FS, file string) (*rawFile, error) {
-	p := &rawFile{}
-	err := readJSON(src, file, p)
-	if errors.Is(err, fs.ErrNotExist) && src != l.core {
+// own merges the attributes of r over m: those of the files it $includes
+// first (a profile's marked with its name), then its own.
+func (l *loader) own(m map[string]*attrDef, r *rawFile, where string) {
+	if inc, ok := r.Attributes["$include"]; ok {
+		var files []string
+		if err := json.Unmarshal(inc, &files); err != nil {
+			var one string
+			if json.Unmarshal(inc, &one) != nil {
+				l.errs = append(l.errs, fmt.Errorf("%s: $include: %w", where, err))
+			}
+			files = []string{one}
+		}
+		for _, f := range files {
+			p, err := l.include(r, f)
+			if err != nil {
+				l.errs = append(l.errs, fmt.Errorf("%s: $include %s: %w", where, f, err))
+				continue
+			}
+			profile := ""
+			if p.Meta == "profile" {
+				profile = profileName(p.ext, p.Name)
+			}
+			l.merge(m, p.Attributes, profile, where)
+		}
+	}
+	l.merge(m, r.Attributes, "", where)
+}
+
+// include reads a file r $includes: from r's extension if it has it, else
+// from the core; the file's ext says which.
+func (l *loader) include(r *rawFile, file string) (*rawFile, error) {
+	p := &rawFile{ext: r.ext}
+	err := readJSON(r.src, file, p)
+	if errors.Is(err, fs.ErrNotExist) && r.src != l.core {
+		p.ext = nil
 		err = readJSON(l.core, file, p)
 	}
 	return p, err
+}
+
+// profileName is a profile's name in metadata.profiles: an extension's
+// profiles are named extension/profile.
+func profileName(ext *Extension, name string) string {
+	if ext == nil {
+		return name
+	}
+	return ext.Name + "/" + name
 }
 
 // merge merges definitions over m. profile marks the attributes an

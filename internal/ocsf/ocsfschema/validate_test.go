@@ -292,3 +292,29 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// TestOfficialExtensions loads the schema's own extensions (linux, macos,
+// windows): their classes get the uids OCSF publishes (Windows Registry
+// Key Activity is 201001), their patches add to core objects, and their
+// profiles are named extension/profile.
+func TestOfficialExtensions(t *testing.T) {
+	ocsfschematest.Schema(t, ocsfschematest.V180) // skips without the snapshot
+	dir := ocsfschematest.Root() + "/../shared/ocsf-schema/1.8.0"
+	s, err := ocsfschema.Load(os.DirFS(dir), os.DirFS(dir+"/extensions/linux"), os.DirFS(dir+"/extensions/macos"), os.DirFS(dir+"/extensions/windows"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Class(201001); c == nil || c.Name != "registry_key_activity" || c.Extension.Name != "win" {
+		t.Fatalf("class 201001 = %v, want registry_key_activity of extension win", c)
+	}
+	proc := s.Object("process")
+	if a := proc.Attrs["auid"]; a == nil || a.Profile != "linux/linux_users" {
+		t.Errorf("process.auid = %+v, want an attribute of profile linux/linux_users", a)
+	}
+	if a := proc.Attrs["hosted_services"]; a == nil || a.Type != "win_service" || !a.IsArray {
+		t.Errorf("process.hosted_services = %+v, want the windows patch's array of win_service", a)
+	}
+	if a := s.Object("evidences").Attrs["reg_key"]; a == nil {
+		t.Error("evidences has no reg_key: the windows patch was not applied")
+	}
+}
