@@ -140,6 +140,11 @@ var contextLibrary = []struct {
 	careful, carefulTier   string
 }{
 	{"OATF-001_exfil-chain-tool-description.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-001-001_exfil-chain-html-comments.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-001-002_exfil-chain-error-framing.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-001-003_exfil-chain-system-annotation.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-001-005_exfil-chain-unicode-homoglyphs.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
+	{"OATF-001-006_exfil-chain-ansi-escape.yaml", oatf.Exploited, "boundary_breach", oatf.NotExploited, ""},
 	{"OATF-002_tool-shadowing-bcc.yaml", oatf.Exploited, "boundary_breach", oatf.Exploited, "local_action"},
 	{"OATF-002-002_tool-shadowing-error-framing.yaml", oatf.Exploited, "boundary_breach", oatf.Exploited, "local_action"},
 	{"OATF-002-003_tool-shadowing-compliance-framing.yaml", oatf.Exploited, "boundary_breach", oatf.Exploited, "local_action"},
