@@ -3,12 +3,14 @@ package console
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -661,4 +663,36 @@ func TestTwoPersonRule(t *testing.T) {
 	if h := q.History(); len(h) != 1 || !h[0].Approved || h[0].Approver != "console:alice, console:bob" {
 		t.Errorf("history %+v", h)
 	}
+}
+
+// flakyLoads is a memory backend whose Load fails while failing is set:
+// a store that cannot say whether a call is waiting.
+type flakyLoads struct {
+	approval.Backend
+	failing atomic.Bool
+}
+
+func (f *flakyLoads) Load(ctx context.Context, id string) (approval.Pending, *approval.Decision, error) {
+	if f.failing.Load() {
+		return approval.Pending{}, nil, errors.New("store unreachable")
+	}
+	return f.Backend.Load(ctx, id)
+}
+
+// TestUnreadableCallIsNotDecided: when the store cannot say what a call is
+// (so neither its level nor its gesture can be checked), nothing is decided.
+func TestUnreadableCallIsNotDecided(t *testing.T) {
+	b := &flakyLoads{Backend: approval.NewMemoryBackend()}
+	q := approval.NewQueue(approval.Options{Timeout: time.Minute, Backend: b})
+	t.Cleanup(func() { q.Close() })
+	e := newEnv(t, Options{Queue: q})
+	p := q.Submit(approval.Request{Upstream: "demo", Tool: "wire", Arguments: []byte(`{}`), Hash: "abcdef0123", Classification: 1})
+	cookie, csrf := e.login("alice")
+	b.failing.Store(true)
+	resp, _ := e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "approve", ""), nil)
+	b.failing.Store(false)
+	if resp.StatusCode == http.StatusSeeOther {
+		t.Fatalf("an approval without its gesture went through while the store could not be read: %s", resp.Status)
+	}
+	stillPending(t, q, p.ID)
 }

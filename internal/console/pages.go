@@ -189,6 +189,17 @@ func indent(raw []byte) string {
 	return b.String()
 }
 
+// notWaiting answers a decision on a call that is not waiting: who decided
+// it first, when the history knows, else that nothing was changed.
+func (c *Console) notWaiting(w http.ResponseWriter, r *http.Request, s session, callID string) {
+	if h, ok := c.outcomeOf(callID); ok {
+		c.log.Info("console: decision too late", "approval", callID, "approver", s.approver(), "decided_by", h.Approver, "outcome", h.Outcome())
+		c.render(w, r, http.StatusConflict, "message", page{Title: "Already decided", User: s.approver(), CSRF: s.csrf, Data: tooLate(h)})
+		return
+	}
+	c.renderError(w, r, s, http.StatusNotFound, "No call "+callID+" is waiting: it was decided, timed out or cancelled. Nothing was changed.")
+}
+
 // outcomeOf finds the outcome of call id in the history.
 func (c *Console) outcomeOf(id string) (approval.Decided, bool) {
 	for _, h := range c.q.History() {
@@ -264,7 +275,11 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, s, http.StatusBadRequest, "The reason is longer than 500 characters. Nothing was decided.")
 		return
 	}
-	p, _ := c.q.Get(callID)
+	p, ok := c.q.Get(callID)
+	if !ok { // decided, gone, or the store cannot say: decide nothing
+		c.notWaiting(w, r, s, callID)
+		return
+	}
 	if approve && c.needsConfirm(p) && !confirmed(r.PostForm.Get("confirm"), hash) {
 		c.log.Warn("console: approval without the confirmation refused", "approval", callID, "approver", s.approver())
 		c.renderError(w, r, s, http.StatusBadRequest, fmt.Sprintf("Call %s is sensitive (%s): to approve it, type the first %d characters of its parameters_hash in the confirmation field. Nothing was decided.",
@@ -283,12 +298,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, s, http.StatusConflict, "You already approved "+callID+": it needs the approval of another person. Nothing was changed.")
 		return
 	case errors.Is(err, approval.ErrUnknown):
-		if h, ok := c.outcomeOf(callID); ok {
-			c.log.Info("console: decision too late", "approval", callID, "approver", s.approver(), "decided_by", h.Approver, "outcome", h.Outcome())
-			c.render(w, r, http.StatusConflict, "message", page{Title: "Already decided", User: s.approver(), CSRF: s.csrf, Data: tooLate(h)})
-			return
-		}
-		c.renderError(w, r, s, http.StatusNotFound, "No call "+callID+" is waiting: it was decided, timed out or cancelled. Nothing was changed.")
+		c.notWaiting(w, r, s, callID)
 		return
 	case errors.Is(err, approval.ErrHash):
 		c.log.Warn("console: decision with another parameters_hash refused", "approval", callID, "approver", s.approver(), "hash", hash)
