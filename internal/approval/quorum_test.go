@@ -147,3 +147,30 @@ func TestAPIReportsPartialApproval(t *testing.T) {
 		t.Errorf("decision %+v", d)
 	}
 }
+
+// TestRedisQuorumAcrossInstances: the two approvals of a two-person call
+// may come through two gateway instances sharing one Redis.
+func TestRedisQuorumAcrossInstances(t *testing.T) {
+	rd := testenv.StartRedis(t, false)
+	o := Options{Timeout: time.Minute, Approvers: map[int]int{1: 2}}
+	a, b := redisQueue(t, rd.URL, o), redisQueue(t, rd.URL, o)
+	r := req()
+	r.Classification = 1
+	p := a.Submit(r)
+	var more *MoreApprovals
+	if err := a.DecideExact(p.ID, p.Hash, true, "console:alice", ""); !errors.As(err, &more) {
+		t.Fatalf("alice through A: %v", err)
+	}
+	if votes, err := b.Votes(p.ID); err != nil || len(votes) != 1 || votes[0].Approver != "console:alice" {
+		t.Fatalf("B sees the votes %+v %v", votes, err)
+	}
+	if err := b.DecideExact(p.ID, p.Hash, true, "console:alice", ""); !errors.Is(err, ErrSameApprover) {
+		t.Fatalf("alice again through B: %v", err)
+	}
+	if err := b.DecideExact(p.ID, p.Hash, true, "console:bob", ""); err != nil {
+		t.Fatalf("bob through B: %v", err)
+	}
+	if d := a.Wait(t.Context(), p.ID); !d.Approved || d.Approver != "console:alice, console:bob" {
+		t.Errorf("decision on A: %+v", d)
+	}
+}
