@@ -30,6 +30,7 @@ func (c Control) Name() string { return controlNames[c.ID] }
 var controlNames = map[string]string{
 	"LLM01":     "Prompt Injection",
 	"LLM02":     "Sensitive Information Disclosure",
+	"LLM03":     "Supply Chain",
 	"LLM05":     "Improper Output Handling",
 	"LLM06":     "Excessive Agency",
 	"LLM10":     "Unbounded Consumption",
@@ -196,4 +197,54 @@ func ComplianceTags(cs []Control) map[Framework][]string {
 		m[c.Framework] = append(m[c.Framework], c.ID)
 	}
 	return m
+}
+
+// DenialControls returns the controls a gateway stage's refusal bears on,
+// by its stage and rule, for the Detection Finding of the refusal: what
+// was refused, not every control the call's span could be tagged with (a
+// tool-policy refusal is excessive agency, not prompt injection). nil for
+// refusals that bear on no control (a malformed message, the session's
+// state, the audit log, shutdown).
+//
+//	tool-policy, method-policy, authorize   LLM06
+//	zero-trust                              LLM06; approval-* also Art.14
+//	pin (a tool's definition changed)       LLM03
+//	taint (data flowing to where it may not) LLM02
+//	security, by the rule's category        as the security processor's
+//	                                        findings (secproc.OCSFFinding)
+func DenialControls(stage, rule string) []Control {
+	switch stage {
+	case "tool-policy", "method-policy", "authorize":
+		return owasp("LLM06")
+	case "zero-trust":
+		if strings.HasPrefix(rule, "approval-") {
+			return join(owasp("LLM06"), euact("Art.14"))
+		}
+		return owasp("LLM06")
+	case "pin":
+		return owasp("LLM03")
+	case "taint":
+		return owasp("LLM02")
+	case "security":
+		category, _, _ := strings.Cut(rule, "/")
+		return securityControls(category)
+	}
+	return nil
+}
+
+// securityControls are the controls of a security processor category
+// (secproc.Category); TestDenialControlsOfSecurityMatchTheFindings holds
+// them to the processor's own.
+func securityControls(category string) []Control {
+	switch category {
+	case "file_access", "privilege_escalation":
+		return join(owasp("LLM06"), atlas("AML.T0053"))
+	case "command_injection":
+		return join(owasp("LLM05"), atlas("AML.T0053"))
+	case "exfiltration":
+		return join(owasp("LLM02"), atlas("AML.T0057"))
+	case "prompt_injection":
+		return join(owasp("LLM01"), atlas("AML.T0051"))
+	}
+	return nil
 }

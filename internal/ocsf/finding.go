@@ -88,7 +88,7 @@ func (b Builder) DenialFinding(c *Call) *DetectionFinding {
 		Rule:        d.Stage + ": " + d.Rule,
 		Severity:    SeverityMedium,
 		Blocked:     true,
-		Controls:    callControls(c),
+		Controls:    DenialControls(d.Stage, d.Rule),
 	}
 	if d.Invariant != "" {
 		f.Rule += " (" + d.Invariant + ")"
@@ -151,6 +151,8 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 			e.Unmapped["span_id"] = c.SpanID
 		}
 	}
+	// The finding's own controls, not the call's (unmapped copies those).
+	delete(e.Unmapped, "compliance")
 	if tags := ComplianceTags(f.Controls); tags != nil {
 		e.Unmapped["compliance"] = tags
 	}
