@@ -194,7 +194,10 @@ type loader struct {
 // Load reads the core schema from core (a directory holding
 // categories.json, dictionary.json, version.json, events/, objects/ and
 // profiles/) and each extension from its own directory (extension.json,
-// and any of dictionary.json, events/, objects/, profiles/). It returns
+// and any of dictionary.json, events/, objects/, profiles/). An extension's
+// classes get class_uid uid×100000 + category×1000 + class; an object file
+// of an extension without a name of its own patches the core object it
+// extends; an extension's profiles are named extension/profile. It returns
 // every problem of the files at once.
 func Load(core fs.FS, extensions ...fs.FS) (*Schema, error) {
 	l := &loader{
