@@ -18,6 +18,9 @@ type IndicatorResult struct {
 	Seq         int64  // the entry that matched (0 when none)
 	Actor       string // of the matching entry
 	Method      string // of the matching entry
+	// Unmatchable says why the indicator could never match (its target is
+	// never recorded in the traffic it selects; see CheckTargets), or "".
+	Unmatchable string
 }
 
 // Evaluate evaluates every indicator of a normalized document against a
@@ -29,8 +32,13 @@ func Evaluate(ctx context.Context, doc *oatf.Document, trace []Entry, ev *oatf.E
 	attack := doc.Attack()
 	var results []IndicatorResult
 	var verdicts []oatf.IndicatorVerdict
-	for _, ind := range items(attack.Get("indicators")) {
+	unmatchable := map[int]string{}
+	for _, p := range checkTargets(doc) {
+		unmatchable[p.index] = p.diag.Message
+	}
+	for i, ind := range items(attack.Get("indicators")) {
 		r := evaluateOne(ctx, ind, trace, ev)
+		r.Unmatchable = unmatchable[i]
 		results = append(results, r)
 		verdicts = append(verdicts, r.IndicatorVerdict)
 	}

@@ -74,6 +74,9 @@ type indicatorInfo struct {
 	Message     string     `json:"message,omitempty"`
 	Tier        string     `json:"tier,omitempty"`
 	Description string     `json:"description,omitempty"`
+	// Unmatchable says why the indicator could never match (rule
+	// unmatchable-target; run with --allow-unmatchable).
+	Unmatchable string `json:"unmatchable,omitempty"`
 }
 
 type execInfo struct {
@@ -109,7 +112,7 @@ func VerdictJSON(r *Result) ([]byte, error) {
 	}
 	for _, ir := range r.Indicators {
 		ii := indicatorInfo{ID: ir.IndicatorID, Result: ir.Result, Evidence: ir.Evidence, ErrorKind: ir.ErrorKind,
-			Message: ir.IndicatorVerdict.Message, Tier: ir.Tier, Description: ir.Description}
+			Message: ir.IndicatorVerdict.Message, Tier: ir.Tier, Description: ir.Description, Unmatchable: ir.Unmatchable}
 		if !ir.IndicatorVerdict.Timestamp.IsZero() {
 			ts := ir.IndicatorVerdict.Timestamp.UTC()
 			ii.Timestamp = &ts
@@ -146,6 +149,8 @@ func WriteSummary(w io.Writer, r *Result) {
 			line += fmt.Sprintf("\n               evidence %q at trace seq %d (%s, %s)", clip(ir.Evidence, 80), ir.Seq, ir.Actor, ir.Method)
 		case ir.Result == oatf.Error:
 			line += "\n               " + ir.ErrorKind + ": " + ir.IndicatorVerdict.Message
+		case ir.Unmatchable != "":
+			line += "\n               it could never match: " + ir.Unmatchable
 		case ir.Considered == 0:
 			line += "  (no message in the trace passed its filter)"
 		}

@@ -296,6 +296,21 @@ func (s shapeSet) admits(direction, method, key string) bool {
 // target, with the indicator's path; `attack run` refuses them unless told
 // otherwise.
 func CheckTargets(doc *oatf.Document) []oatf.Diagnostic {
+	var diags []oatf.Diagnostic
+	for _, p := range checkTargets(doc) {
+		diags = append(diags, p.diag)
+	}
+	return diags
+}
+
+// targetProblem is an unmatchable target: the indicator's index and the
+// diagnostic.
+type targetProblem struct {
+	index int
+	diag  oatf.Diagnostic
+}
+
+func checkTargets(doc *oatf.Document) []targetProblem {
 	attack := doc.Attack()
 	type actorInfo struct {
 		name, protocol string
@@ -305,7 +320,7 @@ func CheckTargets(doc *oatf.Document) []oatf.Diagnostic {
 	for _, av := range items(attack.Get("execution").Get("actors")) {
 		actors = append(actors, actorInfo{av.Get("name").StringOr(""), oatf.ExtractProtocol(av.Get("mode").StringOr("")), actorShapes(av)})
 	}
-	var diags []oatf.Diagnostic
+	var problems []targetProblem
 	for i, ind := range items(attack.Get("indicators")) {
 		det, path := ind.Get("pattern"), fmt.Sprintf("attack.indicators[%d]", i)
 		if det == nil {
@@ -339,10 +354,10 @@ func CheckTargets(doc *oatf.Document) []oatf.Diagnostic {
 		if ok || checked == 0 {
 			continue // W-005 and V-048 cover an indicator no actor feeds
 		}
-		diags = append(diags, oatf.Diagnostic{Severity: oatf.SeverityWarning, Rule: RuleUnmatchableTarget,
-			Path: path + ".target", Pos: posOr(targetV.Pos, ind.Pos), Message: unmatchableMessage(f, key, target)})
+		problems = append(problems, targetProblem{i, oatf.Diagnostic{Severity: oatf.SeverityWarning, Rule: RuleUnmatchableTarget,
+			Path: path + ".target", Pos: posOr(targetV.Pos, ind.Pos), Message: unmatchableMessage(f, key, target)}})
 	}
-	return diags
+	return problems
 }
 
 // alwaysHolds reports a pattern whose condition is {exists: false}: it

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -47,8 +48,23 @@ func TestAttackUnmatchableTarget(t *testing.T) {
 		}
 	}))
 	defer agent.Close()
-	code, stdout, stderr = runAttackCmd(t, "run", "--allow-unmatchable", "--agui-url", agent.URL, doc)
-	if code != ExitFindings || !strings.Contains(stderr, wantAt+"warning unmatchable-target") {
-		t.Errorf("run --allow-unmatchable: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, ExitFindings, stdout, stderr)
+	verdict := filepath.Join(t.TempDir(), "v.json")
+	code, stdout, stderr = runAttackCmd(t, "run", "--allow-unmatchable", "--verdict", verdict, "--agui-url", agent.URL, doc)
+	if code != ExitFindings || !strings.Contains(stderr, wantAt+"warning unmatchable-target") ||
+		!strings.Contains(stdout, "it could never match: target \"response.content\"") {
+		t.Errorf("run --allow-unmatchable: exit %d, want %d and the summary saying which indicator could never match\nstdout:\n%s\nstderr:\n%s",
+			code, ExitFindings, stdout, stderr)
+	}
+	var v struct {
+		Verdict struct {
+			Indicators []struct {
+				ID          string `json:"indicator_id"`
+				Unmatchable string `json:"unmatchable"`
+			} `json:"indicator_verdicts"`
+		} `json:"verdict"`
+	}
+	readJSON(t, verdict, &v)
+	if len(v.Verdict.Indicators) != 2 || v.Verdict.Indicators[0].Unmatchable != "" || v.Verdict.Indicators[1].Unmatchable == "" {
+		t.Errorf("verdict JSON indicators %+v: want the second, and only it, marked unmatchable", v.Verdict.Indicators)
 	}
 }
