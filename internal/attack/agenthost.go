@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -58,9 +59,10 @@ type agentHost struct {
 
 	mu        sync.Mutex // guards the fields below
 	endpoints map[string]string
-	failure   error // the first failed model call
-	calls     int   // model calls made
-	in, out   int64 // tokens used
+	threads   map[string]*thread // by AG-UI threadId
+	failure   error              // the first failed model call
+	calls     int                // model calls made
+	in, out   int64              // tokens used
 }
 
 // setEndpoints receives the server actors' URLs from Run's OnReady.
@@ -111,7 +113,8 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	tools, closeAll := h.tools(ctx, in)
 	defer closeAll()
-	msgs := h.conversation(in)
+	threadID, runID := in.Get("threadId").StringOr(""), in.Get("runId").StringOr("")
+	msgs := h.conversation(threadID, in)
 	defs := make([]chatTool, 0, len(tools))
 	for _, t := range tools {
 		defs = append(defs, t.def)
@@ -127,7 +130,6 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	s := &aguiWriter{w: w}
-	threadID, runID := in.Get("threadId").StringOr(""), in.Get("runId").StringOr("")
 	s.emit(map[string]any{"type": "RUN_STARTED", "threadId": threadID, "runId": runID})
 	maxTurns := cmpOr(h.opts.MaxTurns, DefaultContextTurns)
 	for turn := 1; ; turn++ {
@@ -135,6 +137,7 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.say(res.Content)
 		}
 		if len(res.ToolCalls) == 0 {
+			msgs = append(msgs, chatMessage{Role: "assistant", Content: res.Content})
 			break
 		}
 		msgs = append(msgs, chatMessage{Role: "assistant", Content: nilIfEmpty(res.Content), ToolCalls: res.ToolCalls})
@@ -171,6 +174,7 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	h.remember(threadID, msgs)
 	s.emit(map[string]any{"type": "RUN_FINISHED", "threadId": threadID, "runId": runID})
 }
 
@@ -226,38 +230,115 @@ func (h *agentHost) complete(ctx context.Context, msgs []chatMessage, tools []ch
 	return res, err
 }
 
+// thread is what the host remembers of an AG-UI thread between runs, as
+// an agent with server-side thread state does: the conversation after the
+// system prompt (its own tool calls and their results included), and the
+// input messages and tool call ids already in it.
+type thread struct {
+	hist  []chatMessage
+	seen  map[string]bool // fingerprints of input messages in hist
+	calls map[string]bool // tool call ids in hist
+}
+
 // conversation turns the RunAgentInput into chat messages: the system
-// prompt with the input's context entries, then its messages (assistant
-// tool calls and tool results included).
-func (h *agentHost) conversation(in *oatf.Value) []chatMessage {
+// prompt with the input's context entries, then what the host remembers of
+// the thread, then the input's messages it has not seen yet (assistant
+// tool calls and tool results included). A follow-up run that returns a
+// frontend tool's result repeats the host's own tool call, which is
+// already remembered.
+func (h *agentHost) conversation(threadID string, in *oatf.Value) []chatMessage {
 	system := cmpOr(h.opts.SystemPrompt, DefaultContextSystemPrompt)
 	for _, c := range items(in.Get("context")) {
 		system += "\n\n" + c.Get("description").StringOr("context") + ": " + textOf(c.Get("value"))
 	}
 	msgs := []chatMessage{{Role: "system", Content: system}}
+	h.mu.Lock()
+	th := h.threads[threadID]
+	h.mu.Unlock()
+	if th != nil {
+		msgs = append(msgs, th.hist...)
+	}
 	for _, m := range items(in.Get("messages")) {
-		role := m.Get("role").StringOr("user")
-		switch role {
-		case "assistant":
-			cm := chatMessage{Role: role, Content: nilIfEmpty(textOf(m.Get("content")))}
-			for _, tc := range items(m.Get("toolCalls")) {
-				fn := tc.Get("function")
-				cm.ToolCalls = append(cm.ToolCalls, chatToolCall{ID: tc.Get("id").StringOr(""), Type: "function",
-					Function: chatFunction{Name: fn.Get("name").StringOr(""), Arguments: fn.Get("arguments").StringOr("{}")}})
-			}
-			if cm.Content == nil && len(cm.ToolCalls) == 0 {
-				cm.Content = ""
-			}
-			msgs = append(msgs, cm)
-		case "tool":
-			msgs = append(msgs, chatMessage{Role: role, ToolCallID: m.Get("toolCallId").StringOr(""), Content: textOf(m.Get("content"))})
-		case "developer", "system":
-			msgs = append(msgs, chatMessage{Role: "system", Content: textOf(m.Get("content"))})
-		default:
-			msgs = append(msgs, chatMessage{Role: "user", Content: textOf(m.Get("content"))})
+		cm := chatMessageOf(m)
+		if th != nil && th.has(cm) {
+			continue
 		}
+		msgs = append(msgs, cm)
 	}
 	return msgs
+}
+
+// remember keeps a run's conversation (after the system prompt) for the
+// thread's next run.
+func (h *agentHost) remember(threadID string, msgs []chatMessage) {
+	if threadID == "" {
+		return
+	}
+	th := &thread{hist: slices.Clone(msgs[1:]), seen: map[string]bool{}, calls: map[string]bool{}}
+	for _, m := range th.hist {
+		th.seen[fingerprint(m)] = true
+		for _, tc := range m.ToolCalls {
+			th.calls[tc.ID] = true
+		}
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.threads == nil {
+		h.threads = map[string]*thread{}
+	}
+	h.threads[threadID] = th
+}
+
+// has reports whether an input message is already in the thread: the same
+// message, or an assistant message whose tool calls are all the host's.
+func (th *thread) has(m chatMessage) bool {
+	if th.seen[fingerprint(m)] {
+		return true
+	}
+	if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+		return false
+	}
+	for _, tc := range m.ToolCalls {
+		if !th.calls[tc.ID] {
+			return false
+		}
+	}
+	return true
+}
+
+func fingerprint(m chatMessage) string {
+	var b strings.Builder
+	b.WriteString(m.Role + "\x00" + m.ToolCallID + "\x00")
+	if s, ok := m.Content.(string); ok {
+		b.WriteString(s)
+	}
+	for _, tc := range m.ToolCalls {
+		b.WriteString("\x00" + tc.ID)
+	}
+	return b.String()
+}
+
+// chatMessageOf converts an AG-UI message.
+func chatMessageOf(m *oatf.Value) chatMessage {
+	role := m.Get("role").StringOr("user")
+	switch role {
+	case "assistant":
+		cm := chatMessage{Role: role, Content: nilIfEmpty(textOf(m.Get("content")))}
+		for _, tc := range items(m.Get("toolCalls")) {
+			fn := tc.Get("function")
+			cm.ToolCalls = append(cm.ToolCalls, chatToolCall{ID: tc.Get("id").StringOr(""), Type: "function",
+				Function: chatFunction{Name: fn.Get("name").StringOr(""), Arguments: fn.Get("arguments").StringOr("{}")}})
+		}
+		if cm.Content == nil && len(cm.ToolCalls) == 0 {
+			cm.Content = ""
+		}
+		return cm
+	case "tool":
+		return chatMessage{Role: role, ToolCallID: m.Get("toolCallId").StringOr(""), Content: textOf(m.Get("content"))}
+	case "developer", "system":
+		return chatMessage{Role: "system", Content: textOf(m.Get("content"))}
+	}
+	return chatMessage{Role: "user", Content: textOf(m.Get("content"))}
 }
 
 // textOf renders a message content: a string as itself, text parts joined,

@@ -82,3 +82,65 @@ func TestContextFrontendTool(t *testing.T) {
 		t.Errorf("model requests %q: want 2, the second with the call and its result under id call_7", requests)
 	}
 }
+
+// TestContextThreadMemory: the second run of a thread, whose input holds
+// only the second question, reaches the model with the first run before
+// it, once: question, the host's tool call, its result, the answer.
+func TestContextThreadMemory(t *testing.T) {
+	var mu sync.Mutex
+	var second string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role       string `json:"role"`
+				Content    any    `json:"content"`
+				ToolCallID string `json:"tool_call_id"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		last := req.Messages[len(req.Messages)-1]
+		reply := `{"role":"assistant","content":"I do not know."}`
+		switch {
+		case last.Role == "user" && last.Content == "first question":
+			reply = `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"lookup","arguments":"{\"q\":\"first\"}"}}]}`
+		case last.Role == "tool" && last.ToolCallID == "call_1":
+			reply = `{"role":"assistant","content":"answer one: fact-1"}`
+		case last.Role == "user" && last.Content == "second question":
+			raw, _ := json.Marshal(req.Messages)
+			mu.Lock()
+			second = string(raw)
+			mu.Unlock()
+			if strings.Contains(string(raw), "fact-1") {
+				reply = `{"role":"assistant","content":"fact-1 still holds"}`
+			}
+		}
+		fmt.Fprintf(w, `{"choices":[{"index":0,"message":%s,"finish_reason":"stop"}]}`, reply)
+	}))
+	defer model.Close()
+
+	res, err := attack.Run(testCtx(t), load(t, filepath.Join("testdata", "context", "two-runs.yaml")),
+		attack.Options{Context: &attack.ContextOptions{BaseURL: model.URL, Model: "scripted", NoStream: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict.Result != oatf.Exploited || res.Failed() {
+		var b strings.Builder
+		attack.WriteSummary(&b, res)
+		t.Fatalf("verdict %s, want exploited (the second answer knew the first run)\n%s\nsecond request: %s", res.Verdict.Result, b.String(), second)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{`"content":"first question"`, `"role":"assistant","content":null`, `"tool_call_id":"call_1"`, `"content":"answer one: fact-1"`, `"content":"second question"`}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(second[at:], w)
+		if i < 0 || strings.Count(second, w) != 1 {
+			t.Fatalf("second request %s: want %q once, after the previous part", second, w)
+		}
+		at += i + len(w)
+	}
+}
