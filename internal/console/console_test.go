@@ -696,3 +696,33 @@ func TestUnreadableCallIsNotDecided(t *testing.T) {
 	}
 	stillPending(t, q, p.ID)
 }
+
+// TestNoRawDeceptiveCharacterOnThePage: whatever field a bidi override hides
+// in (tool, server, user, hash, reason), the pages draw it as an escape
+// everywhere a person reads; only the hidden form values keep the bytes.
+func TestNoRawDeceptiveCharacterOnThePage(t *testing.T) {
+	e := newEnv(t, Options{})
+	const rlo = "\u202e"
+	p := e.q.Submit(approval.Request{Upstream: "demo" + rlo, Subject: "alice" + rlo, Session: "s" + rlo, Tool: "pay" + rlo + "x",
+		Arguments: []byte(`{"to":"a` + rlo + `"}`), Hash: "h" + rlo + "ash", Description: "d" + rlo, Findings: []string{"f" + rlo}})
+	done := e.q.Submit(approval.Request{Upstream: "demo", Subject: "alice", Tool: "pay" + rlo, Arguments: []byte(`{}`), Hash: "h2"})
+	if err := e.q.Decide(done.ID, false, "console:bob", "because"+rlo); err != nil {
+		t.Fatal(err)
+	}
+	cookie, csrf := e.login("alice")
+	hidden := regexp.MustCompile(`<input type="hidden"[^>]*>`)
+	for _, path := range []string{"/console", "/console/history"} {
+		_, page := e.do("GET", path, cookie, nil, nil)
+		if visible := hidden.ReplaceAllString(page, ""); strings.Contains(visible, rlo) {
+			i := strings.Index(visible, rlo)
+			t.Errorf("%s draws U+202E as itself: …%s…", path, visible[max(0, i-80):min(len(visible), i+20)])
+		}
+	}
+	resp, _ := e.do("POST", "/console/approvals/"+p.ID, cookie, decideForm(csrf, p.Hash, "deny", ""), nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("deny: %s", resp.Status)
+	}
+	if _, page := e.do("GET", "/console", cookie, nil, nil); strings.Contains(page, rlo) || !strings.Contains(page, `pay\u{202E}x on demo\u{202E}`) {
+		t.Errorf("the confirmation draws U+202E as itself or not at all:\n%s", page)
+	}
+}

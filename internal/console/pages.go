@@ -84,6 +84,7 @@ type callView struct {
 	Args     string        // the canonical arguments, indented
 	ArgsHTML template.HTML // Args with deceptive characters escaped and numbers grouped (reveal.go)
 	Shown    shownFacts    // the other caller-controlled texts, revealed
+	ToolText string        // the tool with deceptive characters as escapes, as plain text (for the script)
 	Warnings []string      // what reveal found anywhere on the card
 	Class    string        // classification and tier in words
 	Created  string
@@ -107,6 +108,7 @@ type voteView struct {
 // characters escaped.
 type shownFacts struct {
 	Tool, Upstream, Subject, Session, Description template.HTML
+	Hash, HashHead                                template.HTML
 	Findings                                      []template.HTML
 }
 
@@ -132,6 +134,7 @@ func (c *Console) pendingData(approver string) pendingData {
 		v.HashHead = p.Hash[:min(12, len(p.Hash))]
 		v.Confirm = c.needsConfirm(p)
 		v.HashLead = p.Hash[:min(ConfirmChars, len(p.Hash))]
+		v.ToolText = plain(p.Tool)
 		if v.Need = c.q.Needs(p); v.Need > 1 {
 			votes, err := c.q.Votes(p.ID)
 			if err != nil {
@@ -145,7 +148,8 @@ func (c *Console) pendingData(approver string) pendingData {
 		var f findings
 		v.ArgsHTML = revealArgs(v.Args, &f)
 		v.Shown = shownFacts{Tool: revealText(p.Tool, &f), Upstream: revealText(p.Upstream, &f),
-			Subject: revealText(p.Subject, &f), Session: revealText(p.Session, &f), Description: revealText(p.Description, &f)}
+			Subject: revealText(p.Subject, &f), Session: revealText(p.Session, &f), Description: revealText(p.Description, &f),
+			Hash: revealText(p.Hash, &f), HashHead: revealText(v.HashHead, &f)}
 		for _, x := range p.Findings {
 			v.Shown.Findings = append(v.Shown.Findings, revealText(x, &f))
 		}
@@ -291,7 +295,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 	case errors.As(err, &more):
 		c.log.Info("console: partial approval", "approval", callID, "approver", s.approver(), "approvals", len(more.Votes), "needed", more.Need)
 		c.sessions.setFlash(id, fmt.Sprintf("Your approval of %s (%s) is recorded: %d of the %d different approvers it needs. It runs once %d more person approves; nothing has run yet.",
-			callID, p.Tool, len(more.Votes), more.Need, more.Need-len(more.Votes)))
+			callID, plain(p.Tool), len(more.Votes), more.Need, more.Need-len(more.Votes)))
 		http.Redirect(w, r, "/console", http.StatusSeeOther)
 		return
 	case errors.Is(err, approval.ErrSameApprover):
@@ -314,7 +318,7 @@ func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
 		verb = "Approved"
 	}
 	c.log.Info("console: decision", "approval", callID, "approved", approve, "approver", s.approver(), "tool", p.Tool, "parameters_hash", hash)
-	msg := fmt.Sprintf("%s %s: %s on %s.", verb, callID, p.Tool, p.Upstream)
+	msg := fmt.Sprintf("%s %s: %s on %s.", verb, callID, plain(p.Tool), plain(p.Upstream))
 	if approve {
 		msg += " It runs once, with exactly the arguments you saw."
 	} else {
@@ -351,14 +355,15 @@ type historyRow struct {
 
 // historyShown are a history row's texts with deceptive characters escaped.
 type historyShown struct {
-	Args, Tool, Upstream, Subject, Approver, Reason template.HTML
+	Args, Tool, Upstream, Subject, Approver, Reason, Hash template.HTML
 }
 
 func newHistoryRow(h approval.Decided) historyRow {
 	row := historyRow{Decided: h, When: stamp(h.At), Args: indent(h.Arguments)}
 	var f findings
 	row.Shown = historyShown{Args: revealArgs(row.Args, &f), Tool: revealText(h.Tool, &f), Upstream: revealText(h.Upstream, &f),
-		Subject: revealText(h.Subject, &f), Approver: revealText(h.Approver, &f), Reason: revealText(h.Reason, &f)}
+		Subject: revealText(h.Subject, &f), Approver: revealText(h.Approver, &f), Reason: revealText(h.Reason, &f),
+		Hash: revealText(h.Hash, &f)}
 	row.Warnings = f.Warnings()
 	return row
 }
@@ -475,22 +480,33 @@ type pendingPin struct {
 	Diff        string
 	NewHashHead string
 	Seen        string
+	// The upstream's texts with deceptive characters escaped: a tool
+	// definition is where a rug pull hides.
+	ShownTool, ShownUpstream, ShownDiff template.HTML
+	Warnings                            []string
 }
 
 type pinRow struct {
 	pin.Record
-	HashHead string
-	At       string
+	HashHead                 string
+	At                       string
+	ShownTool, ShownUpstream template.HTML
 }
 
 func (c *Console) pinsPage(w http.ResponseWriter, r *http.Request) {
 	d := pinsData{Enabled: c.pins != nil}
 	if c.pins != nil {
 		for _, p := range c.pins.Pending() {
-			d.Pending = append(d.Pending, pendingPin{Pending: p, Diff: p.Diff(), NewHashHead: head(p.NewHash), Seen: p.Seen.UTC().Format(time.RFC3339)})
+			var f findings
+			pp := pendingPin{Pending: p, Diff: p.Diff(), NewHashHead: head(p.NewHash), Seen: p.Seen.UTC().Format(time.RFC3339),
+				ShownTool: revealText(p.Tool, &f), ShownUpstream: revealText(p.Upstream, &f)}
+			pp.ShownDiff = revealText(pp.Diff, &f)
+			pp.Warnings = f.Warnings()
+			d.Pending = append(d.Pending, pp)
 		}
 		for _, rec := range c.pins.Pins() {
-			d.Pins = append(d.Pins, pinRow{Record: rec, HashHead: head(rec.Hash), At: rec.At.UTC().Format(time.RFC3339)})
+			d.Pins = append(d.Pins, pinRow{Record: rec, HashHead: head(rec.Hash), At: rec.At.UTC().Format(time.RFC3339),
+				ShownTool: revealText(rec.Tool, nil), ShownUpstream: revealText(rec.Upstream, nil)})
 		}
 	}
 	c.render(w, r, http.StatusOK, "pins", c.pageFor(r, "pins", "Tool pins", d))
