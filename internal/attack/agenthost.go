@@ -90,6 +90,7 @@ func (h *agentHost) Failure() error {
 // hostTool is a tool the model may call: a server actor's, or a frontend
 // tool of the RunAgentInput that the client actor answers.
 type hostTool struct {
+	name    string // as the actor or the input names it
 	def     chatTool
 	session *mcp.ClientSession // an MCP tool
 	a2a     string             // an A2A agent's endpoint
@@ -111,14 +112,16 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	tools, closeAll := h.tools(ctx, in)
+	list, closeAll := h.tools(ctx, in)
 	defer closeAll()
-	threadID, runID := in.Get("threadId").StringOr(""), in.Get("runId").StringOr("")
-	msgs := h.conversation(threadID, in)
-	defs := make([]chatTool, 0, len(tools))
-	for _, t := range tools {
+	tools := map[string]*hostTool{}
+	defs := make([]chatTool, 0, len(list))
+	for _, t := range list {
+		tools[t.def.Function.Name] = t
 		defs = append(defs, t.def)
 	}
+	threadID, runID := in.Get("threadId").StringOr(""), in.Get("runId").StringOr("")
+	msgs := h.conversation(threadID, in)
 	// The first call decides the status: a model that cannot be reached
 	// fails the POST, so the client actor fails and the verdict is error.
 	res, err := h.complete(ctx, msgs, defs)
@@ -147,8 +150,12 @@ func (h *agentHost) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if tc.ID == "" {
 				tc.ID = "call-" + randomID()
 			}
-			s.toolCall(tc.ID, tc.Function.Name, tc.Function.Arguments)
 			t := tools[tc.Function.Name]
+			name := tc.Function.Name
+			if t != nil {
+				name = t.name
+			}
+			s.toolCall(tc.ID, name, tc.Function.Arguments)
 			if t == nil || (t.session == nil && t.a2a == "") {
 				// A frontend tool (the client answers it in the next
 				// RunAgentInput) or one the model made up, which the
@@ -367,19 +374,22 @@ func textOf(v *oatf.Value) string {
 // server actor and reading each A2A server actor's card) and the input's
 // frontend tools. The first tool of a name wins. The returned function
 // closes the MCP sessions.
-func (h *agentHost) tools(ctx context.Context, in *oatf.Value) (map[string]*hostTool, func()) {
+func (h *agentHost) tools(ctx context.Context, in *oatf.Value) ([]*hostTool, func()) {
 	h.mu.Lock()
 	eps := h.endpoints
 	h.mu.Unlock()
-	tools := map[string]*hostTool{}
-	var order []string
+	var tools []*hostTool
+	seen := map[string]bool{}
 	add := func(t *hostTool) {
-		if _, dup := tools[t.def.Function.Name]; dup {
-			h.log.Warn("context: two tools of one name; the model sees the first", "tool", t.def.Function.Name)
-			return
+		switch fn := t.def.Function.Name; {
+		case t.name == "":
+			h.log.Warn("context: a tool without a name is left out")
+		case seen[fn]:
+			h.log.Warn("context: two tools of one name; the model sees the first", "tool", t.name)
+		default:
+			seen[fn] = true
+			tools = append(tools, t)
 		}
-		tools[t.def.Function.Name] = t
-		order = append(order, t.def.Function.Name)
 	}
 	var sessions []*mcp.ClientSession
 	closeAll := func() {
@@ -404,7 +414,7 @@ func (h *agentHost) tools(ctx context.Context, in *oatf.Value) (map[string]*host
 			}
 			for _, t := range res.Tools {
 				schema, _ := json.Marshal(t.InputSchema)
-				add(&hostTool{session: cs, def: h.def(t.Name, t.Description, schema)})
+				add(&hostTool{name: t.Name, session: cs, def: h.def(t.Name, t.Description, schema)})
 			}
 		case "a2a_server":
 			if t, err := h.a2aTool(ctx, name, eps[name]); err != nil {
@@ -419,16 +429,23 @@ func (h *agentHost) tools(ctx context.Context, in *oatf.Value) (map[string]*host
 		if ft.Get("parameters") == nil {
 			params = nil
 		}
-		add(&hostTool{def: h.def(ft.Get("name").StringOr(""), ft.Get("description").StringOr(""), params)})
+		name := ft.Get("name").StringOr("")
+		add(&hostTool{name: name, def: h.def(name, ft.Get("description").StringOr(""), params)})
 	}
 	return tools, closeAll
 }
 
-// def builds a function definition; a missing or non-object schema becomes
-// an empty object schema, which every endpoint accepts.
+// def builds a function definition. The name keeps only what OpenAI's API
+// allows (letters, digits, _ and -, at most 64), the rest becomes _; a
+// missing or non-object schema becomes an empty object schema, which every
+// endpoint accepts.
 func (h *agentHost) def(name, desc string, schema []byte) chatTool {
 	if v, err := DecodeJSON(schema); err != nil || v.Kind != oatf.Map {
 		schema = []byte(`{"type":"object","properties":{}}`)
+	}
+	name = h.toolName.ReplaceAllString(name, "_")
+	if len(name) > 64 {
+		name = name[:64]
 	}
 	return chatTool{Type: "function", Function: chatToolDef{Name: name, Description: desc, Parameters: schema}}
 }
@@ -461,7 +478,7 @@ func (h *agentHost) a2aTool(ctx context.Context, actor, endpoint string) (*hostT
 	}
 	name := "ask_" + h.toolName.ReplaceAllString(actor, "_")
 	schema := []byte(`{"type":"object","properties":{"message":{"type":"string","description":"What to ask the agent"}},"required":["message"]}`)
-	return &hostTool{a2a: endpoint, def: h.def(name, desc.String(), schema)}, nil
+	return &hostTool{name: name, a2a: endpoint, def: h.def(name, desc.String(), schema)}, nil
 }
 
 // execute runs a server actor's tool and returns the text for the model.
@@ -477,7 +494,7 @@ func (h *agentHost) execute(ctx context.Context, t *hostTool, arguments string) 
 	}
 	var out string
 	if t.session != nil {
-		res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.def.Function.Name, Arguments: args})
+		res, err := t.session.CallTool(ctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
 		if err != nil {
 			return "error: " + err.Error()
 		}

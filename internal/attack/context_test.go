@@ -144,3 +144,58 @@ func TestContextThreadMemory(t *testing.T) {
 		at += i + len(w)
 	}
 }
+
+// TestContextToolNames: the model gets the actors' tools in the order they
+// are listed, each run the same, under names OpenAI's API allows; a call
+// to files_read reaches the actor as files.read.
+func TestContextToolNames(t *testing.T) {
+	var mu sync.Mutex
+	var lists []string
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+			Tools []struct {
+				Function struct {
+					Name string `json:"name"`
+				} `json:"function"`
+			} `json:"tools"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		var names []string
+		for _, tl := range req.Tools {
+			names = append(names, tl.Function.Name)
+		}
+		mu.Lock()
+		lists = append(lists, strings.Join(names, ","))
+		mu.Unlock()
+		reply := `{"role":"assistant","content":"done"}`
+		if req.Messages[len(req.Messages)-1].Role == "user" {
+			reply = `{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"files_read","arguments":"{\"path\":\"notes.txt\"}"}}]}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"choices":[{"index":0,"message":%s,"finish_reason":"stop"}]}`, reply)
+	}))
+	defer model.Close()
+	doc := load(t, filepath.Join("testdata", "context", "tool-names.yaml"))
+	for range 3 {
+		res, err := attack.Run(testCtx(t), doc, attack.Options{Context: &attack.ContextOptions{BaseURL: model.URL, Model: "m", NoStream: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict.Result != oatf.Exploited {
+			t.Fatalf("verdict %s, want exploited: the call did not reach the actor as files.read", res.Verdict.Result)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lists {
+		if l != "zeta,files_read,alpha" {
+			t.Fatalf("tools sent to the model %q, want zeta,files_read,alpha in every request", lists)
+		}
+	}
+}
