@@ -309,7 +309,11 @@ cs5-federated. See docs/conform.md.
                     [--grace-period D] [--max-session D] [--verdict FILE]
                     [--trace FILE] [--sarif FILE] [--junit FILE] [--otlp URL]
                     [--library-compat] [--allow-unmatchable]
-                    [--tier-exit-codes] [--verbose] DOC | --library DIR
+                    [--tier-exit-codes] [--verbose]
+                    [--context --context-url URL --context-model NAME
+                     [--context-key-env VAR] [--context-no-stream]
+                     [--max-turns N] [--context-max-tokens N]
+                     [--context-token-budget N]] DOC | --library DIR
       Runs OATF documents against real peers (modes mcp_server, mcp_client,
       a2a_server, a2a_client, ag_ui_client; A2A 0.3 and 1.0 peers). Server
       actors listen on --listen (default 127.0.0.1:0), mcp_server at
@@ -322,7 +326,13 @@ cs5-federated. See docs/conform.md.
       a span (AITF and OpenTelemetry names) by OTLP over HTTP. --library runs
       every *.yaml under DIR with a progress line and a table. A document
       with an unmatchable-target indicator is refused (exit 3) unless
-      --allow-unmatchable. Exit codes:
+      --allow-unmatchable. --context makes warden the agent host in front
+      of an OpenAI-compatible chat-completions endpoint (--context-url, its
+      key from the environment variable --context-key-env, default
+      OPENAI_API_KEY): the model gets the document's mcp_server tools and
+      an ask_<actor> tool per a2a_server, and is judged by the same
+      indicators; an unreachable model or an exhausted token budget is
+      verdict error (exit 4). Exit codes:
       0 not exploited, 1 exploited, 6 partial (correlation all: some
       indicators matched, not all), 2 usage (missing endpoint), 3 invalid
       document or a verdict of error from the indicators, 4 a target never
