@@ -68,7 +68,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 	if gc.RequiresTokens() || gc.SessionCredentials() {
 		var closer io.Closer
 		var err error
-		if zt, closer, opts.DataDir, err = zeroTrustStage(gc.ZeroTrust); err != nil {
+		if zt, closer, opts.DataDir, err = zeroTrustStage(gc.ZeroTrust, gc.Admin.Approvers); err != nil {
 			return Options{}, fmt.Errorf("gateway.zero_trust: %w", err)
 		}
 		opts.Closers = append(opts.Closers, closer)
@@ -248,7 +248,7 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 // zeroTrustStage opens the key ring and the replay store of the zero-trust
 // configuration z, and returns the stage (without its tool list) and the
 // store to close when the gateway stops.
-func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, error) {
+func zeroTrustStage(z config.ZeroTrustConfig, approvers map[int]int) (ZeroTrust, io.Closer, string, error) {
 	dir := z.DataDir
 	if dir == "" {
 		dir = zerotrust.DefaultDataDir()
@@ -295,7 +295,7 @@ func zeroTrustStage(z config.ZeroTrustConfig) (ZeroTrust, io.Closer, string, err
 	stage.Revocations = reg
 	closer := closeAll{reg, st}
 	if z.HoldForApproval {
-		q, err := openApprovals(z, reg, nil)
+		q, err := openApprovals(z, dir, approvers, reg, nil)
 		if err != nil {
 			closer.Close()
 			return ZeroTrust{}, nil, "", fmt.Errorf("approval queue: %w", err)

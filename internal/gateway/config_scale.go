@@ -55,10 +55,12 @@ func openRevocations(z config.ZeroTrustConfig, dir string) (revoke.Registry, err
 }
 
 // openApprovals returns the approval queue of z: shared in Redis with store
-// redis, in memory otherwise. Its admin API also serves the revocation API
-// of reg.
-func openApprovals(z config.ZeroTrustConfig, reg revoke.Registry, logger *slog.Logger) (*approval.Queue, error) {
-	o := approval.Options{Timeout: z.ApprovalTimeout, Logger: logger}
+// redis, in memory otherwise, with its decision history in
+// dir/approval-history.jsonl so that it survives a restart. approvers is
+// the two-person rule (gateway.admin.approvers). Its admin API also serves
+// the revocation API of reg.
+func openApprovals(z config.ZeroTrustConfig, dir string, approvers map[int]int, reg revoke.Registry, logger *slog.Logger) (*approval.Queue, error) {
+	o := approval.Options{Timeout: z.ApprovalTimeout, Logger: logger, Approvers: approvers}
 	if reg != nil {
 		o.Revocations = func(token string) http.Handler { return revoke.Handler(reg, token) }
 	}
@@ -70,9 +72,19 @@ func openApprovals(z config.ZeroTrustConfig, reg revoke.Registry, logger *slog.L
 			return nil, err
 		}
 		o.Backend = b
+	} else {
+		b, err := approval.OpenMemoryBackend(filepath.Join(dir, approvalHistoryFile))
+		if err != nil {
+			return nil, err
+		}
+		o.Backend = b
 	}
 	return approval.NewQueue(o), nil
 }
+
+// approvalHistoryFile keeps the approval queue's decisions across restarts
+// when they are not in Redis (docs/console.md).
+const approvalHistoryFile = "approval-history.jsonl"
 
 // sessionRevocationRetention is how long a closed session's revocation is
 // kept: longer than any token bound to it lives (30 s by default).
