@@ -280,7 +280,7 @@ func ocsfCall(b *spanBuilder, s *Span, op *Operation) *ocsf.Call {
 		SeedSpan: s.typ.Seed(), SeedFields: b.seed,
 		Method: method, RequestID: op.RequestID, Session: op.Session, Actor: op.Actor, Client: op.Client,
 		ClientIP: op.ClientIP, Upstream: op.Upstream, UpstreamVersion: op.UpstreamVersion,
-		UpstreamURL: op.UpstreamURL, Transport: op.ServerTransport, ClientTransport: op.Transport, ProtocolVersion: op.ProtocolVersion,
+		UpstreamURL: op.UpstreamURL, Transport: op.serverTransport(), ClientTransport: op.Transport, ProtocolVersion: op.ProtocolVersion,
 		Tool: op.Tool, ResourceURI: lookupString(op.Params, "uri"),
 		ToolError: op.toolError(), Approval: op.Approval, Approver: op.Approver,
 		ParamsHash: op.ParamsHash, JTI: op.JTI, AuditSeq: op.AuditSeq, AuditHash: op.AuditHash,
