@@ -75,9 +75,9 @@ func approvalEventsOf(s sdktrace.ReadOnlySpan) []approvalEvent {
 // it was approved; its server transport is the upstream's leg.
 func TestHeldCallSpanCoversTheWaitAndItsApproval(t *testing.T) {
 	q, h, sr := newHeldSpansFixture(t, time.Minute)
-	sent := time.Now()
 	h.send(h.client, call("1", "transfer_funds", transferArgs, ""))
 	p := waitPending(t, q)
+	pending := time.Now() // the call is held by now
 	const held = 300 * time.Millisecond
 	time.Sleep(held)
 	decided := time.Now()
@@ -89,8 +89,8 @@ func TestHeldCallSpanCoversTheWaitAndItsApproval(t *testing.T) {
 	h.recv(h.client)
 
 	s := invokeSpan(t, sr)
-	if s.StartTime().After(sent.Add(100 * time.Millisecond)) {
-		t.Errorf("the span starts %s after the call was sent: it does not cover the hold", s.StartTime().Sub(sent))
+	if s.StartTime().After(pending) {
+		t.Errorf("the span starts %s after the call was already held: it does not cover the hold", s.StartTime().Sub(pending))
 	}
 	if d := s.EndTime().Sub(s.StartTime()); d < held {
 		t.Errorf("the span lasts %s, less than the %s the call was held", d, held)
@@ -99,8 +99,9 @@ func TestHeldCallSpanCoversTheWaitAndItsApproval(t *testing.T) {
 	if len(ev) != 2 || ev[0].status != "requested" || ev[1].status != "approved" || ev[1].approver != "bob@example.com" {
 		t.Fatalf("approval events %+v, want requested, then approved by bob@example.com", ev)
 	}
-	if ev[0].at.After(decided) || ev[1].at.Before(decided) {
-		t.Errorf("requested at %s and approved at %s; the decision was made at %s", ev[0].at, ev[1].at, decided)
+	if ev[0].at.Before(s.StartTime()) || ev[0].at.After(pending) || ev[1].at.Before(decided) || ev[1].at.After(s.EndTime()) {
+		t.Errorf("requested at %s and approved at %s; the call was held by %s and approved at %s, its span ran %s to %s",
+			ev[0].at, ev[1].at, pending, decided, s.StartTime(), s.EndTime())
 	}
 	attrs := spanAttrs(s)
 	if got := attrs[telemetry.AttrServerTransport]; got != telemetry.TransportStreamableHTTP {
