@@ -127,6 +127,16 @@ func (b *spanBuilder) seedAttr(kv attribute.KeyValue) {
 	b.seed = append(b.seed, string(kv.Key))
 }
 
+// seedAttrIf sets kv, a seed field, and counts it among the fields the span
+// carried (for its compliance tags) only when applies.
+func (b *spanBuilder) seedAttrIf(applies bool, kv attribute.KeyValue) {
+	if applies {
+		b.seedAttr(kv)
+		return
+	}
+	b.attrs = append(b.attrs, kv)
+}
+
 func (b *spanBuilder) seedString(key, v string) {
 	if v != "" {
 		b.seedAttr(attribute.String(key, v))
@@ -275,13 +285,15 @@ func (r *Recorder) toolInvoke(b *spanBuilder, op *Operation) {
 			respErr = "error"
 		}
 	}
-	b.seedAttr(attribute.String(AttrToolResponseError, respErr))
-	b.seedAttr(attribute.Bool(AttrToolIsError, op.failed()))
+	// A field that says "no" (no error, no approval) is set, but brings no
+	// compliance tag: the controls apply where there is something to show.
+	b.seedAttrIf(respErr != "", attribute.String(AttrToolResponseError, respErr))
+	b.seedAttrIf(op.failed(), attribute.Bool(AttrToolIsError, op.failed()))
 	if !op.Start.IsZero() && !op.End.IsZero() {
 		b.seedAttr(attribute.Float64(AttrToolDurationMS, float64(op.End.Sub(op.Start).Microseconds())/1000))
 	}
 	b.seedString(AttrServerTransport, op.serverTransport())
-	b.seedAttr(attribute.Bool(AttrToolApprovalNeeded, op.Approval != ""))
+	b.seedAttrIf(op.Approval != "", attribute.Bool(AttrToolApprovalNeeded, op.Approval != ""))
 	if op.Approval != "" {
 		b.seedAttr(attribute.Bool(AttrToolApproved, op.Approval == "approved"))
 		approvalEvents(b, op)
