@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/secproc"
 )
@@ -98,4 +99,23 @@ func compareControls(a, b ocsf.Control) int {
 		return 1
 	}
 	return 0
+}
+
+// An exported audit record of a denied approval says denied, with its
+// approver, not approved.
+func TestAuditCallOfADeniedApproval(t *testing.T) {
+	for _, tc := range []struct {
+		decision audit.Decision
+		rule     string
+		want     string
+	}{
+		{audit.Allow, "", "approved"},
+		{audit.Deny, "approval-denied", "denied"},
+	} {
+		c := ocsf.AuditCall(&audit.Record{Seq: 3, Method: "tools/call", RequestID: "1", Tool: "transfer_funds",
+			Decision: tc.decision, Stage: "zero-trust", Rule: tc.rule, Approver: "bob@example.com"})
+		if c.Approval != tc.want || c.Approver != "bob@example.com" {
+			t.Errorf("%s %s: approval %q by %q, want %q by bob@example.com", tc.decision, tc.rule, c.Approval, c.Approver, tc.want)
+		}
+	}
 }

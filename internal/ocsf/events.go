@@ -333,7 +333,12 @@ func AuditCall(r *audit.Record) *Call {
 		c.SeedFields = []string{"aitf.mcp.tool.name", "aitf.mcp.tool.server", "aitf.mcp.connection.id"}
 	}
 	if r.Approver != "" {
+		// Whoever decided on a held call: approved it, unless the record is
+		// the approval's refusal.
 		c.Approval = "approved"
+		if r.Decision == audit.Deny && strings.HasPrefix(r.Rule, "approval-") {
+			c.Approval = "denied"
+		}
 		c.SeedFields = append(c.SeedFields, "mcp.tool.approval.status", "mcp.tool.approval.approver")
 	}
 	switch r.Decision {
