@@ -57,6 +57,10 @@ type Backend interface {
 	List(ctx context.Context) ([]Pending, error)
 	// History returns the last HistoryLimit outcomes, newest first.
 	History(ctx context.Context) ([]Decided, error)
+	// MarkExecuted sets Executed to at on the approved outcome of id in
+	// the history, unless it is set already. It returns ErrUnknown when
+	// the history holds no approved outcome of id.
+	MarkExecuted(ctx context.Context, id string, at time.Time) error
 	// Events returns the changes made through other handles on the same
 	// storage (other gateway instances), or nil when there can be none. It
 	// is best effort: a waiter also polls (Options.Poll).
@@ -210,6 +214,30 @@ func (m *memoryBackend) History(context.Context) ([]Decided, error) {
 		out[len(out)-1-i] = d
 	}
 	return out, nil
+}
+
+func (m *memoryBackend) MarkExecuted(_ context.Context, id string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.history) - 1; i >= 0; i-- {
+		h := &m.history[i]
+		switch {
+		case h.ID != id:
+			continue
+		case !h.Approved:
+			return ErrUnknown
+		case !h.Executed.IsZero():
+			return nil
+		case m.closed:
+			return errors.New("approval: backend closed")
+		}
+		if err := m.appendExecuted(id, at); err != nil {
+			return err
+		}
+		h.Executed = at
+		return nil
+	}
+	return ErrUnknown
 }
 
 func (m *memoryBackend) Events() <-chan Event { return nil }

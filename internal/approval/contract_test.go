@@ -190,6 +190,47 @@ func testQueueContract(t *testing.T, open queueMaker) {
 		}
 	})
 
+	t.Run("MarkExecuted", func(t *testing.T) {
+		q := open(t, time.Minute)
+		ran, notRun, denied := q.Submit(req()), q.Submit(req()), q.Submit(req())
+		for _, p := range []Pending{ran, notRun, denied} {
+			if err := q.Decide(p.ID, p.ID != denied.ID, "bob", ""); err != nil {
+				t.Fatal(err)
+			}
+			q.Wait(t.Context(), p.ID)
+		}
+		before := time.Now()
+		if err := q.MarkExecuted(t.Context(), ran.ID); err != nil {
+			t.Fatalf("marking an approved call that ran: %v", err)
+		}
+		if err := q.MarkExecuted(t.Context(), denied.ID); !errors.Is(err, ErrUnknown) {
+			t.Errorf("marking a denied call: %v, want ErrUnknown", err)
+		}
+		if err := q.MarkExecuted(t.Context(), newID()); !errors.Is(err, ErrUnknown) {
+			t.Errorf("marking an unknown call: %v, want ErrUnknown", err)
+		}
+		executed := func() map[string]time.Time {
+			got := map[string]time.Time{}
+			for _, h := range q.History() {
+				if h.ID == ran.ID || h.ID == notRun.ID || h.ID == denied.ID {
+					got[h.ID] = h.Executed
+				}
+			}
+			return got
+		}
+		got := executed()
+		if len(got) != 3 || got[ran.ID].Before(before.Add(-time.Second)) || !got[notRun.ID].IsZero() || !got[denied.ID].IsZero() {
+			t.Fatalf("executed times in the history: %v; want only %s marked", got, ran.ID)
+		}
+		first := got[ran.ID]
+		if err := q.MarkExecuted(t.Context(), ran.ID); err != nil {
+			t.Fatalf("marking twice: %v", err)
+		}
+		if again := executed()[ran.ID]; !again.Equal(first) {
+			t.Errorf("marking twice moved the time from %v to %v", first, again)
+		}
+	})
+
 	t.Run("CancelSession", func(t *testing.T) {
 		q := open(t, time.Minute)
 		sess, other := "s-"+newID(), "s-"+newID()

@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -15,6 +16,11 @@ type Decided struct {
 	Pending
 	Decision
 	At time.Time // when the outcome was settled
+	// Executed is when the gateway reported that the approved call ran:
+	// it was forwarded and the upstream answered it without error
+	// (MarkExecuted). Zero for a call that did not run, or not yet, and
+	// for every outcome but an approval.
+	Executed time.Time
 }
 
 // Outcome is the outcome in a word: "approved", "denied", "timed out" or
@@ -43,6 +49,23 @@ func (q *Queue) History() []Decided {
 		q.log.Warn("approval store: cannot read the history", "err", err)
 	}
 	return h
+}
+
+// MarkExecuted records that the approved request id ran: the gateway
+// forwarded it and the upstream answered without error. An approval whose
+// call then never ran (the session ended first, the upstream was
+// unreachable or answered with an error) stays unmarked, so the console
+// never shows it as what was last allowed to run. It returns ErrUnknown
+// when the history holds no approved outcome of id. Marking twice keeps
+// the first time.
+func (q *Queue) MarkExecuted(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	if err := q.backend.MarkExecuted(ctx, id, time.Now()); err != nil {
+		return fmt.Errorf("approval store: %w", err)
+	}
+	q.changed("") // a page comparing a waiting call with the history shows the new baseline
+	return nil
 }
 
 // ErrHash is returned by DecideExact when the parameters_hash the approver

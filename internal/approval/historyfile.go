@@ -4,10 +4,15 @@ package approval
 // the pending requests stay in memory (a held call dies with its process
 // anyway), and every outcome is appended to a file, one JSON line each,
 // before it takes effect. Opening the file reads the last HistoryLimit
-// outcomes back; a file that grew past twice that is rewritten with them
-// alone (to a temporary file, then renamed).
+// outcomes back; a file that grew HistoryLimit lines past what they need
+// is rewritten with them alone (to a temporary file, then renamed).
 //
 //	{"pending":{...},"decision":{...},"at":"2026-11-30T14:05:09Z"}
+//
+// When an approved call then ran (Queue.MarkExecuted), a line of another
+// shape marks its outcome, wherever it is in the file:
+//
+//	{"executed":"apr_...","at":"2026-11-30T14:05:10Z"}
 //
 // With Redis the history already lives in Redis (redis.go).
 
@@ -24,10 +29,18 @@ import (
 	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
-// historyLine is one outcome in the history file.
+// historyLine is one outcome in the history file, or, when Executed is
+// set, the mark that the approved outcome of that id ran at At.
 type historyLine struct {
 	Pending  Pending   `json:"pending"`
 	Decision Decision  `json:"decision"`
+	At       time.Time `json:"at"`
+	Executed string    `json:"executed"`
+}
+
+// executedLine is how a mark is written: without the outcome's members.
+type executedLine struct {
+	Executed string    `json:"executed"`
 	At       time.Time `json:"at"`
 }
 
@@ -47,7 +60,7 @@ func OpenMemoryBackend(historyPath string) (Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lines > 2*HistoryLimit {
+	if lines > keptLines(hist)+HistoryLimit {
 		if err := rewriteHistory(historyPath, hist); err != nil {
 			return nil, err
 		}
@@ -88,6 +101,10 @@ func readHistory(path string) ([]Decided, int, error) {
 		if err := jsonrpc.Unmarshal(line, &h); err != nil {
 			return nil, 0, fmt.Errorf("approval history %s:%d: %w", path, n, err)
 		}
+		if h.Executed != "" {
+			markExecuted(out, h.Executed, h.At)
+			continue
+		}
 		out = append(out, Decided{Pending: h.Pending, Decision: h.Decision, At: h.At})
 		if len(out) > HistoryLimit {
 			out = out[1:]
@@ -99,6 +116,31 @@ func readHistory(path string) ([]Decided, int, error) {
 	return out, n, nil
 }
 
+// markExecuted sets Executed on the approved outcome of id in hist, if it
+// is there (an outcome dropped past HistoryLimit is not).
+func markExecuted(hist []Decided, id string, at time.Time) {
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].ID == id {
+			if hist[i].Approved && hist[i].Executed.IsZero() {
+				hist[i].Executed = at
+			}
+			return
+		}
+	}
+}
+
+// keptLines is how many lines rewriteHistory writes for hist: one per
+// outcome, and one per mark.
+func keptLines(hist []Decided) int {
+	n := len(hist)
+	for _, h := range hist {
+		if !h.Executed.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
 // rewriteHistory replaces path with hist alone.
 func rewriteHistory(path string, hist []Decided) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
@@ -108,7 +150,11 @@ func rewriteHistory(path string, hist []Decided) error {
 	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
 	w := bufio.NewWriter(tmp)
 	for _, h := range hist {
-		if err := writeHistoryLine(w, h); err != nil {
+		err := writeHistoryLine(w, h)
+		if err == nil && !h.Executed.IsZero() {
+			err = writeExecutedLine(w, h.ID, h.Executed)
+		}
+		if err != nil {
 			tmp.Close()
 			return err
 		}
@@ -134,6 +180,17 @@ func writeHistoryLine(w interface{ Write([]byte) (int, error) }, h Decided) erro
 	return nil
 }
 
+func writeExecutedLine(w interface{ Write([]byte) (int, error) }, id string, at time.Time) error {
+	data, err := json.Marshal(executedLine{Executed: id, At: at.UTC()})
+	if err != nil {
+		return fmt.Errorf("approval history: %w", err)
+	}
+	if _, err := w.Write(append(data, '\n')); err != nil {
+		return fmt.Errorf("approval history: %w", err)
+	}
+	return nil
+}
+
 // appendHistory writes h to the history file, if there is one, and syncs
 // it. m.mu is held.
 func (m *memoryBackend) appendHistory(h Decided) error {
@@ -141,6 +198,18 @@ func (m *memoryBackend) appendHistory(h Decided) error {
 		return nil
 	}
 	if err := writeHistoryLine(m.file, h); err != nil {
+		return err
+	}
+	return m.file.Sync()
+}
+
+// appendExecuted writes the mark that the approved call id ran at at to
+// the history file, if there is one, and syncs it. m.mu is held.
+func (m *memoryBackend) appendExecuted(id string, at time.Time) error {
+	if m.file == nil {
+		return nil
+	}
+	if err := writeExecutedLine(m.file, id, at); err != nil {
 		return err
 	}
 	return m.file.Sync()

@@ -5,7 +5,8 @@ package approval
 //	warden:approval:req:<id>   hash {pending: JSON, vote:<approver>: JSON}, PEXPIREAT expires+grace
 //	warden:approval:dec:<id>   JSON decision, SET NX: the first decision wins
 //	warden:approval:index      sorted set of pending ids by creation (List)
-//	warden:approval:history    list of the last HistoryLimit outcomes
+//	warden:approval:history    list of the last HistoryLimit outcomes; an
+//	                           approved call that ran gets "executed": ms
 //	warden:approval:events     pub/sub channel: "submitted|decided|removed <id>"
 //
 // Settle is one Lua script, so "the request exists, nobody settled it, this
@@ -375,6 +376,45 @@ func (r *RedisBackend) List(ctx context.Context) ([]Pending, error) {
 	return out, nil
 }
 
+// executedScript marks the approved outcome of a request in the history
+// KEYS[1] as executed at ARGV[2] (ms): the entry that starts with ARGV[1]
+// ({"pending":{"ID":<id>,) gets an "executed" member. 1 done (or marked
+// already), 0 no such entry, -1 not an approval. The entries are the ones
+// settleScript built, so their shape is known: a member name in quotes
+// cannot occur inside one of their strings, where quotes are escaped.
+var executedScript = redis.NewScript(`
+local items = redis.call('LRANGE', KEYS[1], 0, -1)
+for i, it in ipairs(items) do
+  if string.sub(it, 1, #ARGV[1]) == ARGV[1] then
+    if not string.find(it, ',"decision":{"Approved":true,', 1, true) then return -1 end
+    if string.find(it, ',"executed":', 1, true) then return 1 end
+    redis.call('LSET', KEYS[1], i - 1, string.sub(it, 1, -2) .. ',"executed":' .. ARGV[2] .. '}')
+    return 1
+  end
+end
+return 0
+`)
+
+// MarkExecuted implements Backend.
+func (r *RedisBackend) MarkExecuted(ctx context.Context, id string, at time.Time) error {
+	if err := r.check(id); err != nil {
+		return err
+	}
+	quoted, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	res, err := executedScript.Run(ctx, r.client, []string{redisHistory},
+		`{"pending":{"ID":`+string(quoted)+`,`, at.UnixMilli()).Int()
+	if err != nil {
+		return fmt.Errorf("redis: %w", err)
+	}
+	if res != 1 {
+		return ErrUnknown
+	}
+	return nil
+}
+
 // History implements Backend.
 func (r *RedisBackend) History(ctx context.Context) ([]Decided, error) {
 	if r.closed.Load() {
@@ -390,11 +430,16 @@ func (r *RedisBackend) History(ctx context.Context) ([]Decided, error) {
 			Pending  Pending  `json:"pending"`
 			Decision Decision `json:"decision"`
 			At       int64    `json:"at"`
+			Executed int64    `json:"executed"` // ms, 0 for none
 		}
 		if err := jsonrpc.Unmarshal([]byte(it), &rec); err != nil {
 			return nil, fmt.Errorf("redis: history: %w", err)
 		}
-		out = append(out, Decided{Pending: rec.Pending, Decision: rec.Decision, At: time.UnixMilli(rec.At)})
+		h := Decided{Pending: rec.Pending, Decision: rec.Decision, At: time.UnixMilli(rec.At)}
+		if rec.Executed > 0 {
+			h.Executed = time.UnixMilli(rec.Executed)
+		}
+		out = append(out, h)
 	}
 	return out, nil
 }
