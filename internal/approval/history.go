@@ -62,6 +62,9 @@ func (q *Queue) MarkExecuted(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	if err := q.backend.MarkExecuted(ctx, id, time.Now()); err != nil {
+		if !errors.Is(err, ErrUnknown) {
+			q.log.Warn("approval store: cannot record that an approved call ran", "id", id, "err", err)
+		}
 		return fmt.Errorf("approval store: %w", err)
 	}
 	q.changed("") // a page comparing a waiting call with the history shows the new baseline

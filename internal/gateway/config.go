@@ -192,8 +192,16 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 		if len(filters) > 0 {
 			up.Results = chainResults(filters...)
 		}
-		if taintStage != nil {
+		switch {
+		case taintStage != nil && zt.Approvals != nil:
+			up.Answers = func(ctx context.Context, a Answer) {
+				taintStage.Observe(ctx, a)
+				zt.Executed(ctx, a)
+			}
+		case taintStage != nil:
 			up.Answers = taintStage.Observe
+		case zt.Approvals != nil:
+			up.Answers = zt.Executed
 		}
 		opts.Upstreams = append(opts.Upstreams, up)
 	}

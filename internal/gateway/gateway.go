@@ -56,7 +56,8 @@ type Upstream struct {
 	// when the upstream sends notifications/tools/list_changed
 	// (Pins.Recheck; RelayOptions.Recheck).
 	Recheck func(ctx context.Context, upstream string, result []byte) error
-	// Answers, if set, sees each answer the client gets (Taint.Observe).
+	// Answers, if set, sees each answer the client gets (Taint.Observe,
+	// ZeroTrust.Executed).
 	Answers func(context.Context, Answer)
 
 	// MaxChildren bounds the live child processes of a stdio upstream, one

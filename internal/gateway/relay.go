@@ -98,6 +98,7 @@ type pendingCall struct {
 	tool   string      // of a tools/call
 	level  int         // its classification (Call.Level)
 	args   []byte      // its arguments, for Answers
+	approv string      // the approval id of a held call that was approved (Call.ApprovalID)
 	timer  *time.Timer // nil without a request timeout
 	open   any         // the Recorder's open operation (Decision.Open), if any
 }
@@ -542,7 +543,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 	if r.answers != nil && msg.Kind == jsonrpc.KindResponse && msg.Result != nil && d.Denial == nil {
 		r.answers(ctx, Answer{Upstream: r.upstreamName, Session: r.session, Principal: r.principal,
 			Method: d.Method, Tool: answered.tool, Level: answered.level, Arguments: answered.args,
-			Result: msg.Result, AuditID: d.AuditID})
+			Result: msg.Result, AuditID: d.AuditID, Approval: answered.approv})
 	}
 	if checked != nil {
 		go r.announce(ctx, checked, msg)
@@ -616,7 +617,7 @@ func (r *Relay) track(id jsonrpc.ID, method string, c *Call) bool {
 	if _, mine := r.ownUp[id.Raw()]; mine {
 		return false
 	}
-	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments}
+	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments, approv: c.ApprovalID}
 	if r.timeout > 0 {
 		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
 	}

@@ -48,6 +48,10 @@ type Call struct {
 	// denial says it in its Denial).
 	Subject, ParamsHash, JTI string
 	Approver, Approval       string
+	// ApprovalID is the approval queue's id of a held call that was
+	// approved, "" otherwise: its answer tells the queue the call ran
+	// (ZeroTrust.Executed).
+	ApprovalID string
 	// Held and Decided are when the zero-trust stage held the call for a
 	// person's decision and when the decision (or the timeout) came; zero
 	// when the call was not held.

@@ -153,7 +153,8 @@ func auditRef(id string) string {
 
 // Answer is what the relay shows an Answers hook of each upstream answer to
 // a client request: the request's method, tool, classification and
-// arguments, and the answer's result and audit record.
+// arguments, and the answer's result and audit record. Approval is the
+// approval id of a held call that was approved, "" otherwise.
 type Answer struct {
 	Upstream, Session, Principal string
 	Method, Tool                 string
@@ -161,4 +162,5 @@ type Answer struct {
 	Arguments                    []byte
 	Result                       []byte
 	AuditID                      string
+	Approval                     string
 }

@@ -418,7 +418,23 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
 	}
 	c.Approval = "approved by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"
+	c.ApprovalID = p.ID
 	return nil
+}
+
+// Executed is an Answers hook: when the upstream answered an approved held
+// call without error, it tells the approval queue that the call ran, so
+// that the console compares later calls with what really ran. A call that
+// never got an answer, got a JSON-RPC error, or a result with isError true
+// is not marked.
+func (z ZeroTrust) Executed(ctx context.Context, a Answer) {
+	if z.Approvals == nil || a.Approval == "" {
+		return
+	}
+	if v, ok := jsonrpc.Lookup(a.Result, "isError"); ok && string(v) == "true" {
+		return
+	}
+	_ = z.Approvals.MarkExecuted(context.WithoutCancel(ctx), a.Approval) // the queue logs a store that failed
 }
 
 // presented returns what the client sent in params._meta[metaKey] or in the
