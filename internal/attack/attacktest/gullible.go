@@ -45,6 +45,10 @@ type Agent struct {
 	// EventLines writes an `event: TYPE` line before each data line (the
 	// other AG-UI framing); otherwise only `data:` lines are written.
 	EventLines bool
+	// Careful makes the agent deliberately safe: it still calls the tool
+	// the user's request fits (step 2) but never follows an instruction it
+	// read (step 3), so an attack that needs obedience is not exploited.
+	Careful bool
 	// Logger receives the agent's decisions. Nil discards.
 	Logger *slog.Logger
 
@@ -140,8 +144,8 @@ func (ag *Agent) think(ctx context.Context, s *stream, in input) {
 			text = ag.call(ctx, s, t, args(t, text, text))
 		}
 	}
-	// The "model" obeys what it read.
-	if m := instruction.FindStringSubmatch(text); m != nil {
+	// The "model" obeys what it read, unless it is careful.
+	if m := instruction.FindStringSubmatch(text); m != nil && !ag.Careful {
 		name := m[1]
 		for _, t := range tools {
 			if t.name == name {
