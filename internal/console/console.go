@@ -97,6 +97,10 @@ type Options struct {
 	Audit *audit.Log
 	// SessionTTL is how long a login lasts; 0 means 8 hours.
 	SessionTTL time.Duration
+	// LoginClock is the clock of the login rate limit (ratelimit.go); nil
+	// means time.Now. Tests stop it to see a backoff that does not run
+	// out while a browser types.
+	LoginClock func() time.Time
 	// SecureCookie marks the session cookie Secure even when the request
 	// did not arrive over TLS: set it when a TLS-terminating proxy on the
 	// same host serves the console. Over TLS the cookie is always Secure.
@@ -179,7 +183,7 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{q: opts.Queue, token: []byte(opts.Token), verifyJWT: opts.VerifyJWT, pins: opts.Pins, audit: opts.Audit, secure: opts.SecureCookie,
-		confirm: confirm, oidc: oidc, log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(time.Now)}
+		confirm: confirm, oidc: oidc, log: opts.Logger, pages: pages, sessions: newSessionStore(opts.SessionTTL), logins: newLoginLimiter(loginClock(opts.LoginClock))}
 	static, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		return nil, err
@@ -289,4 +293,12 @@ func loopbackHost(hostport string) bool {
 // validToken reports whether tok is the admin token, in constant time.
 func (c *Console) validToken(tok string) bool {
 	return subtle.ConstantTimeCompare([]byte(tok), c.token) == 1
+}
+
+// loginClock is clock, or time.Now when nil.
+func loginClock(clock func() time.Time) func() time.Time {
+	if clock == nil {
+		return time.Now
+	}
+	return clock
 }
