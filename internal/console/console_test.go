@@ -432,17 +432,29 @@ func TestEventsSignalNewCalls(t *testing.T) {
 
 // TestDiffBaselineIsTheLastApprovedCall: an attacker who sends the same
 // call twice must not make the second card say "Same arguments"; each card
-// is compared with what was last approved for the same user and tool.
+// is compared with what was last approved for the same user and tool and
+// then ran. An approval whose call never ran is passed over, and named.
 func TestDiffBaselineIsTheLastApprovedCall(t *testing.T) {
 	e := newEnv(t, Options{})
 	honest := e.transfer("2500")
 	if err := e.q.Decide(honest.ID, true, "console:bob", "invoice 17"); err != nil {
 		t.Fatal(err)
 	}
+	if err := e.q.MarkExecuted(t.Context(), honest.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Approved later, but its call failed upstream: not the baseline.
+	failed := e.transfer("250000")
+	if err := e.q.Decide(failed.ID, true, "console:carol", ""); err != nil {
+		t.Fatal(err)
+	}
 	// Another user's approved call of the same tool is not the baseline.
 	other := e.q.Submit(approval.Request{Upstream: "demo", Subject: "mallory", Tool: "transfer_funds",
 		Arguments: []byte(`{"account_id":"ACC_9","amount":1,"recipient":"m@example.com"}`), Hash: "h-mallory"})
 	if err := e.q.Decide(other.ID, true, "console:bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.q.MarkExecuted(t.Context(), other.ID); err != nil {
 		t.Fatal(err)
 	}
 	first, second := e.transfer("250000"), e.transfer("250000")
@@ -453,7 +465,8 @@ func TestDiffBaselineIsTheLastApprovedCall(t *testing.T) {
 	for _, p := range []approval.Pending{first, second} {
 		card := cardOf(t, page, p.ID)
 		for _, want := range []string{
-			"Compared with the last approved call of transfer_funds for alice: " + honest.ID + ", approved by console:bob",
+			"Compared with the last approved call of transfer_funds for alice that ran: " + honest.ID + ", approved by console:bob",
+			"; " + failed.ID + ", approved by console:carol at ",
 			`<span class="d-del">-   &#34;amount&#34;: 2500,</span>`,
 			`<span class="d-add">&#43;   &#34;amount&#34;: <span class="num">250<span class="grp">000</span></span>,</span>`,
 		} {
@@ -462,13 +475,13 @@ func TestDiffBaselineIsTheLastApprovedCall(t *testing.T) {
 			}
 		}
 		if strings.Contains(card, "Same arguments") || strings.Contains(card, other.ID) {
-			t.Errorf("the card of %s compares with a pending call or another user's:\n%s", p.ID, card)
+			t.Errorf("the card of %s compares with a pending call, another user's, or one that did not run:\n%s", p.ID, card)
 		}
 	}
 	if n := strings.Count(cardOf(t, page, first.ID), `class="d-add"`); n != 1 {
 		t.Errorf("%d added lines, want 1 (only the amount changed)", n)
 	}
-	if mail := cardOf(t, page, "", "send_mail"); !strings.Contains(mail, "Compared with nothing: no call of send_mail on demo for alice has been approved before") {
+	if mail := cardOf(t, page, "", "send_mail"); !strings.Contains(mail, "Compared with nothing: no call of send_mail on demo for alice has been approved and run before") {
 		t.Errorf("a call with no approved predecessor:\n%s", mail)
 	}
 }

@@ -162,18 +162,29 @@ func (c *Console) pendingData(approver string) pendingData {
 }
 
 // baselineDiff compares p with the last approved call of the same tool on
-// the same upstream for the same user: what was last allowed to run, so
-// that a call repeated by an attacker is compared with the honest one and
-// not with itself. Pending calls are never the baseline. With no approved
-// call to compare with, the view says so.
+// the same upstream for the same user that ran (the gateway forwarded it
+// and the upstream answered without error): what was last allowed to run,
+// so that a call repeated by an attacker is compared with the honest one
+// and not with itself. Pending calls are never the baseline, and neither
+// is an approval whose call never ran; the view names the newest such
+// approval it passed over. With no call to compare with, the view says so.
 func baselineDiff(p approval.Pending, hist []approval.Decided, args string) *diffView {
+	skipped := ""
 	for _, h := range hist { // newest first
-		if h.Approved && h.Tool == p.Tool && h.Upstream == p.Upstream && h.Subject == p.Subject && h.Created.Before(p.Created) {
-			return newDiff(indent(h.Arguments), args, fmt.Sprintf("the last approved call of %s for %s: %s, approved by %s at %s",
-				h.Tool, orUnknown(h.Subject), h.ID, h.Approver, stamp(h.At)))
+		if !h.Approved || h.Tool != p.Tool || h.Upstream != p.Upstream || h.Subject != p.Subject || !h.Created.Before(p.Created) {
+			continue
 		}
+		if h.Executed.IsZero() {
+			if skipped == "" {
+				skipped = fmt.Sprintf("; %s, approved by %s at %s, did not run or failed", h.ID, h.Approver, stamp(h.At))
+			}
+			continue
+		}
+		return newDiff(indent(h.Arguments), args, fmt.Sprintf("the last approved call of %s for %s that ran: %s, approved by %s at %s, ran at %s%s",
+			h.Tool, orUnknown(h.Subject), h.ID, h.Approver, stamp(h.At), stamp(h.Executed), skipped))
 	}
-	return &diffView{None: true, Against: fmt.Sprintf("no call of %s on %s for %s has been approved before", p.Tool, p.Upstream, orUnknown(p.Subject))}
+	return &diffView{None: true, Against: fmt.Sprintf("no call of %s on %s for %s has been approved and run before%s",
+		p.Tool, p.Upstream, orUnknown(p.Subject), skipped)}
 }
 
 func orUnknown(s string) string {
