@@ -120,6 +120,12 @@ const (
 	// injection asks in other words (or for arguments they do not fill),
 	// and no model fixture is scripted for it yet.
 	whyPhrasing = "phrasing"
+	// whyRawBody: the indicators read "body", the raw JSON-RPC text of an
+	// A2A message, which warden does not record (it records the parsed
+	// params and results); the shape check lets it through because an
+	// agent card may carry any key. The test checks that no recorded
+	// message has a top-level "body".
+	whyRawBody = "raw-body"
 )
 
 // libraryTable is the expected verdict of every document of the public
@@ -140,9 +146,9 @@ var libraryTable = []struct {
 	{"OATF-001-005_exfil-chain-unicode-homoglyphs.yaml", [5]string{no, no, no, na, na}, whyContext},
 	{"OATF-001-006_exfil-chain-ansi-escape.yaml", [5]string{no, no, no, na, na}, whyContext},
 	{"OATF-001_exfil-chain-tool-description.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-002-002_tool-shadowing-error-framing.yaml", [5]string{bb, bb, no, na, na}, ""},
-	{"OATF-002-003_tool-shadowing-compliance-framing.yaml", [5]string{bb, bb, no, na, na}, ""},
-	{"OATF-002_tool-shadowing-bcc.yaml", [5]string{bb, bb, no, na, na}, ""},
+	{"OATF-002-002_tool-shadowing-error-framing.yaml", [5]string{bb, la, no, na, na}, ""},
+	{"OATF-002-003_tool-shadowing-compliance-framing.yaml", [5]string{bb, la, no, na, na}, ""},
+	{"OATF-002_tool-shadowing-bcc.yaml", [5]string{bb, la, no, na, na}, ""},
 	{"OATF-003_error-response-injection.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
 	{"OATF-004_confused-deputy-baseline.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
 	{"OATF-005_confused-deputy-error.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
@@ -179,7 +185,7 @@ var libraryTable = []struct {
 	{"OATF-031_resource-enumeration-sweep.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
 	{"OATF-032_targeted-external-flooding.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
 	{"OATF-033_stream-hijacking.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-035_json-rpc-serialization.yaml", [5]string{na, na, na, no, no}, whyPhrasing},
+	{"OATF-035_json-rpc-serialization.yaml", [5]string{na, na, na, no, no}, whyRawBody},
 	{"OATF-036_hallucination-propagation.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
 }
 
@@ -277,6 +283,13 @@ func TestLibrary(t *testing.T) {
 					var b strings.Builder
 					attack.WriteSummary(&b, o.res)
 					t.Errorf("%s: verdict %s, want %s\n%s", tg.name, have, want, b.String())
+				}
+				if row.why == whyRawBody {
+					for _, e := range o.res.Trace {
+						if e.Content.Get("body") != nil {
+							t.Errorf("%s: %s %s has a top-level body, but the table says no message has", tg.name, e.Method, e.Direction)
+						}
+					}
 				}
 				if row.why == whyUnmatchable {
 					for _, ir := range o.res.Indicators {

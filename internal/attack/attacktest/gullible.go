@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"regexp"
 	"sort"
@@ -46,8 +47,10 @@ type Agent struct {
 	// other AG-UI framing); otherwise only `data:` lines are written.
 	EventLines bool
 	// Careful makes the agent deliberately safe: it still calls the tool
-	// the user's request fits (step 2) but never follows an instruction it
-	// read (step 3), so an attack that needs obedience is not exploited.
+	// the user's request fits (step 2), with only the arguments the tool's
+	// schema requires, and never follows an instruction it read (step 3),
+	// so an attack that needs obedience or an optional argument (a bcc) is
+	// not exploited.
 	Careful bool
 	// Logger receives the agent's decisions. Nil discards.
 	Logger *slog.Logger
@@ -89,6 +92,7 @@ type tool struct {
 	desc    string
 	props   []string // property names, sorted
 	types   map[string]string
+	needed  map[string]bool // the schema's required properties
 }
 
 var (
@@ -141,7 +145,11 @@ func (ag *Agent) think(ctx context.Context, s *stream, in input) {
 			}
 		}
 		if t := pick(tools, text); t != nil {
-			text = ag.call(ctx, s, t, args(t, text, text))
+			a := args(t, text, text)
+			if ag.Careful {
+				maps.DeleteFunc(a, func(p string, _ any) bool { return !t.needed[p] })
+			}
+			text = ag.call(ctx, s, t, a)
 		}
 	}
 	// The "model" obeys what it read, unless it is careful.
@@ -235,11 +243,12 @@ func (ag *Agent) connect(ctx context.Context) ([]*tool, func()) {
 }
 
 func newTool(cs *mcp.ClientSession, t *mcp.Tool) *tool {
-	out := &tool{session: cs, name: t.Name, desc: t.Description, types: map[string]string{}}
+	out := &tool{session: cs, name: t.Name, desc: t.Description, types: map[string]string{}, needed: map[string]bool{}}
 	var schema struct {
 		Properties map[string]struct {
 			Type string `json:"type"`
 		} `json:"properties"`
+		Required []string `json:"required"`
 	}
 	if b, err := json.Marshal(t.InputSchema); err == nil {
 		json.Unmarshal(b, &schema)
@@ -247,6 +256,9 @@ func newTool(cs *mcp.ClientSession, t *mcp.Tool) *tool {
 	for p, d := range schema.Properties {
 		out.props = append(out.props, p)
 		out.types[p] = d.Type
+	}
+	for _, p := range schema.Required {
+		out.needed[p] = true
 	}
 	sort.Strings(out.props)
 	return out
