@@ -5,7 +5,7 @@ package console_test
 // Approval that is safe by construction, proved in real Chromium against a
 // console on a bare approval queue (issue 19): Enter never decides,
 // deceptive characters are drawn as escapes with a warning, the diff
-// compares with the last approved call, and a lost connection or session
+// compares with the last approved call that ran, and a lost connection or session
 // is shown, never a silently stale list.
 
 import (
@@ -134,7 +134,8 @@ func TestBrowserRevealsDeception(t *testing.T) {
 }
 
 // TestBrowserDiffAgainstLastApproved: the same malicious call sent twice is
-// compared, both times, with the last approved call, never with the other.
+// compared, both times, with the last approved call that ran, never with
+// the other, nor with an approval of it whose call did not run.
 func TestBrowserDiffAgainstLastApproved(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -145,13 +146,20 @@ func TestBrowserDiffAgainstLastApproved(t *testing.T) {
 	if err := q.Decide(honest.ID, true, "console:bob", ""); err != nil {
 		t.Fatal(err)
 	}
+	if err := q.MarkExecuted(ctx, honest.ID); err != nil {
+		t.Fatal(err)
+	}
+	failed := heldTransfer(q, "attacker@example.net", "900000")
+	if err := q.Decide(failed.ID, true, "console:bob", ""); err != nil {
+		t.Fatal(err)
+	}
 	loginAs(t, b, base, "alice")
 	first := heldTransfer(q, "attacker@example.net", "900000")
 	second := heldTransfer(q, "attacker@example.net", "900000")
 	for _, p := range []approval.Pending{first, second} {
 		do(t, b, "see the call", chromedp.WaitVisible(chromedp.ID("diff-"+p.ID)))
 		text := get(t, b, "read the diff", chromedp.Text(chromedp.ID("diff-"+p.ID)))
-		if strings.Contains(text, "Same arguments") || !strings.Contains(text, "Compared with the last approved call of transfer_funds for alice: "+honest.ID) ||
+		if strings.Contains(text, "Same arguments") || !strings.Contains(text, "Compared with the last approved call of transfer_funds for alice that ran: "+honest.ID) ||
 			!strings.Contains(text, `+   "recipient": "attacker@example.net"`) {
 			t.Errorf("the diff of %s:\n%s", p.ID, text)
 		}
