@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,8 +118,9 @@ const (
 	// the test checks).
 	whyContext = "context"
 	// whyPhrasing: the scripted agents obey only "use the X tool"; this
-	// injection asks in other words (or for arguments they do not fill),
-	// and no model fixture is scripted for it yet.
+	// injection asks in other words, and no model fixture of context mode
+	// is scripted for it yet. The test checks that no MCP response of the
+	// run has that phrase.
 	whyPhrasing = "phrasing"
 	// whyRawBody: the indicators read "body", the raw JSON-RPC text of an
 	// A2A message, which warden does not record (it records the parsed
@@ -127,6 +129,10 @@ const (
 	// message has a top-level "body".
 	whyRawBody = "raw-body"
 )
+
+// obeyed is the instruction attacktest.Agent follows when it is not
+// careful.
+var obeyed = regexp.MustCompile(`(?i)\b(?:use|call|invoke|run) the ([A-Za-z0-9_\-]+) tool`)
 
 // libraryTable is the expected verdict of every document of the public
 // scenario library (../shared/oatf/scenarios) against each target of
@@ -283,6 +289,14 @@ func TestLibrary(t *testing.T) {
 					var b strings.Builder
 					attack.WriteSummary(&b, o.res)
 					t.Errorf("%s: verdict %s, want %s\n%s", tg.name, have, want, b.String())
+				}
+				if row.why == whyPhrasing {
+					for _, e := range o.res.Trace {
+						if e.Protocol == "mcp" && e.Direction == attack.Response && obeyed.MatchString(oatf.CompactJSON(e.Content)) {
+							t.Errorf("%s: %s says %q, which the gullible agent obeys, but the table says no server does",
+								tg.name, e.Method, obeyed.FindString(oatf.CompactJSON(e.Content)))
+						}
+					}
 				}
 				if row.why == whyRawBody {
 					for _, e := range o.res.Trace {
