@@ -140,7 +140,7 @@ var obeyed = regexp.MustCompile(`(?i)\b(?:use|call|invoke|run) the ([A-Za-z0-9_\
 // agents (attacktest.Agent), aimock's AG-UI agent (which answers every run
 // with text and calls no tool), and an a2a-go client host, reckless and
 // safe. why says, for a scenario no target exploits, why that is. The same
-// table is in docs/oatf.md, "The whole library".
+// table is in docs/oatf.md, "The whole library: expected verdicts".
 var libraryTable = []struct {
 	file string
 	want [5]string
