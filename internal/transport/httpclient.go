@@ -101,18 +101,19 @@ type HTTPClientOptions struct {
 
 // Bounds on the transport's own behaviour.
 const (
-	httpQueueLen          = 64               // messages waiting for Read
-	httpHeaderTimeout     = 5 * time.Minute  // default client: wait for response headers
-	httpDialTimeout       = 10 * time.Second // default client: TCP connect
-	httpDeleteTimeout     = 2 * time.Second  // Close: the session DELETE
-	httpMaxResumes        = 3                // POST stream: reconnects without progress
-	httpMaxStandaloneFail = 5                // standalone stream: failed attempts in a row
-	httpRetryInitial      = 250 * time.Millisecond
-	httpRetryMax          = 10 * time.Second       // cap on backoff and on the server's retry:
-	httpStandaloneHealthy = 10 * time.Second       // a standalone stream open this long was fine
-	httpMaxIdleConns      = 100                    // UpstreamHTTPClient: idle keep-alive connections
-	httpDrainWait         = 100 * time.Millisecond // a POST stream's end after its response (drainStream)
-	httpDrainBytes        = 64 << 10
+	httpQueueLen           = 64               // messages waiting for Read
+	httpHeaderTimeout      = 5 * time.Minute  // default client: wait for response headers
+	httpDialTimeout        = 10 * time.Second // default client: TCP connect
+	httpDeleteTimeout      = 2 * time.Second  // Close: the session DELETE
+	httpMaxResumes         = 3                // POST stream: reconnects without progress
+	httpMaxStandaloneFail  = 5                // standalone stream: failed attempts in a row
+	httpRetryInitial       = 250 * time.Millisecond
+	httpRetryMax           = 10 * time.Second       // cap on backoff and on the server's retry:
+	httpStandaloneHealthy  = 10 * time.Second       // a standalone stream open this long was fine
+	httpStandaloneOpenWait = time.Second            // how long notifications/initialized waits for the GET's answer (startStandalone)
+	httpMaxIdleConns       = 100                    // UpstreamHTTPClient: idle keep-alive connections
+	httpDrainWait          = 100 * time.Millisecond // a POST stream's end after its response (drainStream)
+	httpDrainBytes         = 64 << 10
 )
 
 var _ Pusher = (*HTTPClientConn)(nil)
@@ -759,14 +760,31 @@ func (c *HTTPClientConn) lose() {
 	})
 }
 
-// startStandalone opens the standalone GET stream once, in a stateful session.
+// startStandalone opens the standalone GET stream once, in a stateful
+// session. It returns once the upstream has answered the GET (or after
+// httpStandaloneOpenWait), so that the GET reaches the upstream before the
+// requests written after notifications/initialized, as from a client that
+// talks to the upstream directly: a server that took a late standalone GET
+// for a stream's reconnection would otherwise see it without Last-Event-ID
+// and too early (the conformance suite's sse-retry scenario did, under load).
 func (c *HTTPClientConn) startStandalone() {
 	c.mu.Lock()
 	start := c.stateful && !c.expired && !c.standalone && !c.closed
 	c.standalone = c.standalone || start
 	c.mu.Unlock()
-	if start {
-		c.spawn(c.runStandalone)
+	if !start {
+		return
+	}
+	opened := make(chan struct{})
+	if !c.spawn(func() { c.runStandalone(opened) }) {
+		return
+	}
+	t := time.NewTimer(httpStandaloneOpenWait)
+	defer t.Stop()
+	select {
+	case <-opened:
+	case <-t.C:
+	case <-c.done:
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -461,5 +462,52 @@ func TestUpstreamRulesDocumented(t *testing.T) {
 		if !strings.Contains(string(doc), "| `"+r+"` |") {
 			t.Errorf("docs/errors.md has no row for the upstream rule %q", r)
 		}
+	}
+}
+
+// The standalone GET reaches the upstream, and is answered, before any
+// request written after notifications/initialized: a server that took a
+// late GET for the reconnection of a request's stream would see it without
+// Last-Event-ID and too early.
+func TestHTTPClientStandaloneGETBeforeNextRequest(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	ts, _ := serveHCFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodGet:
+			time.Sleep(100 * time.Millisecond) // a slow GET: the race is wide open
+			note("GET answered")
+			hcSSEHeaders(w)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		default:
+			body, _ := io.ReadAll(r.Body)
+			switch {
+			case strings.Contains(string(body), `"initialize"`):
+				w.Header().Set("Mcp-Session-Id", "s1")
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}`)
+			case strings.Contains(string(body), `notifications/initialized`):
+				w.WriteHeader(http.StatusAccepted)
+			default:
+				note("POST " + string(body))
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+			}
+		}
+	})
+	c := newHC(t, ts.URL, HTTPClientOptions{})
+	hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(0), "initialize", []byte(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)))
+	hcRead(t, c)
+	hcWrite(t, c, jsonrpc.NewNotification("notifications/initialized", nil))
+	hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(1), "ping", nil))
+	hcRead(t, c)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 2 || order[0] != "GET answered" {
+		t.Errorf("the upstream saw %q; want the standalone GET answered before the next request", order)
 	}
 }

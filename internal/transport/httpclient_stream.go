@@ -174,8 +174,8 @@ func (c *HTTPClientConn) followPOST(resp *http.Response, st *streamState) {
 // has no such stream. A dropped stream is reopened with Last-Event-ID after a
 // backoff; after httpMaxStandaloneFail failures in a row, or a 4xx, it gives
 // up. A stream that delivered a message or stayed open for a while resets
-// the count.
-func (c *HTTPClientConn) runStandalone() {
+// the count. opened is closed once the first GET has its answer.
+func (c *HTTPClientConn) runStandalone(opened chan struct{}) {
 	st := &streamState{}
 	c.mu.Lock()
 	st.sessionID, st.version = c.sessionID, c.version
@@ -183,6 +183,10 @@ func (c *HTTPClientConn) runStandalone() {
 	failures := 0
 	for {
 		resp, err := c.get(st)
+		if opened != nil { // the first GET has its answer: startStandalone may return
+			close(opened)
+			opened = nil
+		}
 		switch {
 		case err != nil:
 			if c.ctx.Err() != nil {
