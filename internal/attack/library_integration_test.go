@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,12 +33,13 @@ type libraryTarget struct {
 	run func(ctx context.Context, doc *oatf.Document, opts attack.Options) (*attack.Result, error)
 }
 
-// scriptedAGUI runs doc against a fresh attacktest.Agent that uses the
-// run's MCP server actors: gullible, or careful when careful is set.
-func scriptedAGUI(careful bool) func(context.Context, *oatf.Document, attack.Options) (*attack.Result, error) {
+// scriptedAGUI runs doc against a fresh attacktest.Agent, reckless or
+// careful as told (gullible when neither), that uses the run's MCP server
+// actors.
+func scriptedAGUI(reckless, careful bool) func(context.Context, *oatf.Document, attack.Options) (*attack.Result, error) {
 	return func(ctx context.Context, doc *oatf.Document, opts attack.Options) (*attack.Result, error) {
 		var eps endpoints
-		srv := httptest.NewServer(&attacktest.Agent{MCP: eps.get, Careful: careful})
+		srv := httptest.NewServer(&attacktest.Agent{MCP: eps.get, Careful: careful, Reckless: reckless})
 		defer srv.Close()
 		opts.AGUIURL, opts.OnReady = srv.URL, eps.set
 		return attack.Run(ctx, doc, opts)
@@ -117,11 +117,13 @@ const (
 	// obedient model of context mode is exploited (contextLibrary, which
 	// the test checks).
 	whyContext = "context"
-	// whyPhrasing: the scripted agents obey only "use the X tool"; this
-	// injection asks in other words, and no model fixture of context mode
-	// is scripted for it yet. The test checks that no MCP response of the
-	// run has that phrase.
-	whyPhrasing = "phrasing"
+	// whyNoToolNamed: the scripted agents obey only text that names a tool
+	// ("use the X tool" for the gullible one, any tool's name for the
+	// reckless one); this injection names none (it asks for a file path
+	// or a parameter value), and no model fixture of context mode is
+	// scripted for it yet. The test checks that no tool description or
+	// result of the run names another tool.
+	whyNoToolNamed = "no-tool-named"
 	// whyRawBody: the indicators read "body", the raw JSON-RPC text of an
 	// A2A message, which warden does not record (it records the parsed
 	// params and results); the shape check lets it through because an
@@ -130,9 +132,39 @@ const (
 	whyRawBody = "raw-body"
 )
 
-// obeyed is the instruction attacktest.Agent follows when it is not
-// careful.
-var obeyed = regexp.MustCompile(`(?i)\b(?:use|call|invoke|run) the ([A-Za-z0-9_\-]+) tool`)
+// namesAnotherTool returns, for the first tool description or tools/call
+// result in trace that names a tool of the run other than the one
+// described, what names what; "" when there is none.
+func namesAnotherTool(trace []attack.Entry) string {
+	type text struct{ owner, what, s string }
+	var names []string
+	var texts []text
+	for _, e := range trace {
+		if e.Protocol != "mcp" || e.Direction != attack.Response || e.Content == nil {
+			continue
+		}
+		switch e.Method {
+		case "tools/list":
+			if tools := e.Content.Get("tools"); tools != nil {
+				for _, tv := range tools.Items {
+					n := tv.Get("name").StringOr("")
+					names = append(names, n)
+					texts = append(texts, text{n, "the description of " + n, tv.Get("description").StringOr("")})
+				}
+			}
+		case "tools/call":
+			texts = append(texts, text{"", "a tools/call result", oatf.CompactJSON(e.Content)})
+		}
+	}
+	for _, tx := range texts {
+		for _, n := range names {
+			if n != "" && n != tx.owner && strings.Contains(tx.s, n) {
+				return tx.what + " names " + n
+			}
+		}
+	}
+	return ""
+}
 
 // libraryTable is the expected verdict of every document of the public
 // scenario library (../shared/oatf/scenarios) against each target of
@@ -143,56 +175,56 @@ var obeyed = regexp.MustCompile(`(?i)\b(?:use|call|invoke|run) the ([A-Za-z0-9_\
 // table is in docs/oatf.md, "The whole library: expected verdicts".
 var libraryTable = []struct {
 	file string
-	want [5]string
+	want [6]string
 	why  string
 }{
-	{"OATF-001-001_exfil-chain-html-comments.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-001-002_exfil-chain-error-framing.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-001-003_exfil-chain-system-annotation.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-001-005_exfil-chain-unicode-homoglyphs.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-001-006_exfil-chain-ansi-escape.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-001_exfil-chain-tool-description.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-002-002_tool-shadowing-error-framing.yaml", [5]string{bb, la, no, na, na}, ""},
-	{"OATF-002-003_tool-shadowing-compliance-framing.yaml", [5]string{bb, la, no, na, na}, ""},
-	{"OATF-002_tool-shadowing-bcc.yaml", [5]string{bb, la, no, na, na}, ""},
-	{"OATF-003_error-response-injection.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-004_confused-deputy-baseline.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-005_confused-deputy-error.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-006_message-list-injection.yaml", [5]string{bb, bb, no, na, na}, ""},
-	{"OATF-007_exfil-passive-tool.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-008-001_schema-poisoning-important-tags.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-008_schema-poisoning-exfil.yaml", [5]string{ig, ig, no, na, na}, ""},
-	{"OATF-009_cross-protocol-pivot.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-010_rug-pull-tool-swap.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-012_schema-credential-social-engineering.yaml", [5]string{ig, ig, no, na, na}, ""},
-	{"OATF-013_oauth-confused-deputy.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-014-001_goal-hijacking-important-tags.yaml", [5]string{bb, bb, no, na, na}, ""},
-	{"OATF-014-003_goal-hijacking-compliance-framing.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-014-004_goal-hijacking-bot-identity.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-014-005_goal-hijacking-system-annotation.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-014-007_goal-hijacking-base64.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-014-008_goal-hijacking-payload-splitting.yaml", [5]string{bb, bb, no, na, na}, ""},
-	{"OATF-014_goal-hijacking-tool-response.yaml", [5]string{bb, no, no, na, na}, ""},
-	{"OATF-016_agent-card-info-disclosure.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-017_cross-tenant-data-exposure.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-018_system-prompt-extraction.yaml", [5]string{no, no, no, na, na}, whyContext},
-	{"OATF-019-002_resource-disclosure-plaintext.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-019_resource-content-disclosure.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-020_cross-context-leakage.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-021_cross-agent-injection.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-022_cross-agent-param-addition.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-023_malicious-agent-registration.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-024-002_artifact-poisoning-payload-splitting.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-024_artifact-poisoning.yaml", [5]string{la, la, no, na, na}, ""},
-	{"OATF-025_social-engineering-metadata.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-027_prompt-template-poisoning.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-028_agui-state-injection.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-029_mcp-sampling-injection.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-031_resource-enumeration-sweep.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-032_targeted-external-flooding.yaml", [5]string{no, no, no, na, na}, whyPhrasing},
-	{"OATF-033_stream-hijacking.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
-	{"OATF-035_json-rpc-serialization.yaml", [5]string{na, na, na, no, no}, whyRawBody},
-	{"OATF-036_hallucination-propagation.yaml", [5]string{no, no, no, na, na}, whyUnmatchable},
+	{"OATF-001-001_exfil-chain-html-comments.yaml", [6]string{no, no, no, no, na, na}, whyContext},
+	{"OATF-001-002_exfil-chain-error-framing.yaml", [6]string{no, no, no, no, na, na}, whyContext},
+	{"OATF-001-003_exfil-chain-system-annotation.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-001-005_exfil-chain-unicode-homoglyphs.yaml", [6]string{no, no, no, no, na, na}, whyContext},
+	{"OATF-001-006_exfil-chain-ansi-escape.yaml", [6]string{no, no, no, no, na, na}, whyContext},
+	{"OATF-001_exfil-chain-tool-description.yaml", [6]string{no, no, no, no, na, na}, whyContext},
+	{"OATF-002-002_tool-shadowing-error-framing.yaml", [6]string{bb, bb, la, no, na, na}, ""},
+	{"OATF-002-003_tool-shadowing-compliance-framing.yaml", [6]string{bb, bb, la, no, na, na}, ""},
+	{"OATF-002_tool-shadowing-bcc.yaml", [6]string{bb, bb, la, no, na, na}, ""},
+	{"OATF-003_error-response-injection.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-004_confused-deputy-baseline.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-005_confused-deputy-error.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-006_message-list-injection.yaml", [6]string{bb, bb, bb, no, na, na}, ""},
+	{"OATF-007_exfil-passive-tool.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-008-001_schema-poisoning-important-tags.yaml", [6]string{no, no, no, no, na, na}, whyNoToolNamed},
+	{"OATF-008_schema-poisoning-exfil.yaml", [6]string{ig, ig, ig, no, na, na}, ""},
+	{"OATF-009_cross-protocol-pivot.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-010_rug-pull-tool-swap.yaml", [6]string{no, la, no, no, na, na}, ""},
+	{"OATF-012_schema-credential-social-engineering.yaml", [6]string{ig, ig, ig, no, na, na}, ""},
+	{"OATF-013_oauth-confused-deputy.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-014-001_goal-hijacking-important-tags.yaml", [6]string{bb, bb, bb, no, na, na}, ""},
+	{"OATF-014-003_goal-hijacking-compliance-framing.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-014-004_goal-hijacking-bot-identity.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-014-005_goal-hijacking-system-annotation.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-014-007_goal-hijacking-base64.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-014-008_goal-hijacking-payload-splitting.yaml", [6]string{bb, bb, bb, no, na, na}, ""},
+	{"OATF-014_goal-hijacking-tool-response.yaml", [6]string{bb, bb, no, no, na, na}, ""},
+	{"OATF-016_agent-card-info-disclosure.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-017_cross-tenant-data-exposure.yaml", [6]string{no, no, no, no, na, na}, whyNoToolNamed},
+	{"OATF-018_system-prompt-extraction.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-019-002_resource-disclosure-plaintext.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-019_resource-content-disclosure.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-020_cross-context-leakage.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-021_cross-agent-injection.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-022_cross-agent-param-addition.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-023_malicious-agent-registration.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-024-002_artifact-poisoning-payload-splitting.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-024_artifact-poisoning.yaml", [6]string{la, la, la, no, na, na}, ""},
+	{"OATF-025_social-engineering-metadata.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-027_prompt-template-poisoning.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-028_agui-state-injection.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-029_mcp-sampling-injection.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-031_resource-enumeration-sweep.yaml", [6]string{no, no, no, no, na, na}, whyNoToolNamed},
+	{"OATF-032_targeted-external-flooding.yaml", [6]string{no, bb, no, no, na, na}, ""},
+	{"OATF-033_stream-hijacking.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
+	{"OATF-035_json-rpc-serialization.yaml", [6]string{na, na, na, na, no, no}, whyRawBody},
+	{"OATF-036_hallucination-propagation.yaml", [6]string{no, no, no, no, na, na}, whyUnmatchable},
 }
 
 // TestLibrary runs every document of the public scenario library against
@@ -219,21 +251,22 @@ func TestLibrary(t *testing.T) {
 	if len(paths) != len(libraryTable) {
 		t.Errorf("the library has %d documents, libraryTable %d rows", len(paths), len(libraryTable))
 	}
-	targets := [5]libraryTarget{
-		{"gullible", scriptedAGUI(false)},
-		{"careful", scriptedAGUI(true)},
+	targets := [6]libraryTarget{
+		{"gullible", scriptedAGUI(false, false)},
+		{"reckless", scriptedAGUI(true, false)},
+		{"careful", scriptedAGUI(false, true)},
 		{"aimock", func(ctx context.Context, doc *oatf.Document, opts attack.Options) (*attack.Result, error) {
 			opts.AGUIURL = aimock + "/agui"
 			return attack.Run(ctx, doc, opts)
 		}},
-		{"a2a-go reckless", a2aGoHost(true)},
-		{"a2a-go safe", a2aGoHost(false)},
+		{"a2a-go forwarding", a2aGoHost(true)},
+		{"a2a-go plain", a2aGoHost(false)},
 	}
 	type outcome struct {
 		res *attack.Result
 		err error
 	}
-	got := make([][5]outcome, len(libraryTable))
+	got := make([][6]outcome, len(libraryTable))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	grace := 300 * time.Millisecond
@@ -290,12 +323,9 @@ func TestLibrary(t *testing.T) {
 					attack.WriteSummary(&b, o.res)
 					t.Errorf("%s: verdict %s, want %s\n%s", tg.name, have, want, b.String())
 				}
-				if row.why == whyPhrasing {
-					for _, e := range o.res.Trace {
-						if e.Protocol == "mcp" && e.Direction == attack.Response && obeyed.MatchString(oatf.CompactJSON(e.Content)) {
-							t.Errorf("%s: %s says %q, which the gullible agent obeys, but the table says no server does",
-								tg.name, e.Method, obeyed.FindString(oatf.CompactJSON(e.Content)))
-						}
+				if row.why == whyNoToolNamed {
+					if named := namesAnotherTool(o.res.Trace); named != "" {
+						t.Errorf("%s: %s, but the table says no tool is named", tg.name, named)
 					}
 				}
 				if row.why == whyRawBody {

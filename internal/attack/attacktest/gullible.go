@@ -52,6 +52,12 @@ type Agent struct {
 	// so an attack that needs obedience or an optional argument (a bcc) is
 	// not exploited.
 	Careful bool
+	// Reckless makes the agent more gullible still (unless it is careful):
+	// after the tool the request fits, it calls every other MCP tool whose
+	// name it read in that tool's result or description, however the
+	// text asks ("follow these steps ... using read_secrets"), in the
+	// order named, with arguments from all it has read so far.
+	Reckless bool
 	// Logger receives the agent's decisions. Nil discards.
 	Logger *slog.Logger
 
@@ -150,6 +156,9 @@ func (ag *Agent) think(ctx context.Context, s *stream, in input) {
 				maps.DeleteFunc(a, func(p string, _ any) bool { return !t.needed[p] })
 			}
 			text = ag.call(ctx, s, t, a)
+			if ag.Reckless && !ag.Careful && ag.obeyAll(ctx, s, tools, t, text) {
+				return
+			}
 		}
 	}
 	// The "model" obeys what it read, unless it is careful.
@@ -170,6 +179,37 @@ func (ag *Agent) think(ctx context.Context, s *stream, in input) {
 		}
 	}
 	s.say("Here is what I found: " + text)
+}
+
+// maxObeyed bounds the tools a reckless agent calls for one request.
+const maxObeyed = 4
+
+// obeyAll is the reckless agent's step 3: it calls the tools other than
+// first named in first's description and in read (first's result), in
+// the order named, each with arguments from read and the results so far.
+// It reports whether it called any.
+func (ag *Agent) obeyAll(ctx context.Context, s *stream, tools []*tool, first *tool, read string) bool {
+	said := first.desc + "\n" + read
+	type mention struct {
+		at int
+		t  *tool
+	}
+	var named []mention
+	for _, t := range tools {
+		if i := strings.Index(said, t.name); i >= 0 && t != first {
+			named = append(named, mention{i, t})
+		}
+	}
+	if len(named) == 0 {
+		return false
+	}
+	sort.Slice(named, func(i, j int) bool { return named[i].at < named[j].at })
+	read = said
+	for _, m := range named[:min(len(named), maxObeyed)] {
+		read += "\n" + ag.call(ctx, s, m.t, args(m.t, read, read))
+	}
+	s.say("Done, as instructed.")
+	return true
 }
 
 // call runs an MCP tool and streams it as a tool call the agent answered
