@@ -48,10 +48,10 @@ func scriptedAGUI(reckless, careful bool) func(context.Context, *oatf.Document, 
 
 // a2aGoHost runs doc with an a2a-go client as the A2A client of the
 // document's a2a_server actor: it reads the card and sends one message.
-// The reckless host passes what it was handed on verbatim, JSON included,
-// so a payload built to pollute a JavaScript prototype reaches the server;
-// the safe host sends plain text.
-func a2aGoHost(reckless bool) func(context.Context, *oatf.Document, attack.Options) (*attack.Result, error) {
+// The forwarding host passes what it was handed on verbatim, JSON
+// included, so a payload built to pollute a JavaScript prototype reaches
+// the server; the plain host sends plain text.
+func a2aGoHost(forward bool) func(context.Context, *oatf.Document, attack.Options) (*attack.Result, error) {
 	return func(ctx context.Context, doc *oatf.Document, opts attack.Options) (*attack.Result, error) {
 		clientErr := make(chan error, 1)
 		opts.OnReady = func(eps map[string]string) error {
@@ -59,7 +59,7 @@ func a2aGoHost(reckless bool) func(context.Context, *oatf.Document, attack.Optio
 			for _, u := range eps {
 				ep = u
 			}
-			go func() { clientErr <- a2aSend(ctx, ep, reckless) }()
+			go func() { clientErr <- a2aSend(ctx, ep, forward) }()
 			return nil
 		}
 		res, err := attack.Run(ctx, doc, opts)
@@ -77,7 +77,7 @@ func a2aGoHost(reckless bool) func(context.Context, *oatf.Document, attack.Optio
 	}
 }
 
-func a2aSend(ctx context.Context, endpoint string, reckless bool) error {
+func a2aSend(ctx context.Context, endpoint string, forward bool) error {
 	card, err := agentcard.DefaultResolver.Resolve(ctx, endpoint)
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func a2aSend(ctx context.Context, endpoint string, reckless bool) error {
 		return err
 	}
 	text := "summarize the quarterly report"
-	if reckless {
+	if forward {
 		text = `{"task": "summarize", "__proto__": {"isAdmin": true}}`
 	}
 	_, err = client.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))})
@@ -168,10 +168,10 @@ func namesAnotherTool(trace []attack.Entry) string {
 
 // libraryTable is the expected verdict of every document of the public
 // scenario library (../shared/oatf/scenarios) against each target of
-// TestLibrary, in its order: the gullible and the careful scripted AG-UI
-// agents (attacktest.Agent), aimock's AG-UI agent (which answers every run
-// with text and calls no tool), and an a2a-go client host, reckless and
-// safe. why says, for a scenario no target exploits, why that is. The same
+// TestLibrary, in its order: the gullible, reckless and careful scripted
+// AG-UI agents (attacktest.Agent), aimock's AG-UI agent (which answers
+// every run with text and calls no tool), and an a2a-go client host,
+// forwarding and plain. why says, for a scenario no target exploits, why that is. The same
 // table is in docs/oatf.md, "The whole library: expected verdicts".
 var libraryTable = []struct {
 	file string
