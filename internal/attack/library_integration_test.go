@@ -119,8 +119,8 @@ const (
 	whyContext = "context"
 	// whyNoToolNamed: the scripted agents obey only text that names a tool
 	// ("use the X tool" for the gullible one, any tool's name for the
-	// reckless one); this injection names none (it asks for a file path
-	// or a parameter value), and no model fixture of context mode is
+	// reckless one); this injection names none (it asks to read files,
+	// or for a parameter value), and no model fixture of context mode is
 	// scripted for it yet. The test checks that no tool description or
 	// result of the run names another tool.
 	whyNoToolNamed = "no-tool-named"
