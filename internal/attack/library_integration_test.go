@@ -262,11 +262,43 @@ func TestLibrary(t *testing.T) {
 		{"a2a-go forwarding", a2aGoHost(true)},
 		{"a2a-go plain", a2aGoHost(false)},
 	}
-	type outcome struct {
-		res *attack.Result
-		err error
+	got := runLibrary(t, targets, paths)
+	contextExploited := map[string]bool{}
+	for _, c := range contextLibrary {
+		contextExploited[c.file] = c.obedient == oatf.Exploited
 	}
-	got := make([][6]outcome, len(libraryTable))
+	for i, row := range libraryTable {
+		t.Run(strings.SplitN(row.file, "_", 2)[0], func(t *testing.T) {
+			exploited := false
+			for j, tg := range targets {
+				if row.want[j] != na && checkLibraryRun(t, tg.name, row.want[j], row.why, got[i][j]) {
+					exploited = true
+				}
+			}
+			switch {
+			case exploited && row.why != "":
+				t.Errorf("exploited, but the table says why it cannot be (%s)", row.why)
+			case exploited:
+			case row.why == "":
+				t.Errorf("no target exploits it and the table does not say why")
+			case row.why == whyContext && !contextExploited[row.file]:
+				t.Errorf("the table says context mode exploits it, but contextLibrary does not")
+			}
+		})
+	}
+}
+
+// libraryOutcome is what one run of TestLibrary gave.
+type libraryOutcome struct {
+	res *attack.Result
+	err error
+}
+
+// runLibrary runs each row of libraryTable against each target it
+// expects a verdict of, eight runs at a time, each with a grace period of
+// 300 ms and bounded by 10 s, and returns the outcomes by row and target.
+func runLibrary(t *testing.T, targets [6]libraryTarget, paths map[string]string) [][6]libraryOutcome {
+	got := make([][6]libraryOutcome, len(libraryTable))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	grace := 300 * time.Millisecond
@@ -287,73 +319,55 @@ func TestLibrary(t *testing.T) {
 				defer wg.Done()
 				sem <- struct{}{}
 				defer func() { <-sem }()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 				defer cancel()
-				res, err := tg.run(ctx, doc, attack.Options{GracePeriod: &grace, MaxSession: 20 * time.Second})
-				got[i][j] = outcome{res, err}
+				res, err := tg.run(ctx, doc, attack.Options{GracePeriod: &grace, MaxSession: 10 * time.Second})
+				got[i][j] = libraryOutcome{res, err} // each goroutine its own element; read after Wait
 			}()
 		}
 	}
 	wg.Wait()
 	t.Logf("%d documents against %d targets in %v", len(libraryTable), len(targets), time.Since(start))
+	return got
+}
 
-	contextExploited := map[string]bool{}
-	for _, c := range contextLibrary {
-		contextExploited[c.file] = c.obedient == oatf.Exploited
+// checkLibraryRun fails t when one run's verdict (with its max_tier) is
+// not want, or when the reason why says no target exploits the scenario
+// does not hold for the run. It reports whether the run was exploited.
+func checkLibraryRun(t *testing.T, target, want, why string, o libraryOutcome) bool {
+	t.Helper()
+	if o.err != nil {
+		t.Errorf("%s: %v", target, o.err)
+		return false
 	}
-	for i, row := range libraryTable {
-		t.Run(strings.SplitN(row.file, "_", 2)[0], func(t *testing.T) {
-			exploited := false
-			for j, tg := range targets {
-				want, o := row.want[j], got[i][j]
-				if want == na {
-					continue
-				}
-				if o.err != nil {
-					t.Errorf("%s: %v", tg.name, o.err)
-					continue
-				}
-				have := o.res.Verdict.Result
-				if have == oatf.Exploited {
-					have += ":" + o.res.Verdict.MaxTier
-					exploited = true
-				}
-				if have != want {
-					var b strings.Builder
-					attack.WriteSummary(&b, o.res)
-					t.Errorf("%s: verdict %s, want %s\n%s", tg.name, have, want, b.String())
-				}
-				if row.why == whyNoToolNamed {
-					if named := namesAnotherTool(o.res.Trace); named != "" {
-						t.Errorf("%s: %s, but the table says no tool is named", tg.name, named)
-					}
-				}
-				if row.why == whyRawBody {
-					for _, e := range o.res.Trace {
-						if e.Content.Get("body") != nil {
-							t.Errorf("%s: %s %s has a top-level body, but the table says no message has", tg.name, e.Method, e.Direction)
-						}
-					}
-				}
-				if row.why == whyUnmatchable {
-					for _, ir := range o.res.Indicators {
-						if ir.Unmatchable == "" {
-							t.Errorf("%s: indicator %s is matchable, but the table says none is", tg.name, ir.IndicatorID)
-						}
-					}
-				}
-			}
-			switch {
-			case exploited && row.why != "":
-				t.Errorf("exploited, but the table says why it cannot be (%s)", row.why)
-			case exploited:
-			case row.why == "":
-				t.Errorf("no target exploits it and the table does not say why")
-			case row.why == whyContext && !contextExploited[row.file]:
-				t.Errorf("the table says context mode exploits it, but contextLibrary does not")
-			}
-		})
+	have := o.res.Verdict.Result
+	if have == oatf.Exploited {
+		have += ":" + o.res.Verdict.MaxTier
 	}
+	if have != want {
+		var b strings.Builder
+		attack.WriteSummary(&b, o.res)
+		t.Errorf("%s: verdict %s, want %s\n%s", target, have, want, b.String())
+	}
+	switch why {
+	case whyNoToolNamed:
+		if named := namesAnotherTool(o.res.Trace); named != "" {
+			t.Errorf("%s: %s, but the table says no tool is named", target, named)
+		}
+	case whyRawBody:
+		for _, e := range o.res.Trace {
+			if e.Content.Get("body") != nil {
+				t.Errorf("%s: %s %s has a top-level body, but the table says no message has", target, e.Method, e.Direction)
+			}
+		}
+	case whyUnmatchable:
+		for _, ir := range o.res.Indicators {
+			if ir.Unmatchable == "" {
+				t.Errorf("%s: indicator %s is matchable, but the table says none is", target, ir.IndicatorID)
+			}
+		}
+	}
+	return o.res.Verdict.Result == oatf.Exploited
 }
 
 // startAimockWith is startAimock with another configuration file.
