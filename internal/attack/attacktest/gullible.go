@@ -2,6 +2,8 @@
 // for testing the attack runtime: its "model" is a few lines of code that
 // follow any instruction they read, so an attack against it is exploited
 // deterministically, and the same attack with a guard in between is not.
+// Agent.Reckless makes it obey any tool it reads the name of; Agent.Careful
+// makes it deliberately safe, for the other side of a verdict.
 //
 //	agent := &attacktest.Agent{MCP: func() map[string]string { return urls }}
 //	srv := httptest.NewServer(agent)   // POST RunAgentInput, SSE events back
