@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // injected is the kind of text a poisoned tool answer carries.
@@ -42,7 +43,11 @@ func TestCopiedRunIsFound(t *testing.T) {
 	if m.Source.Op != "read_inbox" || m.Source.AuditID != "r-17" || m.Path != "$.memo" {
 		t.Errorf("match = %+v, want read_inbox r-17 at $.memo", m)
 	}
-	if !strings.Contains(copied, m.Excerpt) || !strings.Contains(strings.ToLower(m.Excerpt), "previous") {
+	// The excerpt is the request's own text, and all of it copied: its
+	// letters and digits occur in the answer's. (Where it starts depends on
+	// the winnowing, whose hash base is random per Tracker.)
+	if !strings.Contains(copied, m.Excerpt) || len(lettersAndDigits(m.Excerpt)) < 16 ||
+		!strings.Contains(lettersAndDigits(injected), lettersAndDigits(m.Excerpt)) {
 		t.Errorf("excerpt %q is not the copied run of the request", m.Excerpt)
 	}
 	if m.Source.At.IsZero() {
@@ -255,6 +260,17 @@ func randomText(r *rand.Rand, n int) string {
 			fmt.Fprintf(&b, " %d", r.IntN(100000))
 		}
 		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// lettersAndDigits is s lower-cased, with only its letters and digits.
+func lettersAndDigits(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(r)
+		}
 	}
 	return b.String()
 }
