@@ -88,6 +88,9 @@ func TestBrowserRevealsDeception(t *testing.T) {
 	if err := q.Decide(honest.ID, true, "console:bob", "invoice 17"); err != nil {
 		t.Fatal(err)
 	}
+	if err := q.MarkExecuted(ctx, honest.ID); err != nil { // it ran: the diff's baseline
+		t.Fatal(err)
+	}
 	p := heldTransfer(q, "\u202emoc.elpmaxe@rodnev", "2500")
 	loginAs(t, b, base, "alice")
 	do(t, b, "open the card", chromedp.WaitVisible(chromedp.ID("call-"+p.ID)))
