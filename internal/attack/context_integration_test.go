@@ -3,14 +3,9 @@
 package attack_test
 
 import (
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -30,36 +25,15 @@ func startModel(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("runs an external server")
 	}
-	node, bin := testenv.Node22(t), testenv.Aimock(t)
+	bin := testenv.Aimock(t)
 	llmock := filepath.Join(filepath.Dir(bin), "llmock")
 	fixtures, err := filepath.Abs(filepath.Join("testdata", "context"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := testenv.FreeLoopbackAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(node, llmock, "-f", fixtures, "-p", port, "-h", "127.0.0.1", "--log-level", "warn")
-	cmd.Env = []string{"PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH")}
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
+	addr := testenv.StartNode(t, "llmock", llmock, func(port string) []string {
+		return []string{"-f", fixtures, "-p", port, "-h", "127.0.0.1", "--log-level", "warn"}
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("llmock did not listen on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 	return "http://" + addr + "/v1"
 }
 

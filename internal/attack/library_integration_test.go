@@ -5,14 +5,10 @@ package attack_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -376,34 +372,11 @@ func startAimockWith(t *testing.T, config string) string {
 	if testing.Short() {
 		t.Skip("runs an external server")
 	}
-	node, bin := testenv.Node22(t), testenv.Aimock(t)
-	addr := testenv.FreeLoopbackAddr(t)
-	_, port, _ := net.SplitHostPort(addr)
+	bin := testenv.Aimock(t)
 	cfg, err := filepath.Abs(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, bin, "-c", cfg, "-p", port, "--host", "127.0.0.1")
-	cmd.Env = []string{"PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH")}
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		cmd.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("aimock did not listen on %s: %v", addr, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	addr := testenv.StartNode(t, "aimock", bin, func(port string) []string { return []string{"-c", cfg, "-p", port, "--host", "127.0.0.1"} })
 	return "http://" + addr
 }
