@@ -20,7 +20,6 @@ import (
 	"github.com/agentwarden/warden/internal/console"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
-	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // An approved call counts as the console's diff baseline only once it ran:
@@ -30,14 +29,7 @@ import (
 // and failed, cannot make the card of the same call sent again say "Same
 // arguments".
 func TestDiffBaselineIsTheLastApprovedCallThatRan(t *testing.T) {
-	dataDir := t.TempDir()
-	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
-	if err == nil {
-		_, err = ring.Rotate("EdDSA")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	dataDir := keyedDataDir(t)
 	// The demo upstream, which answers HTTP 503 while down is set.
 	ledger := demoserver.NewLedger()
 	server := demoserver.New(demoserver.Options{Root: t.TempDir(), Ledger: ledger})

@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/testenv"
-	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // TestApprovalSpansReachARealCollector: a real go-sdk client's user
@@ -25,12 +24,7 @@ import (
 func TestApprovalSpansReachARealCollector(t *testing.T) {
 	col := testenv.StartOtelcol(t)
 	ctx := testCtx(t)
-	dataDir := t.TempDir()
-	if ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir)); err != nil {
-		t.Fatal(err)
-	} else if _, err := ring.Rotate("EdDSA"); err != nil {
-		t.Fatal(err)
-	}
+	dataDir := keyedDataDir(t)
 	up, _ := demoUpstream(t, false)
 	g := gatewayFromYAML(t, fmt.Sprintf(`version: 1
 gateway:

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/gateway"
-	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // gateway.admin.approvers reaches the approval queue a configuration opens
@@ -21,14 +20,7 @@ import (
 // and the queue's decisions outlive a restart of the gateway on the same
 // data directory.
 func TestConfiguredTwoPersonRuleAndHistory(t *testing.T) {
-	dataDir := t.TempDir()
-	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dataDir))
-	if err == nil {
-		_, err = ring.Rotate("EdDSA")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	dataDir := keyedDataDir(t)
 	up, ledger := demoUpstream(t, false)
 	yaml := fmt.Sprintf(`version: 1
 gateway:
