@@ -263,6 +263,12 @@ func (l *Log) Head() Anchor {
 // Verify checks the whole chain; see the package function Verify.
 func (l *Log) Verify(ctx context.Context) (Report, error) { return Verify(ctx, l.b, Anchor{}) }
 
+// VerifyWith checks the whole chain and its checkpoints; see the package
+// function VerifyWith.
+func (l *Log) VerifyWith(ctx context.Context, opts VerifyOptions) (Report, error) {
+	return VerifyWith(ctx, l.b, opts)
+}
+
 // Export writes every record as JSON Lines; see the package function Export.
 func (l *Log) Export(ctx context.Context, w io.Writer) error { return Export(ctx, l.b, w) }
 

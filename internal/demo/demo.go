@@ -102,11 +102,12 @@ type scene struct {
 	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
 	userSaw  string
-	audit    *audit.Log  // the gateway's audit log
-	keys     *keys       // the demo client's DPoP and signing keys
-	billing  *billing    // the second server, whose pay tool is rug-pulled
-	server   *mcp.Server // the demo server
-	endpoint *url.URL    // s.url, parsed: the htu of DPoP proofs
+	audit    *audit.Log        // the gateway's audit log
+	auditKey *audit.SigningKey // signs the audit log's checkpoints
+	keys     *keys             // the demo client's DPoP and signing keys
+	billing  *billing          // the second server, whose pay tool is rug-pulled
+	server   *mcp.Server       // the demo server
+	endpoint *url.URL          // s.url, parsed: the htu of DPoP proofs
 	// proofKey is the key the client proves possession of when it sends a
 	// token (tiers.go); guarded by mu.
 	proofKey map[string]*ecdsa.PrivateKey
@@ -232,8 +233,14 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		URLs:       func(*gateway.Call) []*url.URL { return []*url.URL{s.endpoint} },
 		ClientKeys: func(sub string) []jose.JSONWebKey { return map[string][]jose.JSONWebKey{"alice": s.keys.pinned()}[sub] },
 	}
-	// The audit log: every message on record before it leaves.
-	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, auditFile), audit.Options{})
+	// The audit log: every message on record before it leaves, with a
+	// checkpoint signed by its own audit key every 16 records, so that a
+	// forged append or a rewritten log shows (warden keys audit).
+	if s.auditKey, err = demoAuditKey(s.root); err != nil {
+		return nil, err
+	}
+	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, auditFile),
+		audit.Options{Checkpoint: audit.CheckpointOptions{Key: s.auditKey, Every: 16}})
 	if err != nil {
 		return nil, err
 	}
@@ -380,12 +387,22 @@ func (s *scene) summary() {
 		s.res.UpstreamSaw["get_env"])
 	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the three valid tokens', each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
-	if rep, err := s.audit.Verify(context.Background()); err != nil || rep.Problem != nil {
+	rep, err := s.audit.VerifyWith(context.Background(), audit.VerifyOptions{Keys: []*audit.VerifyKey{s.auditKey.Public()}})
+	switch {
+	case err != nil || rep.Problem != nil:
 		s.expect(false, "the audit log does not verify: %v %v", rep.Problem, err)
-	} else {
+	case rep.Checkpoints == 0:
+		s.expect(false, "the audit log has no signed checkpoint after %d records", rep.Records)
+	default:
 		s.res.AuditRecords = rep.Records
+		unattested := 0
+		if rep.Unattested != nil {
+			unattested = rep.Unattested.Count
+		}
 		fmt.Fprintf(w, "The audit log holds %d records, one per message, written before each left; its hash chain verifies\n"+
-			"(head %d:%s…; warden audit verify FILE checks a gateway's).\n", rep.Records, rep.Head.Seq, rep.Head.Hash[:16])
+			"(head %d:%s…), and %d checkpoints signed by its audit key attest it up to seq %d (the %d records after the\n"+
+			"last wait for the next; warden audit verify FILE --key KEY.pub checks a gateway's, and names a forged append).\n",
+			rep.Records, rep.Head.Seq, rep.Head.Hash[:16], rep.Checkpoints, rep.LastCheckpoint.Seq, unattested)
 	}
 }
 
@@ -464,4 +481,18 @@ func refusal(err error) (stage, rule, message string, ok bool) {
 		return "", "", werr.Message, false
 	}
 	return d.Stage, d.Rule, werr.Message, true
+}
+
+// demoAuditKey makes a throwaway audit key in dir, as `warden keys audit`
+// does, and loads it.
+func demoAuditKey(dir string) (*audit.SigningKey, error) {
+	private, _, _, err := audit.GenerateKey()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, ".warden-audit.jwk")
+	if err := os.WriteFile(path, private, 0o600); err != nil {
+		return nil, err
+	}
+	return audit.LoadSigningKey(path)
 }

@@ -93,7 +93,8 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
 	for _, want := range []string{"14 relayed, 23 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
-		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"} {
+		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c",
+		"checkpoints signed by its audit key attest it"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the account lacks %q:\n%s", want, out.String())
 		}
