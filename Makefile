@@ -41,7 +41,7 @@ help: ## list targets
 deps: ## install pinned Node 22, MCP servers, conformance suite, staticcheck into .cache/deps
 	@WARDEN_DEPS_DIR='$(DEPS)' bash scripts/deps.sh
 
-lint: deps ## gofmt -l, go vet, staticcheck (pinned)
+lint: deps ## gofmt -l, go vet, staticcheck (pinned), go mod tidy -diff
 	@. '$(ENV)'; rc=0; \
 	echo '== gofmt -l'; \
 	bad=$$($(GOFMT) -l $(GOFILES)); \
@@ -52,6 +52,9 @@ lint: deps ## gofmt -l, go vet, staticcheck (pinned)
 	echo "== staticcheck -tags='$(TAGS)' ./... ($$("$$WARDEN_STATICCHECK" -version | head -1))"; \
 	"$$WARDEN_STATICCHECK" -tags='$(TAGS)' ./... || rc=1; \
 	(cd tools && "$$WARDEN_STATICCHECK" ./...) || rc=1; \
+	echo '== go mod tidy -diff (go.mod and go.sum say exactly what the code imports)'; \
+	go mod tidy -diff || { echo 'go mod tidy: run it and commit go.mod and go.sum'; rc=1; }; \
+	(cd tools && go mod tidy -diff) || { echo 'tools: go mod tidy: run it in tools/'; rc=1; }; \
 	if (( rc )); then echo 'lint: FAILED'; else echo 'lint: ok'; fi; \
 	exit $$rc
 
