@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -91,4 +93,95 @@ func TestSourceKinds(t *testing.T) {
 			t.Errorf("%s (%s): source kind %q, want %q", cl.ID, cl.Protocol, cl.SourceRef.Kind, want)
 		}
 	}
+}
+
+// Every clause of the revisions in testdata/headings.tsv (MCP 2025-11-25
+// and 2026-07-28, A2A 1.0) names a document of that revision and one of
+// the document's headings, and its url points at that document, at an
+// anchor one of its headings makes. The headings were read from the
+// specifications at the commits the file names; a section made up from
+// memory ("Streamable HTTP" in a page that has no such heading) fails.
+func TestSectionsAreTheSpecificationsHeadings(t *testing.T) {
+	headings := readHeadings(t, "testdata/headings.tsv")
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bases := map[string]string{
+		"MCP 2025-11-25": "https://modelcontextprotocol.io/specification/2025-11-25",
+		"MCP 2026-07-28": "https://modelcontextprotocol.io/specification/2026-07-28",
+		"A2A 1.0":        "https://a2a-protocol.org/latest/specification/",
+	}
+	checked := 0
+	for _, cl := range c.All() {
+		rev := cl.Protocol + " " + cl.SpecVersion
+		base, ok := bases[rev]
+		if !ok || strings.HasPrefix(cl.SourceRef.Document, "docs/") || cl.SourceRef.Section == "(absent)" {
+			continue // not covered, outside the specification tree, or an absence
+		}
+		checked++
+		docs := headings[rev]
+		hs, ok := docs[cl.SourceRef.Document]
+		if !ok {
+			t.Errorf("%s: document %q is not part of %s", cl.ID, cl.SourceRef.Document, rev)
+			continue
+		}
+		if !slices.Contains(hs, cl.SourceRef.Section) {
+			t.Errorf("%s: %s has no heading %q", cl.ID, cl.SourceRef.Document, cl.SourceRef.Section)
+		}
+		page, anchor, _ := strings.Cut(cl.SourceRef.URL, "#")
+		wantPage := base
+		if cl.Protocol == "MCP" {
+			wantPage = base + "/" + strings.TrimSuffix(strings.TrimSuffix(cl.SourceRef.Document, ".mdx"), "/index")
+		}
+		if page != wantPage {
+			t.Errorf("%s: url %s, want the page %s", cl.ID, cl.SourceRef.URL, wantPage)
+		}
+		if anchor != "" && !slices.ContainsFunc(hs, func(h string) bool { return slug(h) == anchor }) {
+			t.Errorf("%s: url %s: no heading of %s makes the anchor #%s", cl.ID, cl.SourceRef.URL, cl.SourceRef.Document, anchor)
+		}
+	}
+	if checked < 30 {
+		t.Errorf("only %d clauses checked", checked)
+	}
+}
+
+// readHeadings reads "protocol<TAB>revision<TAB>document<TAB>heading" lines.
+func readHeadings(t *testing.T, file string) map[string]map[string][]string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string][]string{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 4 {
+			t.Fatalf("%s:%d: want 4 tab-separated fields, got %d", file, i+1, len(f))
+		}
+		rev := f[0] + " " + f[1]
+		if out[rev] == nil {
+			out[rev] = map[string][]string{}
+		}
+		out[rev][f[2]] = append(out[rev][f[2]], f[3])
+	}
+	return out
+}
+
+// slug is the anchor a heading gets: lower case, spaces as hyphens, other
+// punctuation dropped ("3.3.2. Error Handling" → "332-error-handling").
+func slug(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(h) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
