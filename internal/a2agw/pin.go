@@ -5,11 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // PinStore keeps the pinned agent card hash of each upstream (AASM P2:
@@ -72,18 +71,9 @@ const sqlitePinSchema = `CREATE TABLE IF NOT EXISTS a2a_card_pins (
 // OpenSQLitePins opens (creating if needed) the pin store in the database
 // file at path.
 func OpenSQLitePins(path string) (*SQLitePins, error) {
-	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
-		return nil, fmt.Errorf("a2agw: sqlite path %q: want a plain file path", path)
-	}
-	db, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	db, err := storage.OpenSQLite(path, "a2agw: card pins", storage.SQLiteOptions{Schema: sqlitePinSchema})
 	if err != nil {
-		return nil, fmt.Errorf("a2agw: open sqlite %s: %w", path, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, sqlitePinSchema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("a2agw: sqlite %s: create schema: %w", path, err)
+		return nil, err
 	}
 	return &SQLitePins{db: db}, nil
 }

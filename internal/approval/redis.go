@@ -22,6 +22,7 @@ package approval
 // replicas), not Redis Cluster.
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
-	"github.com/agentwarden/warden/internal/store"
 )
 
 const (
@@ -67,7 +67,7 @@ type RedisBackend struct {
 // unix://), checks that it answers, and subscribes to the queue's change
 // events.
 func OpenRedis(ctx context.Context, url string) (*RedisBackend, error) {
-	c, ps, err := store.DialRedis(ctx, url, "approval", redisEvents)
+	c, ps, err := storage.DialRedis(ctx, url, "approval", redisEvents)
 	if err != nil {
 		return nil, err
 	}

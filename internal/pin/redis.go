@@ -32,6 +32,7 @@ package pin
 // with replicas), not Redis Cluster.
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -46,7 +47,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
-	"github.com/agentwarden/warden/internal/store"
 )
 
 const (
@@ -82,7 +82,7 @@ var _ Shared = (*Redis)(nil)
 // as parsed by redis.ParseURL), checks that it answers, and subscribes to
 // the other writers' changes.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	c, ps, err := store.DialRedis(ctx, url, "pin", redisEvents)
+	c, ps, err := storage.DialRedis(ctx, url, "pin", redisEvents)
 	if err != nil {
 		return nil, err
 	}

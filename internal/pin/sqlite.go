@@ -1,6 +1,7 @@
 package pin
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
@@ -64,20 +65,9 @@ const (
 // OpenSQLite opens (creating if needed) the pin store in the database file
 // at path.
 func OpenSQLite(path string) (*SQLite, error) {
-	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
-		return nil, fmt.Errorf("pin: sqlite path %q: want a plain file path", path)
-	}
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := storage.OpenSQLite(path, "pin", storage.SQLiteOptions{Schema: sqliteSchema, Immediate: true})
 	if err != nil {
-		return nil, fmt.Errorf("pin: open sqlite %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("pin: sqlite %s: create schema: %w", path, err)
+		return nil, err
 	}
 	return &SQLite{db: db}, nil
 }

@@ -1,6 +1,7 @@
 package revoke
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/agentwarden/warden/internal/store"
 )
 
 // Redis is a Registry on a Redis server, shared by every gateway that
@@ -43,7 +43,7 @@ func bindKey(jti string) string         { return redisPrefix + "bind:" + jti }
 // OpenRedis connects to the server at url (redis://, rediss:// or unix://)
 // and checks that it answers.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	c, _, err := store.DialRedis(ctx, url, "revoke")
+	c, _, err := storage.DialRedis(ctx, url, "revoke")
 	if err != nil {
 		return nil, err
 	}

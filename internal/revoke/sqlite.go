@@ -1,11 +1,11 @@
 package revoke
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -46,20 +46,9 @@ CREATE INDEX IF NOT EXISTS bound_until ON bound (until);`
 
 // OpenSQLite opens (creating if needed) the registry in the file at path.
 func OpenSQLite(path string) (*SQLite, error) {
-	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
-		return nil, fmt.Errorf("revoke: sqlite path %q: want a plain file path", path)
-	}
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	db, err := storage.OpenSQLite(path, "revoke", storage.SQLiteOptions{Schema: sqliteSchema})
 	if err != nil {
-		return nil, fmt.Errorf("revoke: open sqlite %s: %w", path, err)
-	}
-	db.SetMaxOpenConns(4)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("revoke: sqlite %s: create schema: %w", path, err)
+		return nil, err
 	}
 	return &SQLite{db: db}, nil
 }

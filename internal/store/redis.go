@@ -1,6 +1,7 @@
 package store
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ const redisKeyPrefix = "warden:"
 // OpenRedis connects to the server at url (redis://, rediss:// or unix://,
 // as parsed by redis.ParseURL) and checks it answers PING.
 func OpenRedis(ctx context.Context, url string) (*Redis, error) {
-	c, _, err := DialRedis(ctx, url, "store")
+	c, _, err := storage.DialRedis(ctx, url, "store")
 	if err != nil {
 		return nil, err
 	}

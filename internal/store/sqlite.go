@@ -1,13 +1,13 @@
 package store
 
 import (
+	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,37 +128,15 @@ ON CONFLICT (ns, id) DO UPDATE SET expires = excluded.expires WHERE consumed.exp
 // OpenSQLite opens (creating if needed) the store in the database file at
 // path. It fails if the file cannot be put in WAL mode.
 func OpenSQLite(path string) (*SQLite, error) {
-	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
-		return nil, fmt.Errorf("store: sqlite path %q: want a plain file path", path)
-	}
-	// busy_timeout comes first (the driver applies it before the other
-	// pragmas), so that switching to WAL waits for a concurrent opener.
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite %s: %w", path, err)
-	}
 	// Two connections per handle: one owned by the writer goroutine, which
 	// serialises this process's Consumes, and one for the sweeper. Other
 	// processes contend through SQLite's locks and busy_timeout.
-	db.SetMaxOpenConns(2)
-	db.SetConnMaxIdleTime(0)
-	db.SetConnMaxLifetime(0)
+	db, err := storage.OpenSQLite(path, "store", storage.SQLiteOptions{Schema: sqliteSchema, MaxConns: 2})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: sqlite %s: create schema: %w", path, err)
-	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: sqlite %s: %w", path, err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		db.Close()
-		return nil, fmt.Errorf("store: sqlite %s: journal_mode is %q, want wal", path, mode)
-	}
 	// The epoch is the database's creation: the first opener writes it.
 	var epochMs int64
 	if _, err := db.ExecContext(ctx, `INSERT OR IGNORE INTO warden_meta (key, value) VALUES ('epoch', ?)`,
