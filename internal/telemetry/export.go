@@ -18,9 +18,7 @@ package telemetry
 //	                         └─ full: dropped += n
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -48,22 +46,33 @@ type EventWriter interface {
 }
 
 // JSONLWriter is an EventWriter that writes one JSON object per event and
-// line to W, and flushes after each batch.
+// line to W (ocsf.AppendJSON, encoding/json's bytes without its
+// reflection), one Write per batch.
 type JSONLWriter struct {
 	W io.Writer
 }
 
-// WriteEvents implements EventWriter.
+// WriteEvents implements EventWriter. An event that cannot be encoded
+// fails the batch, and nothing of it is written.
 func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
-	bw := bufio.NewWriter(j.W)
-	enc := json.NewEncoder(bw)
-	enc.SetEscapeHTML(false)
-	for _, e := range events {
-		if err := enc.Encode(e); err != nil {
-			return err
-		}
+	buf, err := appendJSONL(make([]byte, 0, 2048*len(events)), events)
+	if err != nil {
+		return err
 	}
-	return bw.Flush()
+	_, err = j.W.Write(buf)
+	return err
+}
+
+// appendJSONL appends events to dst, one JSON object and newline each.
+func appendJSONL(dst []byte, events []ocsf.Event) ([]byte, error) {
+	var err error
+	for _, e := range events {
+		if dst, err = ocsf.AppendJSON(dst, e); err != nil {
+			return dst, err
+		}
+		dst = append(dst, '\n')
+	}
+	return dst, nil
 }
 
 // QueueOptions configures a Queue. The zero value is usable.

@@ -3,7 +3,6 @@ package telemetry
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -58,21 +57,11 @@ func NewHTTPWriter(rawURL string) (*HTTPWriter, error) {
 
 // WriteEvents implements EventWriter.
 func (h *HTTPWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	contentType := "application/json"
-	if h.NDJSON {
-		contentType = "application/x-ndjson"
-		for _, e := range events {
-			if err := enc.Encode(e); err != nil {
-				return err
-			}
-		}
-	} else if err := enc.Encode(events); err != nil {
+	body, contentType, err := h.body(events)
+	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.URL, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -100,6 +89,26 @@ func (h *HTTPWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error
 		return errors.New("telemetry: OCSF HTTP sink answered " + resp.Status + ": " + msg)
 	}
 	return nil
+}
+
+// body is the request body of events: a JSON array, or with NDJSON one
+// event per line, each encoded by ocsf.AppendJSON.
+func (h *HTTPWriter) body(events []ocsf.Event) (body []byte, contentType string, err error) {
+	body = make([]byte, 0, 2048*len(events))
+	if h.NDJSON {
+		body, err = appendJSONL(body, events)
+		return body, "application/x-ndjson", err
+	}
+	body = append(body, '[')
+	for i, e := range events {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		if body, err = ocsf.AppendJSON(body, e); err != nil {
+			return nil, "", err
+		}
+	}
+	return append(body, ']', '\n'), "application/json", nil
 }
 
 // Close releases idle connections.
