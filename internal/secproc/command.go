@@ -59,6 +59,9 @@ var dangerous = []struct {
 	{"ifs-evasion", regexp.MustCompile(`\$\{?IFS\}?`)},
 	{"system-file-write", regexp.MustCompile(`>>?\s*/etc/(?:passwd|shadow|sudoers|cron|profile|ld\.so|rc\.local|ssh/)|>>?\s*~?/\S*\.ssh/authorized_keys`)},
 	{"powershell-download", regexp.MustCompile(`(?i)\b(?:iex|invoke-expression)\b[^\n]*downloadstring|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}`)},
+	// Server-side includes and string interpolation that run a command
+	// (<!--#exec cmd="…"-->, Perl @{[system "…"]}, Ruby #{`…`}).
+	{"code-execution", regexp.MustCompile(`(?i)<!--#\s*exec\s+cmd\s*=|@\{\[\s*(?:system|exec|qx)\b|#\{\s*(?:` + "`" + `|%x|system\b|exec\b|spawn\b|io\.popen)|%x\(\s*['"][^'"]*['"]\s*\)`)},
 	{"argument-injection", regexp.MustCompile(`(?i)(?:^|\s|=|')(?:--upload-pack|--receive-pack|--checkpoint-action=exec|--to-command|--use-compress-program|-o\s*proxycommand|-o\s*localcommand|--rsh)\b`)},
 }
 
@@ -69,7 +72,8 @@ var injection = []struct {
 	re   *regexp.Regexp
 }{
 	{"command-substitution", regexp.MustCompile("\\$\\([^)]*\\)|`[^`]+`")},
-	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|%0a)\s*(?:sudo\s+)?(?:sh|bash|zsh|dash|rm|curl|wget|cat|nc|ncat|netcat|python[23]?|perl|ruby|php|id|whoami|uname|chmod|chown|echo|touch|ls|ping|sleep|nslookup|dig|powershell|cmd|su|kill|reboot|shutdown|mkfs|dd|tar|base64|eval|exec|sed|awk|env|printenv|export|cp|mv|scp|ssh|telnet|ftp|tftp|crontab|systemctl|useradd|usermod|passwd|iex|certutil|bitsadmin|mshta|rundll32|reg|net|xargs|find|head|tail|nohup|node|sudo)(?:\s|$|;|&|\||>|<)`)},
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|%0a)\s*(?:sudo\s+)?(?:` + shellWords +
+		`|head|tail|iex|reg|net)(?:\s|$|;|&|\||>|<|"|'|\)|` + "`" + `)`)},
 	{"redirection", regexp.MustCompile(`>\s*/(?:etc|tmp|dev|root|usr|bin|var)/`)},
 	{"absolute-binary", absoluteBinary},
 	// A call that runs a command from code (Ruby, Perl, PHP, Python): a
@@ -88,7 +92,7 @@ var absoluteBinary = regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|\$\(|` + "`" 
 const shellWords = `sh|bash|zsh|dash|ksh|rm|curl|wget|cat|nc|ncat|netcat|python[23]?|perl|ruby|php|node|id|whoami|uname|` +
 	`env|printenv|ping|sleep|nslookup|dig|host|chmod|chown|touch|ls|powershell|cmd|certutil|bitsadmin|mshta|rundll32|` +
 	`tftp|telnet|ftp|scp|ssh|crontab|useradd|usermod|passwd|kill|reboot|shutdown|mkfs|dd|base64|eval|exec|xargs|nohup|` +
-	`sudo|su|echo|cp|mv|tar|find|awk|sed|export|systemctl|ifconfig|netstat|ps`
+	`sudo|su|echo|cp|mv|tar|find|awk|sed|export|systemctl|ifconfig|netstat|ps|dir|read|type|more|wmic`
 
 // freeTextInjection is shell syntax that is injection even in prose, code
 // or a query: a separator followed by a command that takes an option, a
@@ -107,6 +111,9 @@ var freeTextInjection = []struct {
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords + `)[ \t]*$`)},
 	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`)},
 	{"absolute-binary", absoluteBinary},
+	// A whole value that is a command substitution (`id`, `touch /tmp/x`):
+	// inline code in prose sits among words.
+	{"command-substitution", regexp.MustCompile("(?i)^[ \t]*`[ \t]*(?:" + shellWords + ")(?:[ \t][^`]*)?`[ \t]*$")},
 }
 
 // argument injection: a whole value that is an option, or an option
@@ -138,18 +145,20 @@ func (p *Processor) commandInjection(in *input, fs *findings) {
 	cmdTool := commandTool(in.ev.Tool)
 	for _, s := range in.args {
 		free := freeText(s.key)
-		variants := []string{s.value}
-		if d, _ := percentDecode(s.value); d != s.value {
-			variants = append(variants, d)
-			if d2, _ := percentDecode(d); d2 != d {
-				variants = append(variants, d2)
-			}
-		}
 		command := cmdTool || commandKeys[s.key]
-		for vi, v := range variants {
-			if p.checkCommand(s, v, vi > 0, command, free, fs) {
+		found := false
+		for vi, v := range shellVariants(s.value) {
+			if found = p.checkCommand(s, v, vi > 0, command, free, fs); found {
 				break
 			}
+		}
+		// Base64 in an argument is mostly a file's content: only the
+		// dangerous commands count in what it decodes to.
+		for _, d := range base64Commands(s.value) {
+			if found {
+				break
+			}
+			found = p.checkCommand(s, d, true, true, free, fs)
 		}
 		if !free {
 			p.checkArgumentInjection(in, s, fs)

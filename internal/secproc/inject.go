@@ -122,6 +122,9 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 		}
 		off += len(line)
 	}
+	if names, loc, ok := jailbreak(v); ok {
+		add("jailbreak", loc[0], loc[1], High, "a jailbreak: the text gives the model a persona free of its rules ("+strings.Join(names, ", ")+")")
+	}
 	for _, m := range commentMatches(v) {
 		if hiddenWords.MatchString(v[m[2]:m[3]]) {
 			add("hidden-comment", m[0], m[1], High, "HTML comment carries a directive")
