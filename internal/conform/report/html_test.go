@@ -166,9 +166,9 @@ func TestTriageReplayTable(t *testing.T) {
 		}
 	}
 	// In the matrix: A2A × P1 holds in the model and the implementation
-	// serves an unauthenticated request: IMPL-FAIL. MCP × P1 passes an
-	// ambiguous clause, so it stays AMBIGUITY-FAIL whatever replay shows;
-	// behind warden the guarded model holds, so a reproduction there is an
+	// serves an unauthenticated request: IMPL-FAIL. MCP × P1 depends on no
+	// ambiguous clause (SPEC-FAIL), and without a replay of the plain
+	// implementation it stays so; behind warden the guarded model holds, so a reproduction there is an
 	// IMPL-FAIL of warden.
 	res := run(t)
 	res.Against(&replay.Report{Target: "x", Protocol: "A2A", Mode: "live", Results: []replay.Result{
@@ -189,7 +189,7 @@ func TestTriageReplayTable(t *testing.T) {
 			}
 		case c.Protocol == "MCP" && c.Principle == "P1":
 			seen++
-			if c.Triage != AmbiguityFail || c.Implementation != nil {
+			if c.Triage != SpecFail || c.Implementation != nil {
 				t.Errorf("MCP × P1: %+v", c)
 			}
 			if c.BehindWarden == nil || c.BehindWarden.Triage != ImplFail {

@@ -5,8 +5,8 @@
 //
 // Triage follows the decision table of the conformance reference. With
 // model-check results only (no replay yet), a cell is AMBIGUITY-FAIL when
-// its counterexample passes through an ambiguous clause or a Protocol step
-// the specification does not determine (NOT_SPECIFIED), SPEC-FAIL when the
+// its violation depends on an ambiguous clause or on a Protocol step the
+// specification does not determine (NOT_SPECIFIED), SPEC-FAIL when the
 // specification permits the violation, and PASS when the property holds;
 // "replay": "pending" says that replay may still turn SPEC-FAIL into
 // BOTH-FAIL or MODEL-FAIL, and PASS into IMPL-FAIL.
@@ -145,6 +145,15 @@ func twice(ctx context.Context, p *check.Program, prop string, opts check.Option
 
 // Triage labels a model-check result without replay, and lists the
 // ambiguous clauses that decided an AMBIGUITY-FAIL.
+//
+// A violation is an AMBIGUITY-FAIL only when it depends on an unclear
+// clause, not when an unclear clause merely sits on its path. The clauses
+// it depends on (dependsOn) are the property's own source_refs, and those
+// cited by a step of the counterexample that wrote what the property reads
+// (directly or through the values it computed from) and that bear on the
+// property's principle. Such a clause counts when the catalog marks it
+// ambiguous, and such a step counts when it is a Protocol step the
+// specification leaves NOT_SPECIFIED.
 func Triage(r *check.Result, m *ir.Model, cat *catalog.Catalog) (string, []string) {
 	switch r.Status {
 	case check.Holds:
@@ -152,29 +161,79 @@ func Triage(r *check.Result, m *ir.Model, cat *catalog.Catalog) (string, []strin
 	case check.Incomplete:
 		return "", nil
 	}
+	p, ok := m.Property(r.Trace.Property)
+	if !ok {
+		return SpecFail, nil
+	}
 	var amb []string
-	for _, id := range r.Trace.SourceRefs() {
-		if cl, ok := cat.Clause(id); ok && cl.Ambiguous && !slices.Contains(amb, id) {
+	add := func(id string) {
+		if !slices.Contains(amb, id) {
 			amb = append(amb, id)
 		}
 	}
-	for _, s := range r.Trace.Steps[1:] {
-		t := m.Transitions[s.Action]
+	for _, t := range dependsOn(r.Trace, p) {
+		for _, id := range t.SourceRefs {
+			if cl, ok := cat.Clause(id); ok && cl.Ambiguous && bearsOn(cl, p.Principle) {
+				add(id)
+			}
+		}
 		if t.Kind == ir.Protocol && t.Modality == "NOT_SPECIFIED" {
 			for _, id := range t.SourceRefs {
-				if !slices.Contains(amb, id) {
-					amb = append(amb, id)
-				}
+				add(id)
 			}
 			if len(t.SourceRefs) == 0 {
-				amb = append(amb, t.ID)
+				add(t.ID)
 			}
+		}
+	}
+	for _, id := range p.SourceRefs {
+		if cl, ok := cat.Clause(id); ok && cl.Ambiguous {
+			add(id)
 		}
 	}
 	if len(amb) > 0 {
 		return AmbiguityFail, amb
 	}
 	return SpecFail, nil
+}
+
+// dependsOn returns the steps of a counterexample the violation depends
+// on: walking back from the violating state, a step counts when one of its
+// writes assigns a variable the property reads, or one that a counted
+// step read (in its guard or in the written value). A step that wrote
+// nothing the violation needed (a handshake's bookkeeping, a flag another
+// property reads) does not count.
+func dependsOn(tr *check.Trace, p *ir.Property) []*ir.Transition {
+	m := tr.Model
+	need := make([]bool, len(m.Vars))
+	p.Expr.Vars(func(v int) { need[v] = true })
+	var out []*ir.Transition
+	for i := len(tr.Steps) - 1; i >= 1; i-- {
+		t := &m.Transitions[tr.Steps[i].Action]
+		var reads []*ir.Expr
+		for _, w := range t.Writes {
+			if need[w.Var] {
+				reads = append(reads, w.Expr)
+			}
+		}
+		if len(reads) == 0 {
+			continue
+		}
+		out = append(out, t)
+		reads = append(reads, t.Guard)
+		for _, e := range reads {
+			e.Vars(func(v int) { need[v] = true })
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// bearsOn reports whether a clause concerns a principle. A composition
+// invariant (CS) depends on the clauses of both protocols whatever
+// principle they state.
+func bearsOn(cl catalog.Clause, principle string) bool {
+	return principle == "CS" || slices.Contains(cl.Principles, principle)
 }
 
 // Cell is one protocol × principle entry of the matrix.

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,6 +50,12 @@ func TestTriage(t *testing.T) {
 		{"mcp", "SL_lifecycle", AmbiguityFail, false},
 		// The 401 rule is a MUST: the property holds.
 		{"mcp", "P7_fail_secure", Pass, false},
+		// A call served without a token: "sanitize tool outputs" (TOOLS-05,
+		// ambiguous) is cited by the call step, but identity does not depend
+		// on it; authorization is OPTIONAL, so the specification permits it.
+		{"mcp", "P1_identity", SpecFail, false},
+		// Tainted context: depends on "sanitize", which is undefined.
+		{"mcp", "P4_prompt_integrity", AmbiguityFail, true},
 	}
 	for _, c := range cases {
 		f := find(t, res, c.model, c.prop)
@@ -61,6 +68,36 @@ func TestTriage(t *testing.T) {
 	}
 	if f := find(t, res, "mcp", "SL_lifecycle"); len(f.AmbiguousRefs) == 0 || f.AmbiguousRefs[0] != "MCP-2025-06-18-LIFECYCLE-03" {
 		t.Errorf("ambiguous refs %v", f.AmbiguousRefs)
+	}
+	if f := find(t, res, "mcp", "P4_prompt_integrity"); !slices.Equal(f.AmbiguousRefs, []string{"MCP-2025-06-18-TOOLS-05"}) {
+		t.Errorf("P4 ambiguous refs %v, want only TOOLS-05", f.AmbiguousRefs)
+	}
+	// ANP's identity violation depends on its identity clause, not on the
+	// negotiation clause of the handshake before it.
+	if f := find(t, res, "anp", "P1_identity"); !slices.Equal(f.AmbiguousRefs, []string{"ANP-WP-IDENTITY-01"}) {
+		t.Errorf("anp P1 ambiguous refs %v, want only ANP-WP-IDENTITY-01", f.AmbiguousRefs)
+	}
+}
+
+// With the narrower ambiguity rule, replay decides MCP cells: a live
+// server that serves the unauthenticated call makes P1 a BOTH-FAIL, and
+// one that serves the planted directive cannot lift P4 out of
+// AMBIGUITY-FAIL.
+func TestReplayDecidesMCPCells(t *testing.T) {
+	res := run(t)
+	res.Against(&replay.Report{Target: "stdio:server", Protocol: "MCP", Mode: "live", Results: []replay.Result{
+		{Model: "mcp", Property: "P1_identity", Outcome: replay.Reproduced},
+		{Model: "mcp", Property: "P5_consent", Outcome: replay.Blocked},
+		{Model: "mcp", Property: "P4_prompt_integrity", Outcome: replay.Reproduced}}}, nil)
+	cells, err := res.Matrix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"P1": BothFail, "P5": SpecFail, "P4": AmbiguityFail}
+	for _, c := range cells {
+		if w, ok := want[c.Principle]; ok && c.Protocol == "MCP" && c.Triage != w {
+			t.Errorf("MCP × %s: %s (model %s), want %s", c.Principle, c.Triage, c.ModelTriage, w)
+		}
 	}
 }
 
