@@ -131,7 +131,7 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	add(Result{Name: "tools/call through warden, all telemetry on", Value: f, Unit: "calls/s",
 		Note: "audit on SQLite (durable), spans in both conventions to a batch exporter, OCSF events, metrics, trace propagation"})
 	add(target(Result{Name: "telemetry cost (1 − on/off)", Value: 1 - f/p, Unit: "", Target: "≤ 0.10",
-		Note: "not met on this machine, and not reachable with the audit the issue asks for: the 10% budget is about 50-60 µs of CPU per call " +
+		Note: "not met on this machine, and not reachable with the audit the issue asks for: the 10% budget is " + fmt.Sprintf("%.0f µs", cp/10) + " of CPU per call " +
 			"(\"CPU per call, telemetry off\" is the whole path: client, gateway and upstream), and every call needs two audit records, " +
 			"each written to SQLite before its message moves on (the request's before it is forwarded, the answer's before it is returned). " +
 			"One such durable record costs more than the whole budget (\"audit: CPU per durable append, one record per commit\"), " +
