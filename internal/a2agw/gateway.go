@@ -13,6 +13,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -114,17 +115,12 @@ type Options struct {
 // protocol: consent (AASM P5) and untrusted content (AgentRFC CS). It must
 // be safe for concurrent use.
 type Flow interface {
-	// Check decides on a request before it is forwarded: nil lets it pass.
-	// It may block, to wait for a person, until ctx ends.
-	Check(ctx context.Context, principal, method string, params []byte) *Refusal
+	// Check decides on a request before it is forwarded: nil lets it pass;
+	// a refusal whose Stage is "" is StageTaint's. It may block, to wait for a person, until ctx ends.
+	Check(ctx context.Context, principal, method string, params []byte) *deny.Denial
 	// Observe is shown the result of each answer and streamed event, with
 	// the params of the request it answers.
 	Observe(ctx context.Context, principal, method string, params, result []byte)
-}
-
-// Refusal is a Flow's refusal; Stage "" means StageTaint.
-type Refusal struct {
-	Stage, Rule, Reason string
 }
 
 // Event is what the gateway reports about each message it handled.
@@ -151,24 +147,6 @@ type Event struct {
 	Raw []byte
 }
 
-// denial is a refusal: the stage, the rule and, for delegation, the check
-// that failed (Step) and the hop (Path).
-type denial struct {
-	Stage, Rule, Reason string
-	Code                int64 // 0 means jsonrpc.CodeDenied
-	Step, Path          string
-	Invariant           string
-}
-
-// rpcError is the JSON-RPC error a client gets for d.
-func (d *denial) rpcError() *jsonrpc.Error {
-	code := d.Code
-	if code == 0 {
-		code = jsonrpc.CodeDenied
-	}
-	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule, Step: d.Step, Path: d.Path, Invariant: d.Invariant}.Errorf(code, d.Reason)
-}
-
 // Handler is the A2A gateway for one upstream agent: it serves the
 // attested card at CardPath and LegacyCardPath and relays JSON-RPC POSTs.
 //
@@ -191,11 +169,11 @@ type Handler struct {
 // cardState is the outcome of one fetch of the card.
 type cardState struct {
 	at     time.Time
-	denial *denial // nil when the card is attested
-	served []byte  // the rewritten card, when attested
-	hash   string  // CardHash of the upstream's card
-	name   string  // the card's "name"
-	kid    string  // the key that verified its signature; "" if unsigned
+	denial *deny.Denial // nil when the card is attested
+	served []byte       // the rewritten card, when attested
+	hash   string       // CardHash of the upstream's card
+	name   string       // the card's "name"
+	kid    string       // the key that verified its signature; "" if unsigned
 }
 
 // cardChange is a card that differs from the pin.
@@ -257,7 +235,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, CardPath) || strings.HasSuffix(r.URL.Path, LegacyCardPath) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &denial{Stage: StageListener, Rule: "http-method",
+			writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
 				Code: jsonrpc.CodeInvalidRequest, Reason: "the agent card is read with GET"})
 			return
 		}
@@ -273,7 +251,7 @@ func (h *Handler) serveCard(w http.ResponseWriter, r *http.Request) {
 	st := h.card(r.Context())
 	e := Event{Upstream: h.opts.Name, Direction: "card", Method: "agent-card", Decision: "allow", CardHash: st.hash, CardKey: st.kid, Raw: st.served}
 	if st.denial != nil {
-		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", st.denial.Stage, st.denial.Rule, st.denial.Reason, nil
+		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", st.denial.Stage, string(st.denial.Rule), st.denial.Reason, nil
 	}
 	if err := h.record(r.Context(), e); err != nil {
 		writeError(w, http.StatusServiceUnavailable, jsonrpc.ID{}, auditDenial(err))
@@ -303,7 +281,7 @@ func (h *Handler) card(ctx context.Context) *cardState {
 	st.at = h.now()
 	// An unreachable upstream is asked again on the next request; any
 	// other outcome holds for CardTTL.
-	if st.denial == nil || st.denial.Rule != "unavailable" {
+	if st.denial == nil || st.denial.Rule != deny.RuleUnavailable {
 		h.state = st
 	}
 	if st.denial != nil {
@@ -314,16 +292,16 @@ func (h *Handler) card(ctx context.Context) *cardState {
 
 // check fetches the card and attests it. Called with mu held.
 func (h *Handler) check(ctx context.Context) *cardState {
-	deny := func(rule, format string, args ...any) *cardState {
-		return &cardState{denial: &denial{Stage: StageCard, Rule: rule, Reason: fmt.Sprintf(format, args...)}}
+	refuse := func(rule deny.Rule, format string, args ...any) *cardState {
+		return &cardState{denial: &deny.Denial{Stage: StageCard, Rule: rule, Reason: fmt.Sprintf(format, args...)}}
 	}
 	raw, err := h.fetchCard(ctx)
 	if err != nil {
-		return deny("unavailable", "the upstream's agent card could not be fetched: %v", err)
+		return refuse(deny.RuleUnavailable, "the upstream's agent card could not be fetched: %v", err)
 	}
 	hash, err := CardHash(raw)
 	if err != nil {
-		return deny("invalid", "the upstream's agent card is not acceptable JSON: %v", err)
+		return refuse(deny.RuleInvalid, "the upstream's agent card is not acceptable JSON: %v", err)
 	}
 	st := &cardState{hash: hash}
 	if name, ok := jsonrpc.Lookup(raw, "name"); ok {
@@ -332,20 +310,20 @@ func (h *Handler) check(ctx context.Context) *cardState {
 	st.kid, err = VerifyCard(raw, h.opts.CardKeys)
 	switch {
 	case errors.Is(err, errUnsigned) && h.opts.RequireSignedCard:
-		return deny("unsigned", "the upstream's agent card is not signed, and a signed card is required")
+		return refuse(deny.RuleUnsigned, "the upstream's agent card is not signed, and a signed card is required")
 	case errors.Is(err, errUnsigned):
 	case err != nil:
-		st.denial = &denial{Stage: StageCard, Rule: "signature", Reason: "agent card signature: " + err.Error()}
+		st.denial = &deny.Denial{Stage: StageCard, Rule: deny.RuleSignature, Reason: "agent card signature: " + err.Error()}
 		return st
 	}
 	pinned, _, err := h.opts.Pins.Pin(ctx, h.opts.Name, hash)
 	if err != nil {
-		st.denial = &denial{Stage: StageCard, Rule: "store", Reason: "the card pin could not be read: " + err.Error()}
+		st.denial = &deny.Denial{Stage: StageCard, Rule: deny.RuleStore, Reason: "the card pin could not be read: " + err.Error()}
 		return st
 	}
 	if pinned != hash {
 		h.pending = &cardChange{hash: hash, pinned: pinned, card: raw}
-		st.denial = &denial{Stage: StageCard, Rule: "changed", Reason: "the upstream's agent card changed (pinned " +
+		st.denial = &deny.Denial{Stage: StageCard, Rule: deny.RuleChanged, Reason: "the upstream's agent card changed (pinned " +
 			short(pinned) + ", now " + short(hash) + "); it is refused until an operator approves it"}
 		return st
 	}
@@ -354,7 +332,7 @@ func (h *Handler) check(ctx context.Context) *cardState {
 		served, err = SignCard(served, h.opts.CardSigner)
 	}
 	if err != nil {
-		st.denial = &denial{Stage: StageCard, Rule: "rewrite", Reason: "the agent card could not be rewritten: " + err.Error()}
+		st.denial = &deny.Denial{Stage: StageCard, Rule: deny.RuleRewrite, Reason: "the agent card could not be rewritten: " + err.Error()}
 		return st
 	}
 	st.served = served
@@ -419,14 +397,14 @@ func (h *Handler) record(ctx context.Context, e Event) error {
 	return h.opts.Record(context.WithoutCancel(ctx), e)
 }
 
-func auditDenial(err error) *denial {
-	return &denial{Stage: StageAudit, Rule: "write", Code: jsonrpc.CodeInternalError,
+func auditDenial(err error) *deny.Denial {
+	return &deny.Denial{Stage: StageAudit, Rule: deny.RuleWrite, Code: jsonrpc.CodeInternalError,
 		Reason: "the record of this message could not be kept: " + err.Error()}
 }
 
 // writeError writes a JSON-RPC error response for d with the HTTP status.
-func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, d *denial) {
+func writeError(w http.ResponseWriter, status int, id jsonrpc.ID, d *deny.Denial) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(jsonrpc.EncodeErrorResponse(id, d.rpcError()))
+	_, _ = w.Write(jsonrpc.EncodeErrorResponse(id, d.Error()))
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -58,7 +59,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &denial{Stage: StageListener, Rule: "http-method",
+		writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
 			Code: jsonrpc.CodeInvalidRequest, Reason: "A2A JSON-RPC requests are POSTed"})
 		return
 	}
@@ -66,9 +67,9 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Authenticate != nil {
 		var ref *transport.AuthRefusal
 		if principal, ref = h.opts.Authenticate(r); ref != nil {
-			d := &denial{Stage: StageAuth, Rule: ref.Rule, Reason: ref.Message}
+			d := &deny.Denial{Stage: StageAuth, Rule: deny.Rule(ref.Rule), Reason: ref.Message}
 			_ = h.record(ctx, Event{Upstream: h.opts.Name, Direction: "client", Decision: "deny",
-				Stage: d.Stage, Rule: d.Rule, Reason: d.Reason})
+				Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason})
 			if ref.Challenge != "" {
 				w.Header().Set("WWW-Authenticate", ref.Challenge)
 			}
@@ -76,23 +77,23 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	refuse := func(status int, id jsonrpc.ID, method string, d *denial) {
+	refuse := func(status int, id jsonrpc.ID, method string, d *deny.Denial) {
 		e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Method: method, ID: id,
-			Decision: "deny", Stage: d.Stage, Rule: d.Rule, Reason: d.Reason}
+			Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}
 		if err := h.record(ctx, e); err != nil {
 			d = auditDenial(err)
 		}
 		writeError(w, status, id, d)
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		refuse(http.StatusUnsupportedMediaType, jsonrpc.ID{}, "", &denial{Stage: StageListener, Rule: "content-type",
+		refuse(http.StatusUnsupportedMediaType, jsonrpc.ID{}, "", &deny.Denial{Stage: StageListener, Rule: deny.RuleContentType,
 			Code: jsonrpc.CodeInvalidRequest, Reason: "the body must be application/json"})
 		return
 	}
 	maxBytes, _ := h.limits()
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBytes)+1))
 	if err != nil {
-		refuse(http.StatusBadRequest, jsonrpc.ID{}, "", &denial{Stage: StageListener, Rule: "body",
+		refuse(http.StatusBadRequest, jsonrpc.ID{}, "", &deny.Denial{Stage: StageListener, Rule: deny.RuleBody,
 			Code: jsonrpc.CodeInvalidRequest, Reason: "could not read the body"})
 		return
 	}
@@ -100,11 +101,11 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var rpcErr *jsonrpc.Error
 		if !errors.As(err, &rpcErr) {
-			rpcErr = jsonrpc.Detail{Stage: StageWire, Rule: "syntax"}.Errorf(jsonrpc.CodeParseError, err.Error())
+			rpcErr = jsonrpc.Detail{Stage: StageWire, Rule: string(deny.RuleSyntax)}.Errorf(jsonrpc.CodeParseError, err.Error())
 		}
 		d := wireDenial(rpcErr)
 		e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", ID: jsonrpc.PeekID(body),
-			Decision: "deny", Stage: d.Stage, Rule: d.Rule, Reason: d.Reason}
+			Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}
 		if err := h.record(ctx, e); err != nil {
 			writeError(w, http.StatusOK, e.ID, auditDenial(err))
 			return
@@ -114,7 +115,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if msg.Kind != jsonrpc.KindRequest {
-		refuse(http.StatusOK, msg.ID, msg.Method, &denial{Stage: StageWire, Rule: "not-request",
+		refuse(http.StatusOK, msg.ID, msg.Method, &deny.Denial{Stage: StageWire, Rule: deny.RuleNotRequest,
 			Code: jsonrpc.CodeInvalidRequest, Reason: "A2A takes JSON-RPC requests only, not a " + msg.Kind.String()})
 		return
 	}
@@ -123,7 +124,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Method: msg.Method, ID: msg.ID,
 		TaskID: taskID(msg.Params, requestTaskPaths), Decision: "allow", Delegation: c.chain, Raw: msg.Raw}
 	if d != nil {
-		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, d.Rule, d.Reason, nil
+		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, string(d.Rule), d.Reason, nil
 	}
 	if err := h.record(ctx, e); err != nil {
 		writeError(w, http.StatusOK, msg.ID, auditDenial(err))
@@ -149,21 +150,22 @@ func (h *Handler) limits() (maxBytes, maxDepth int) {
 }
 
 // wireDenial reads the stage and rule out of a decoder error.
-func wireDenial(e *jsonrpc.Error) *denial {
-	d := &denial{Stage: StageWire, Rule: "syntax", Code: jsonrpc.CodeParseError, Reason: "invalid message"}
+func wireDenial(e *jsonrpc.Error) *deny.Denial {
+	d := &deny.Denial{Stage: StageWire, Rule: deny.RuleSyntax, Code: jsonrpc.CodeParseError, Reason: "invalid message"}
 	if e == nil {
 		return d
 	}
 	d.Code, d.Reason = e.Code, e.Message
 	if raw, ok := jsonrpc.Lookup(e.Data, "rule"); ok {
-		d.Rule, _ = jsonrpc.String(raw)
+		rule, _ := jsonrpc.String(raw)
+		d.Rule = deny.Rule(rule)
 	}
 	return d
 }
 
 // pipeline runs the stages in order; the first denial wins.
-func (h *Handler) pipeline(ctx context.Context, c *call) *denial {
-	for _, stage := range []func(context.Context, *call) *denial{h.checkMethod, h.checkCard, h.checkDelegation, h.checkFlow} {
+func (h *Handler) pipeline(ctx context.Context, c *call) *deny.Denial {
+	for _, stage := range []func(context.Context, *call) *deny.Denial{h.checkMethod, h.checkCard, h.checkDelegation, h.checkFlow} {
 		if d := stage(ctx, c); d != nil {
 			return d
 		}
@@ -173,18 +175,18 @@ func (h *Handler) pipeline(ctx context.Context, c *call) *denial {
 
 // checkMethod is the "method-policy" stage: A2A methods only, the extended
 // card only when allowed, then Options.Methods.
-func (h *Handler) checkMethod(_ context.Context, c *call) *denial {
+func (h *Handler) checkMethod(_ context.Context, c *call) *deny.Denial {
 	m := c.msg.Method
 	switch {
 	case !knownMethods[m]:
-		return &denial{Stage: StageMethod, Rule: "unknown-method", Reason: "method " + strconv.Quote(m) + " is not an A2A method"}
+		return &deny.Denial{Stage: StageMethod, Rule: deny.RuleUnknownMethod, Reason: "method " + strconv.Quote(m) + " is not an A2A method"}
 	case extendedCardMethods[m] && !h.opts.AllowExtendedCard:
-		return &denial{Stage: StageMethod, Rule: "extended-card",
+		return &deny.Denial{Stage: StageMethod, Rule: deny.RuleExtendedCard,
 			Reason: "the extended agent card cannot be attested by the gateway, and is not relayed"}
 	}
 	if h.opts.Methods != nil {
 		if ok, rule := h.opts.Methods.Permits(m); !ok {
-			return &denial{Stage: StageMethod, Rule: rule, Reason: "method " + strconv.Quote(m) + " is not allowed on upstream " + strconv.Quote(h.opts.Name)}
+			return &deny.Denial{Stage: StageMethod, Rule: deny.Rule(rule), Reason: "method " + strconv.Quote(m) + " is not allowed on upstream " + strconv.Quote(h.opts.Name)}
 		}
 	}
 	return nil
@@ -192,7 +194,7 @@ func (h *Handler) checkMethod(_ context.Context, c *call) *denial {
 
 // checkCard is the "card" stage: nothing is relayed to an agent whose card
 // is not attested (changed, forged or unavailable).
-func (h *Handler) checkCard(ctx context.Context, c *call) *denial {
+func (h *Handler) checkCard(ctx context.Context, c *call) *deny.Denial {
 	if st := h.card(ctx); st.denial != nil {
 		d := *st.denial
 		return &d
@@ -201,24 +203,24 @@ func (h *Handler) checkCard(ctx context.Context, c *call) *denial {
 }
 
 // checkDelegation is the "delegation" stage (P3, INV-7).
-func (h *Handler) checkDelegation(ctx context.Context, c *call) *denial {
+func (h *Handler) checkDelegation(ctx context.Context, c *call) *deny.Denial {
 	const base = "$.params"
 	inParams, okP := jsonrpc.Lookup(c.msg.Params, "metadata", MetadataKey)
 	inMsg, okM := jsonrpc.Lookup(c.msg.Params, "message", "metadata", MetadataKey)
-	deny := func(step, path, reason string) *denial {
-		return &denial{Stage: StageDelegation, Rule: "INV-7", Invariant: "INV-7", Step: step, Path: path, Reason: reason}
+	broken := func(step, path, reason string) *deny.Denial {
+		return &deny.Denial{Stage: StageDelegation, Rule: deny.RuleINV7, Invariant: "INV-7", Step: step, Path: path, Reason: reason}
 	}
 	var raw []byte
 	var path string
 	switch {
 	case okP && okM:
-		return deny("ambiguous", base, "two delegation chains (params.metadata and params.message.metadata)")
+		return broken("ambiguous", base, "two delegation chains (params.metadata and params.message.metadata)")
 	case okP:
 		raw, path = inParams, base+".metadata["+strconv.Quote(MetadataKey)+"]"
 	case okM:
 		raw, path = inMsg, base+".message.metadata["+strconv.Quote(MetadataKey)+"]"
 	case h.opts.Delegation.Require && sendMethods[c.msg.Method]:
-		return deny("missing", base, "a delegation chain ("+MetadataKey+") is required")
+		return broken("missing", base, "a delegation chain ("+MetadataKey+") is required")
 	default:
 		return nil
 	}
@@ -230,12 +232,12 @@ func (h *Handler) checkDelegation(ctx context.Context, c *call) *denial {
 	if err != nil {
 		var ce *chainError
 		if !errors.As(err, &ce) {
-			return deny("malformed", path, err.Error())
+			return broken("malformed", path, err.Error())
 		}
 		if ce.hop >= 0 {
 			path += "[" + strconv.Itoa(ce.hop) + "]"
 		}
-		return deny(ce.check, path, ce.Error())
+		return broken(ce.check, path, ce.Error())
 	}
 	c.chain = chain
 	return nil
@@ -243,7 +245,7 @@ func (h *Handler) checkDelegation(ctx context.Context, c *call) *denial {
 
 // checkFlow is the "consent" and "taint" stages: Options.Flow decides
 // whether the request may go, and may wait for a person to decide.
-func (h *Handler) checkFlow(ctx context.Context, c *call) *denial {
+func (h *Handler) checkFlow(ctx context.Context, c *call) *deny.Denial {
 	if h.opts.Flow == nil {
 		return nil
 	}
@@ -254,7 +256,7 @@ func (h *Handler) checkFlow(ctx context.Context, c *call) *denial {
 	if r.Stage == "" {
 		r.Stage = StageTaint
 	}
-	return &denial{Stage: r.Stage, Rule: r.Rule, Reason: r.Reason}
+	return r
 }
 
 // observe shows an answer's result to Options.Flow.
@@ -268,21 +270,21 @@ func (h *Handler) observe(ctx context.Context, c *call, ans *jsonrpc.Message) {
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	ctx := r.Context()
 	msg := c.msg
-	fail := func(d *denial, stream bool) {
+	fail := func(d *deny.Denial, stream bool) {
 		e := Event{Upstream: h.opts.Name, Principal: c.principal, Direction: "upstream", Method: msg.Method, ID: msg.ID,
-			Decision: "deny", Stage: d.Stage, Rule: d.Rule, Reason: d.Reason}
+			Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}
 		if err := h.record(ctx, e); err != nil {
 			d = auditDenial(err)
 		}
 		if stream {
-			writeEvent(w, jsonrpc.EncodeErrorResponse(msg.ID, d.rpcError()))
+			writeEvent(w, jsonrpc.EncodeErrorResponse(msg.ID, d.Error()))
 			return
 		}
 		writeError(w, http.StatusOK, msg.ID, d)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.opts.Upstream, bytes.NewReader(msg.Raw))
 	if err != nil {
-		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Code: jsonrpc.CodeUpstreamUnavailable, Reason: err.Error()}, false)
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Code: jsonrpc.CodeUpstreamUnavailable, Reason: err.Error()}, false)
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -301,7 +303,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Code: jsonrpc.CodeUpstreamUnavailable,
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Code: jsonrpc.CodeUpstreamUnavailable,
 			Reason: "the upstream agent could not be reached"}, false)
 		return
 	}
@@ -309,7 +311,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	maxBytes, _ := h.limits()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
 		if !streamMethods[msg.Method] {
-			fail(&denial{Stage: StageUpstream, Rule: "unexpected-stream", Code: jsonrpc.CodeUpstreamInvalid,
+			fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnexpectedStream, Code: jsonrpc.CodeUpstreamInvalid,
 				Reason: "the upstream agent answered " + msg.Method + " with a stream"}, false)
 			return
 		}
@@ -318,7 +320,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxBytes)+1))
 	if err != nil {
-		fail(&denial{Stage: StageUpstream, Rule: "ended", Code: jsonrpc.CodeUpstreamUnavailable,
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded, Code: jsonrpc.CodeUpstreamUnavailable,
 			Reason: "the upstream agent's answer was cut short"}, false)
 		return
 	}
@@ -340,18 +342,18 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 
 // checkAnswer validates one upstream answer: strictly decoded, a response,
 // to the request that was sent.
-func (h *Handler) checkAnswer(data []byte, id jsonrpc.ID, status string) (*jsonrpc.Message, *denial) {
-	invalid := func(rule, reason string) *denial {
-		return &denial{Stage: StageUpstream, Rule: rule, Code: jsonrpc.CodeUpstreamInvalid, Reason: reason}
+func (h *Handler) checkAnswer(data []byte, id jsonrpc.ID, status string) (*jsonrpc.Message, *deny.Denial) {
+	invalid := func(rule deny.Rule, reason string) *deny.Denial {
+		return &deny.Denial{Stage: StageUpstream, Rule: rule, Code: jsonrpc.CodeUpstreamInvalid, Reason: reason}
 	}
 	m, err := jsonrpc.Decode(data, h.opts.Limits)
 	switch {
 	case err != nil:
-		return nil, invalid("invalid", "the upstream agent's answer ("+status+") was refused: "+err.Error())
+		return nil, invalid(deny.RuleInvalid, "the upstream agent's answer ("+status+") was refused: "+err.Error())
 	case m.Kind != jsonrpc.KindResponse:
-		return nil, invalid("not-response", "the upstream agent sent a "+m.Kind.String()+", not a response")
+		return nil, invalid(deny.RuleNotResponse, "the upstream agent sent a "+m.Kind.String()+", not a response")
 	case m.ID != id:
-		return nil, invalid("id", "the upstream agent answered id "+m.ID.String()+", not "+id.String())
+		return nil, invalid(deny.RuleID, "the upstream agent answered id "+m.ID.String()+", not "+id.String())
 	}
 	return m, nil
 }
@@ -359,7 +361,7 @@ func (h *Handler) checkAnswer(data []byte, id jsonrpc.ID, status string) (*jsonr
 // relayStream relays an SSE answer event by event: each event's data must
 // be a valid response to the request; the first that is not ends the
 // stream with an error event, as does a record that cannot be kept.
-func (h *Handler) relayStream(ctx context.Context, w http.ResponseWriter, c *call, body io.Reader, maxBytes int, fail func(*denial, bool)) {
+func (h *Handler) relayStream(ctx context.Context, w http.ResponseWriter, c *call, body io.Reader, maxBytes int, fail func(*deny.Denial, bool)) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -373,23 +375,23 @@ func (h *Handler) relayStream(ctx context.Context, w http.ResponseWriter, c *cal
 			return
 		case ctx.Err() != nil:
 			_ = h.record(ctx, Event{Upstream: h.opts.Name, Principal: c.principal, Direction: "upstream", Method: c.msg.Method,
-				ID: c.msg.ID, Decision: "deny", Stage: StageUpstream, Rule: "cancelled", Reason: "the client went away"})
+				ID: c.msg.ID, Decision: "deny", Stage: StageUpstream, Rule: string(deny.RuleCancelled), Reason: "the client went away"})
 			return
 		case err != nil:
-			fail(&denial{Stage: StageUpstream, Rule: "ended", Code: jsonrpc.CodeUpstreamUnavailable,
+			fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded, Code: jsonrpc.CodeUpstreamUnavailable,
 				Reason: "the upstream agent's stream broke off: " + err.Error()}, true)
 			return
 		}
 		ans, d := h.checkAnswer(ev.Data, c.msg.ID, "event")
 		if d != nil {
-			d.Rule = "invalid-event"
+			d.Rule = deny.RuleInvalidEvent
 			fail(d, true)
 			return
 		}
 		e := Event{Upstream: h.opts.Name, Principal: c.principal, Direction: "upstream", Method: c.msg.Method, ID: c.msg.ID,
 			TaskID: taskID(ans.Result, resultTaskPaths), Decision: "allow", Raw: ans.Raw}
 		if err := h.record(ctx, e); err != nil {
-			writeEvent(w, jsonrpc.EncodeErrorResponse(c.msg.ID, auditDenial(err).rpcError()))
+			writeEvent(w, jsonrpc.EncodeErrorResponse(c.msg.ID, auditDenial(err).Error()))
 			return
 		}
 		h.observe(ctx, c, ans)

@@ -4,16 +4,28 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
+
+	"github.com/agentwarden/warden/internal/deny"
 )
 
-// TestDocsListEveryRule keeps docs/agui.md in step with the code: every
-// rule the package refuses with is documented.
+// TestDocsListEveryRule: every rule constant the package refuses with is in
+// deny.Catalog as an AG-UI rule, whose own test checks it against
+// docs/agui.md.
 func TestDocsListEveryRule(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "agui.md"))
+	src, err := os.ReadFile(filepath.Join("..", "deny", "rules.go"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	values := map[string]deny.Rule{}
+	for _, m := range regexp.MustCompile(`(Rule\w+)\s+Rule = "([^"]+)"`).FindAllStringSubmatch(string(src), -1) {
+		values[m[1]] = deny.Rule(m[2])
+	}
+	cataloged := map[deny.Rule]bool{}
+	for _, e := range deny.Catalog {
+		if e.Protocol == deny.AGUI {
+			cataloged[e.Rule] = true
+		}
 	}
 	var names []string
 	for _, file := range []string{"gateway.go", "input.go", "events.go", "inspect.go", "stream.go"} {
@@ -21,21 +33,21 @@ func TestDocsListEveryRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, re := range []*regexp.Regexp{
-			regexp.MustCompile(`Rule: "([a-z-]+)"`),
-			regexp.MustCompile(`errEvent\{"([a-z-]+)"`),
-		} {
-			for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-				names = append(names, m[1])
-			}
+		for _, m := range regexp.MustCompile(`deny\.(Rule\w+)`).FindAllStringSubmatch(string(src), -1) {
+			names = append(names, m[1])
 		}
 	}
 	if len(names) < 15 {
 		t.Fatalf("found only %d rule names in the code: the patterns are stale", len(names))
 	}
 	for _, n := range names {
-		if !strings.Contains(string(doc), "`"+n+"`") {
-			t.Errorf("docs/agui.md does not document %q", n)
+		v, ok := values[n]
+		if !ok {
+			t.Errorf("deny.%s: not a rule constant of internal/deny", n)
+			continue
+		}
+		if !cataloged[v] {
+			t.Errorf("deny.%s (%q) is refused with, but deny.Catalog has no AG-UI entry for it", n, v)
 		}
 	}
 }

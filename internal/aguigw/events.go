@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
@@ -94,7 +95,10 @@ type event struct {
 }
 
 // errEvent is a refused event: the rule and the reason.
-type errEvent struct{ rule, reason string }
+type errEvent struct {
+	rule   deny.Rule
+	reason string
+}
 
 func (e *errEvent) Error() string { return e.reason }
 
@@ -105,11 +109,12 @@ func (e *errEvent) Error() string { return e.reason }
 // the gateway inspects of the right JSON type. Errors are *errEvent.
 func parseEvent(name string, data []byte, lim jsonrpc.Limits) (*event, error) {
 	if err := jsonrpc.Validate(data, lim); err != nil {
-		rule := "syntax"
+		rule := deny.RuleSyntax
 		var re *jsonrpc.Error
 		if errors.As(err, &re) {
 			if r, ok := jsonrpc.Lookup(re.Data, "rule"); ok {
-				rule, _ = jsonrpc.String(r)
+				name, _ := jsonrpc.String(r)
+				rule = deny.Rule(name)
 			}
 			return nil, &errEvent{rule, "the event is not acceptable JSON: " + re.Message}
 		}
@@ -117,19 +122,19 @@ func parseEvent(name string, data []byte, lim jsonrpc.Limits) (*event, error) {
 	}
 	data = bytes.TrimSpace(data)
 	if data[0] != '{' {
-		return nil, &errEvent{"not-object", "an AG-UI event is a JSON object"}
+		return nil, &errEvent{deny.RuleNotObject, "an AG-UI event is a JSON object"}
 	}
 	t, ok := jsonrpc.Lookup(data, "type")
 	if !ok {
-		return nil, &errEvent{"type", `the event has no "type"`}
+		return nil, &errEvent{deny.RuleType, `the event has no "type"`}
 	}
 	typ, ok := jsonrpc.String(t)
 	if !ok || typ == "" {
-		return nil, &errEvent{"type", `the event's "type" is not a non-empty string`}
+		return nil, &errEvent{deny.RuleType, `the event's "type" is not a non-empty string`}
 	}
 	ev := &event{raw: data, typ: typ, canonical: Canonical(typ)}
 	if name != "" && name != "message" && Canonical(name) != ev.canonical {
-		return nil, &errEvent{"event-name", "the SSE event name " + quoteShort(name) + " disagrees with the event's type " + quoteShort(typ)}
+		return nil, &errEvent{deny.RuleEventName, "the SSE event name " + quoteShort(name) + " disagrees with the event's type " + quoteShort(typ)}
 	}
 	for _, m := range required[ev.canonical] {
 		v, ok := jsonrpc.Lookup(data, m.name)
@@ -142,7 +147,7 @@ func parseEvent(name string, data []byte, lim jsonrpc.Limits) (*event, error) {
 			good = len(v) > 0 && v[0] == '['
 		}
 		if !good {
-			return nil, &errEvent{"shape", ev.canonical + ": member " + quoteShort(m.name) + " is missing or of the wrong type"}
+			return nil, &errEvent{deny.RuleShape, ev.canonical + ": member " + quoteShort(m.name) + " is missing or of the wrong type"}
 		}
 	}
 	return ev, nil

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/transport"
@@ -145,15 +146,6 @@ type Event struct {
 	Raw []byte
 }
 
-// denial is a refusal: the stage and the rule.
-type denial struct {
-	Stage, Rule, Reason string
-	Status              int // HTTP status for a refused POST; 0 means 403
-	// In a stream: the event refused, and the findings that refused it.
-	ev       *event
-	findings []secproc.Finding
-}
-
 // Handler is the AG-UI gateway for one upstream agent.
 //
 // Concurrency: ServeHTTP may be called concurrently. Every field is
@@ -234,8 +226,8 @@ func (h *Handler) record(ctx context.Context, e Event) error {
 	return h.opts.Record(context.WithoutCancel(ctx), e)
 }
 
-func auditDenial(err error) *denial {
-	return &denial{Stage: StageAudit, Rule: "write", Status: http.StatusServiceUnavailable,
+func auditDenial(err error) *deny.Denial {
+	return &deny.Denial{Stage: StageAudit, Rule: deny.RuleWrite, Status: http.StatusServiceUnavailable,
 		Reason: "the record of this message could not be kept: " + err.Error()}
 }
 
@@ -249,9 +241,9 @@ type ErrorBody struct {
 }
 
 // writeError answers a refused POST with d's status and an ErrorBody.
-func writeError(w http.ResponseWriter, d *denial) {
+func writeError(w http.ResponseWriter, d *deny.Denial) {
 	var b ErrorBody
-	b.Error.Stage, b.Error.Rule, b.Error.Message = d.Stage, d.Rule, d.Reason
+	b.Error.Stage, b.Error.Rule, b.Error.Message = d.Stage, string(d.Rule), d.Reason
 	data, _ := json.Marshal(b)
 	status := d.Status
 	if status == 0 {
@@ -265,11 +257,11 @@ func writeError(w http.ResponseWriter, d *denial) {
 
 // runError is the RUN_ERROR event the gateway writes to end a run for d.
 // Its code is "warden:<stage>:<rule>".
-func runError(d *denial) []byte {
+func runError(d *deny.Denial) []byte {
 	b, _ := json.Marshal(struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 		Code    string `json:"code"`
-	}{"RUN_ERROR", "warden: " + d.Stage + " refused the run (" + d.Rule + "): " + d.Reason, "warden:" + d.Stage + ":" + d.Rule})
+	}{"RUN_ERROR", "warden: " + d.Stage + " refused the run (" + string(d.Rule) + "): " + d.Reason, "warden:" + d.Stage + ":" + string(d.Rule)})
 	return b
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/transport"
@@ -31,7 +32,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, &denial{Stage: StageListener, Rule: "http-method", Status: http.StatusMethodNotAllowed,
+		writeError(w, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod, Status: http.StatusMethodNotAllowed,
 			Reason: "a RunAgentInput is POSTed"})
 		return
 	}
@@ -39,9 +40,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.opts.Authenticate != nil {
 		var ref *transport.AuthRefusal
 		if principal, ref = h.opts.Authenticate(r); ref != nil {
-			d := &denial{Stage: StageAuth, Rule: ref.Rule, Reason: ref.Message, Status: ref.Status}
+			d := &deny.Denial{Stage: StageAuth, Rule: deny.Rule(ref.Rule), Reason: ref.Message, Status: ref.Status}
 			_ = h.record(ctx, Event{Upstream: h.opts.Name, Direction: "client", Type: "run_agent_input",
-				Decision: "deny", Stage: d.Stage, Rule: d.Rule, Reason: d.Reason})
+				Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason})
 			if ref.Challenge != "" {
 				w.Header().Set("WWW-Authenticate", ref.Challenge)
 			}
@@ -50,22 +51,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Type: "run_agent_input"}
-	refuse := func(d *denial) {
-		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, d.Rule, d.Reason, nil
+	refuse := func(d *deny.Denial) {
+		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, string(d.Rule), d.Reason, nil
 		if err := h.record(ctx, e); err != nil {
 			d = auditDenial(err)
 		}
 		writeError(w, d)
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		refuse(&denial{Stage: StageListener, Rule: "content-type", Status: http.StatusUnsupportedMediaType,
+		refuse(&deny.Denial{Stage: StageListener, Rule: deny.RuleContentType, Status: http.StatusUnsupportedMediaType,
 			Reason: "the RunAgentInput must be application/json"})
 		return
 	}
 	maxBytes, _ := h.limits()
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBytes)+1))
 	if err != nil {
-		refuse(&denial{Stage: StageListener, Rule: "body", Status: http.StatusBadRequest, Reason: "could not read the body"})
+		refuse(&deny.Denial{Stage: StageListener, Rule: deny.RuleBody, Status: http.StatusBadRequest, Reason: "could not read the body"})
 		return
 	}
 	in, d := h.parseInput(body)
@@ -106,20 +107,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // parseInput is the wire and input stages: strict JSON, then the shape
 // both AG-UI generations require on the wire (threadId, runId, messages[]
 // of objects with a string role).
-func (h *Handler) parseInput(body []byte) (*input, *denial) {
+func (h *Handler) parseInput(body []byte) (*input, *deny.Denial) {
 	if err := jsonrpc.Validate(body, h.opts.Limits); err != nil {
-		d := &denial{Stage: StageWire, Rule: "syntax", Status: http.StatusBadRequest, Reason: err.Error()}
+		d := &deny.Denial{Stage: StageWire, Rule: deny.RuleSyntax, Status: http.StatusBadRequest, Reason: err.Error()}
 		var re *jsonrpc.Error
 		if errors.As(err, &re) {
 			d.Reason = "the RunAgentInput is not acceptable JSON: " + re.Message
 			if r, ok := jsonrpc.Lookup(re.Data, "rule"); ok {
-				d.Rule, _ = jsonrpc.String(r)
+				rule, _ := jsonrpc.String(r)
+				d.Rule = deny.Rule(rule)
 			}
 		}
 		return nil, d
 	}
-	bad := func(reason string) (*input, *denial) {
-		return nil, &denial{Stage: StageInput, Rule: "shape", Status: http.StatusBadRequest, Reason: reason}
+	bad := func(reason string) (*input, *deny.Denial) {
+		return nil, &deny.Denial{Stage: StageInput, Rule: deny.RuleShape, Status: http.StatusBadRequest, Reason: reason}
 	}
 	body = bytes.TrimSpace(body)
 	if body[0] != '{' {
@@ -156,9 +158,9 @@ func (h *Handler) parseInput(body []byte) (*input, *denial) {
 // forward POSTs the input to the upstream and relays its event stream.
 func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rn *run, body []byte) {
 	ctx := r.Context()
-	fail := func(d *denial) {
+	fail := func(d *deny.Denial) {
 		e := rn.event("", "")
-		e.Decision, e.Stage, e.Rule, e.Reason = "deny", d.Stage, d.Rule, d.Reason
+		e.Decision, e.Stage, e.Rule, e.Reason = "deny", d.Stage, string(d.Rule), d.Reason
 		if err := h.record(ctx, e); err != nil {
 			d = auditDenial(err)
 		}
@@ -166,7 +168,7 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rn *run, body 
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.opts.Upstream, bytes.NewReader(body))
 	if err != nil {
-		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Status: http.StatusBadGateway, Reason: err.Error()})
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Status: http.StatusBadGateway, Reason: err.Error()})
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -176,18 +178,18 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rn *run, body 
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
-		fail(&denial{Stage: StageUpstream, Rule: "unreachable", Status: http.StatusBadGateway,
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Status: http.StatusBadGateway,
 			Reason: "the upstream agent could not be reached"})
 		return
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		fail(&denial{Stage: StageUpstream, Rule: "status", Status: http.StatusBadGateway,
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleStatus, Status: http.StatusBadGateway,
 			Reason: "the upstream agent answered " + resp.Status})
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		fail(&denial{Stage: StageUpstream, Rule: "not-stream", Status: http.StatusBadGateway,
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleNotStream, Status: http.StatusBadGateway,
 			Reason: "the upstream agent did not answer with text/event-stream"})
 		return
 	}

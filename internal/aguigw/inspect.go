@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 )
@@ -19,11 +20,11 @@ type verdict struct {
 }
 
 // denial returns the refusal for v, or nil.
-func (v *verdict) denial() *denial {
+func (v *verdict) denial() *deny.Denial {
 	if v.deny == nil {
 		return nil
 	}
-	return &denial{Stage: StageSecurity, Rule: v.deny.Rule, Reason: v.deny.Message + " at " + v.deny.Path}
+	return &deny.Denial{Stage: StageSecurity, Rule: deny.Rule(v.deny.Rule), Reason: v.deny.Message + " at " + v.deny.Path}
 }
 
 // decision is "allow" or "quarantine" for a message v does not deny.
@@ -140,7 +141,7 @@ func decodeAny(raw []byte) any {
 // the client's own messages (same id, role and content). An object whose
 // id is a client system message but whose role or content differs changes
 // it, and is refused too.
-func checkInstructions(v any, sys map[string]sysMessage, path string) *denial {
+func checkInstructions(v any, sys map[string]sysMessage, path string) *deny.Denial {
 	switch v := v.(type) {
 	case map[string]any:
 		role, hasRole := v["role"].(string)
@@ -148,10 +149,10 @@ func checkInstructions(v any, sys map[string]sysMessage, path string) *denial {
 		own, isOwn := sys[id]
 		switch {
 		case hasRole && instructionRoles[role] && !isOwn:
-			return &denial{Stage: StageIntegrity, Rule: "system-message",
+			return &deny.Denial{Stage: StageIntegrity, Rule: deny.RuleSystemMessage,
 				Reason: "the agent side added a " + role + " message at " + pathOrRoot(path) + "; only the client sets instructions"}
 		case isOwn && hasRole && (role != own.role || encode(v["content"]) != own.content):
-			return &denial{Stage: StageIntegrity, Rule: "system-message-changed",
+			return &deny.Denial{Stage: StageIntegrity, Rule: deny.RuleSystemMessageChanged,
 				Reason: "the agent side changed the client's " + own.role + " message " + strconv.Quote(id) + " at " + pathOrRoot(path)}
 		}
 		for k, e := range v {
@@ -172,14 +173,14 @@ func checkInstructions(v any, sys map[string]sysMessage, path string) *denial {
 // checkPatch refuses JSON Patch operations (STATE_DELTA, ACTIVITY_DELTA)
 // that set a "role" member to system or developer, and values that carry a
 // system or developer message that is not the client's.
-func checkPatch(ops any, sys map[string]sysMessage, path string) *denial {
+func checkPatch(ops any, sys map[string]sysMessage, path string) *deny.Denial {
 	list, _ := ops.([]any)
 	for i, op := range list {
 		o, _ := op.(map[string]any)
 		p, _ := o["path"].(string)
 		val, _ := o["value"].(string)
 		if strings.HasSuffix(p, "/role") && instructionRoles[val] {
-			return &denial{Stage: StageIntegrity, Rule: "system-message",
+			return &deny.Denial{Stage: StageIntegrity, Rule: deny.RuleSystemMessage,
 				Reason: "a patch operation at " + path + "[" + strconv.Itoa(i) + "] makes " + strconv.Quote(p) + " a " + val + " message"}
 		}
 	}

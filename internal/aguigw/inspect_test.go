@@ -54,7 +54,7 @@ func TestParseEvent(t *testing.T) {
 	}
 	for data, rule := range bad {
 		_, err := parseEvent("", []byte(data), jsonrpc.Limits{})
-		if e, ok := err.(*errEvent); !ok || e.rule != rule {
+		if e, ok := err.(*errEvent); !ok || string(e.rule) != rule {
 			t.Errorf("parseEvent(%.40s) = %v, want rule %s", data, err, rule)
 		}
 	}
@@ -108,7 +108,7 @@ func TestCheckInstructions(t *testing.T) {
 		d := checkInstructions(decodeAny([]byte(raw)), sys, "")
 		got := ""
 		if d != nil {
-			got = d.Rule
+			got = string(d.Rule)
 		}
 		if got != rule {
 			t.Errorf("%s: rule %q, want %q", raw, got, rule)

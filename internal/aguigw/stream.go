@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/transport"
@@ -33,7 +34,18 @@ import (
 // errGone stops a run whose client went away: nothing more can be written.
 var errGone = errors.New("aguigw: the client went away")
 
-func (d *denial) Error() string { return d.Stage + "/" + d.Rule + ": " + d.Reason }
+// refused carries a refusal through a run's error returns, with the event
+// it refused and the findings that refused it.
+type refused struct {
+	*deny.Denial
+	ev       *event
+	findings []secproc.Finding
+}
+
+func (r *refused) Error() string { return r.Denial.String() }
+
+// stop ends the run for d.
+func stop(d *deny.Denial) *refused { return &refused{Denial: d} }
 
 // run is the state of one relayed run. It is used by the goroutine serving
 // the POST only.
@@ -83,29 +95,29 @@ func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader)
 			if err == nil && !rn.ended {
 				// A stream cut short ends as cleanly as a whole one on
 				// the wire: the client is told the run did not finish.
-				err = &denial{Stage: StageUpstream, Rule: "ended",
-					Reason: "the upstream agent's stream ended without RUN_FINISHED or RUN_ERROR"}
+				err = stop(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded,
+					Reason: "the upstream agent's stream ended without RUN_FINISHED or RUN_ERROR"})
 			}
 		case ctx.Err() != nil:
 			e := rn.event("", "")
-			e.Decision, e.Stage, e.Rule, e.Reason = "deny", StageUpstream, "cancelled", "the client went away"
+			e.Decision, e.Stage, e.Rule, e.Reason = "deny", StageUpstream, string(deny.RuleCancelled), "the client went away"
 			_ = rn.h.record(ctx, e)
 			return
 		case rerr != nil:
-			err = &denial{Stage: StageUpstream, Rule: "ended", Reason: "the upstream agent's stream broke off: " + rerr.Error()}
+			err = stop(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded, Reason: "the upstream agent's stream broke off: " + rerr.Error()})
 		default:
 			ev, perr := parseEvent(sev.Name, sev.Data, rn.h.opts.Limits)
 			if perr != nil {
 				pe := perr.(*errEvent)
-				err = &denial{Stage: StageWire, Rule: pe.rule, Reason: pe.reason}
+				err = stop(&deny.Denial{Stage: StageWire, Rule: pe.rule, Reason: pe.reason})
 				break
 			}
 			ev.name = sev.Name
 			err = rn.handle(ctx, ev)
 		}
-		var d *denial
-		if errors.As(err, &d) {
-			rn.end(ctx, d)
+		var r *refused
+		if errors.As(err, &r) {
+			rn.end(ctx, r)
 			return
 		}
 		if err != nil || rerr == io.EOF {
@@ -115,12 +127,13 @@ func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader)
 }
 
 // end records d and ends the run with a RUN_ERROR naming its stage and rule.
-func (rn *run) end(ctx context.Context, d *denial) {
+func (rn *run) end(ctx context.Context, r *refused) {
 	e := rn.event("", "")
-	if d.ev != nil {
-		e.Type, e.Canonical = d.ev.typ, d.ev.canonical
+	if r.ev != nil {
+		e.Type, e.Canonical = r.ev.typ, r.ev.canonical
 	}
-	e.Decision, e.Stage, e.Rule, e.Reason, e.Findings = "deny", d.Stage, d.Rule, d.Reason, d.findings
+	d := r.Denial
+	e.Decision, e.Stage, e.Rule, e.Reason, e.Findings = "deny", d.Stage, string(d.Rule), d.Reason, r.findings
 	if err := rn.h.record(ctx, e); err != nil {
 		d = auditDenial(err)
 	}
@@ -130,9 +143,9 @@ func (rn *run) end(ctx context.Context, d *denial) {
 // handle inspects one event and relays it, holds it, or refuses it.
 func (rn *run) handle(ctx context.Context, ev *event) error {
 	err := rn.dispatch(ctx, ev)
-	var d *denial
-	if errors.As(err, &d) && d.ev == nil {
-		d.ev = ev
+	var r *refused
+	if errors.As(err, &r) && r.ev == nil {
+		r.ev = ev
 	}
 	return err
 }
@@ -141,12 +154,12 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 	switch ev.canonical {
 	case TypeTextStart, TypeReasoningMsgStart:
 		if d := rn.checkRole(ev); d != nil {
-			return d
+			return stop(d)
 		}
 		return rn.emit(ctx, ev, ev.raw, nil)
 	case TypeTextChunk, TypeReasoningMsgChunk:
 		if d := rn.checkRole(ev); d != nil {
-			return d
+			return stop(d)
 		}
 		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta")
 	case TypeTextContent, TypeReasoningMsgContent:
@@ -184,7 +197,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		name := map[string]string{TypeStateSnapshot: "snapshot", TypeActivitySnapshot: "content"}[ev.canonical]
 		if raw, ok := ev.member(name); ok {
 			if d := checkInstructions(decodeAny(raw), rn.system, "."+name); d != nil {
-				return d
+				return stop(d)
 			}
 		}
 		return rn.fields(ctx, ev, secproc.KindToolResult, "", name)
@@ -192,7 +205,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		name := map[string]string{TypeStateDelta: "delta", TypeActivityDelta: "patch"}[ev.canonical]
 		if raw, ok := ev.member(name); ok {
 			if d := checkPatch(decodeAny(raw), rn.system, "."+name); d != nil {
-				return d
+				return stop(d)
 			}
 		}
 		return rn.fields(ctx, ev, secproc.KindToolResult, "", name)
@@ -217,9 +230,9 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 
 // checkRole refuses a message the agent starts with a system or developer
 // role.
-func (rn *run) checkRole(ev *event) *denial {
+func (rn *run) checkRole(ev *event) *deny.Denial {
 	if role := ev.str("role"); instructionRoles[role] {
-		return &denial{Stage: StageIntegrity, Rule: "system-message",
+		return &deny.Denial{Stage: StageIntegrity, Rule: deny.RuleSystemMessage,
 			Reason: ev.canonical + " starts a " + role + " message; only the client sets instructions"}
 	}
 	return nil
@@ -240,8 +253,7 @@ func (rn *run) fields(ctx context.Context, ev *event, kind secproc.Kind, tool st
 // decide relays ev according to v.
 func (rn *run) decide(ctx context.Context, ev *event, v *verdict) error {
 	if d := v.denial(); d != nil {
-		d.findings = v.findings
-		return d
+		return &refused{Denial: d, findings: v.findings}
 	}
 	raw := ev.raw
 	if len(v.targets) > 0 {
@@ -256,11 +268,11 @@ func (rn *run) decide(ctx context.Context, ev *event, v *verdict) error {
 func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
 	raw, _ := ev.member("messages")
 	if d := checkInstructions(decodeAny(raw), rn.system, ".messages"); d != nil {
-		return d
+		return stop(d)
 	}
 	var msgs []json.RawMessage
 	if jsonrpc.Unmarshal(raw, &msgs) != nil {
-		return &denial{Stage: StageWire, Rule: "shape", Reason: "MESSAGES_SNAPSHOT: messages is not an array"}
+		return stop(&deny.Denial{Stage: StageWire, Rule: deny.RuleShape, Reason: "MESSAGES_SNAPSHOT: messages is not an array"})
 	}
 	v := &verdict{}
 	for i, m := range msgs {
@@ -277,8 +289,8 @@ func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
 // hold keeps ev until the END event of its message (key).
 func (rn *run) hold(ev *event, key, delta string, kind secproc.Kind, tool string) error {
 	if rn.heldBytes+len(ev.raw) > rn.h.maxHeld {
-		return &denial{Stage: StageSecurity, Rule: "hold-limit",
-			Reason: "more than " + strconv.Itoa(rn.h.maxHeld) + " bytes of deltas wait for their END event; they cannot be inspected whole"}
+		return stop(&deny.Denial{Stage: StageSecurity, Rule: deny.RuleHoldLimit,
+			Reason: "more than " + strconv.Itoa(rn.h.maxHeld) + " bytes of deltas wait for their END event; they cannot be inspected whole"})
 	}
 	m := rn.held[key]
 	if m == nil {
@@ -316,8 +328,7 @@ func (rn *run) release(ctx context.Context, key string) error {
 	v := &verdict{}
 	rn.h.inspect(ctx, v, rn.scope, m.kind, m.tool, ".delta", raw)
 	if d := v.denial(); d != nil {
-		d.findings, d.ev = v.findings, m.events[0]
-		return d
+		return &refused{Denial: d, ev: m.events[0], findings: v.findings}
 	}
 	if len(v.targets) > 0 {
 		first := m.events[0]
@@ -361,7 +372,7 @@ func (rn *run) emit(ctx context.Context, ev *event, raw []byte, v *verdict) erro
 		e.Decision, e.Findings, e.Rule = v.decision(), v.findings, v.qrule
 	}
 	if err := rn.h.record(ctx, e); err != nil {
-		return auditDenial(err)
+		return stop(auditDenial(err))
 	}
 	return rn.write(ev.name, raw)
 }

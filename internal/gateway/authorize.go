@@ -38,6 +38,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
@@ -85,7 +86,7 @@ func (p *Pipeline) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 			return "", nil, d
 		}
 	}
-	return "", nil, &Denial{Stage: "authorize", Rule: "no-zero-trust", Code: jsonrpc.CodeInvalidParams,
+	return "", nil, &Denial{Stage: "authorize", Rule: deny.RuleNoZeroTrust, Code: jsonrpc.CodeInvalidParams,
 		Reason: "upstream " + quote(c.Upstream) + " does not use zero-trust tokens"}
 }
 
@@ -96,29 +97,29 @@ func (p *Pipeline) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (string, *zerotrust.Claims, *Denial) {
 	jkt := req.JKT
 	if z.Signer == nil {
-		return "", nil, &Denial{Rule: "issue", Reason: "this gateway does not issue tokens"}
+		return "", nil, &Denial{Rule: deny.RuleIssue, Reason: "this gateway does not issue tokens"}
 	}
 	sub, ok := "", false
 	if z.Subject != nil {
 		sub, ok = z.Subject(c)
 	}
 	if !ok {
-		return "", nil, &Denial{Rule: "no-principal", Reason: "the request has no authenticated principal to issue a token for"}
+		return "", nil, &Denial{Rule: deny.RuleNoPrincipal, Reason: "the request has no authenticated principal to issue a token for"}
 	}
 	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
 	if err != nil {
-		return "", nil, &Denial{Rule: "INV-3", Invariant: "INV-3", Code: jsonrpc.CodeInvalidParams,
+		return "", nil, &Denial{Rule: deny.RuleINV3, Invariant: "INV-3", Code: jsonrpc.CodeInvalidParams,
 			Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
 	if jkt == "" && (z.RequireDPoP || policy.TierOf(c.Level) >= 2) {
-		return "", nil, &Denial{Rule: "INV-5", Invariant: "INV-5",
+		return "", nil, &Denial{Rule: deny.RuleINV5, Invariant: "INV-5",
 			Reason: "INV-5 transport binding: a token for this call must be DPoP-bound" + tierReason(c) +
 				"; send a DPoP proof for this request, signed by the key the client will prove on each call"}
 	}
 	mode, schemaHash := zerotrust.BindingAdHoc, ""
 	if req.Hybrid {
 		if schemaHash = c.SchemaHash(); schemaHash == "" {
-			return "", nil, &Denial{Rule: "schema-unknown", Code: jsonrpc.CodeInvalidParams,
+			return "", nil, &Denial{Rule: deny.RuleSchemaUnknown, Code: jsonrpc.CodeInvalidParams,
 				Reason: "a hybrid token binds the tool's inputSchema, and the gateway has not seen tool " + quote(c.Tool) + " in upstream " + quote(c.Upstream) + "'s tools/list"}
 		}
 		mode = zerotrust.BindingHybrid
@@ -131,14 +132,14 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 			return "", nil, d
 		}
 	default:
-		return "", nil, &Denial{Rule: "approval-unavailable",
+		return "", nil, &Denial{Rule: deny.RuleApprovalUnavailable,
 			Reason: "no mandate covers this call, and this gateway has no operator approval (hold_for_approval with the admin channel)"}
 	}
 	token, claims, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
 		Session: c.Session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 		Classification: c.Level, DPoPJKT: jkt, BindingMode: mode, SchemaHash: schemaHash})
 	if err != nil {
-		return "", nil, &Denial{Rule: "issue", Reason: "warden could not issue the token", Cause: err.Error()}
+		return "", nil, &Denial{Rule: deny.RuleIssue, Reason: "warden could not issue the token", Cause: err.Error()}
 	}
 	if c.Session != "" && z.Revocations != nil {
 		// The session's end revokes the token wherever it is presented,
@@ -146,7 +147,7 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 		// handed out.
 		until := time.Unix(claims.Expiry, 0).Add(z.Skew)
 		if err := z.Revocations.Bind(ctx, c.Session, claims.ID, until); err != nil {
-			return "", nil, &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the token could not be bound to its session in the revocation registry, so it is not issued", Cause: err.Error()}
+			return "", nil, &Denial{Rule: deny.RuleRevocationStore, Reason: "P8 credential revocation: the token could not be bound to its session in the revocation registry, so it is not issued", Cause: err.Error()}
 		}
 	}
 	return token, &claims, nil
@@ -193,12 +194,12 @@ type AuthorizeResponse struct {
 // authorizeHandler serves the authorization API.
 func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	fail := func(status int, d *Denial) { writeAPIError(w, status, d.Error()) }
-	bad := func(rule, reason string) {
+	bad := func(rule deny.Rule, reason string) {
 		fail(http.StatusBadRequest, &Denial{Stage: "authorize", Rule: rule, Code: jsonrpc.CodeInvalidRequest, Reason: reason})
 	}
 	if ln := g.listeners[g.anyUpstream()]; ln != nil {
 		if rule, msg := ln.CheckRebinding(r); rule != "" {
-			fail(http.StatusForbidden, &Denial{Stage: "listener", Rule: rule, Reason: msg})
+			fail(http.StatusForbidden, &Denial{Stage: "listener", Rule: deny.Rule(rule), Reason: msg})
 			return
 		}
 	}
@@ -209,12 +210,12 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 			if ref.Challenge != "" {
 				w.Header().Set("WWW-Authenticate", ref.Challenge)
 			}
-			fail(ref.Status, &Denial{Stage: "auth", Rule: ref.Rule, Reason: ref.Message})
+			fail(ref.Status, &Denial{Stage: "auth", Rule: deny.Rule(ref.Rule), Reason: ref.Message})
 			return
 		}
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		fail(http.StatusUnsupportedMediaType, &Denial{Stage: "authorize", Rule: "content-type", Code: jsonrpc.CodeInvalidRequest,
+		fail(http.StatusUnsupportedMediaType, &Denial{Stage: "authorize", Rule: deny.RuleContentType, Code: jsonrpc.CodeInvalidRequest,
 			Reason: "the body must be application/json"})
 		return
 	}
@@ -224,7 +225,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBytes)+1))
 	if err != nil {
-		bad("body", "could not read the body: "+err.Error())
+		bad(deny.RuleBody, "could not read the body: "+err.Error())
 		return
 	}
 	// The strict decoder first: encoding/json would take the last of two
@@ -232,7 +233,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	if err := jsonrpc.Validate(body, g.opts.Limits); err != nil {
 		var rpcErr *jsonrpc.Error
 		if !errors.As(err, &rpcErr) {
-			rpcErr = jsonrpc.Detail{Stage: "authorize", Rule: "json"}.Errorf(jsonrpc.CodeParseError, err.Error())
+			rpcErr = jsonrpc.Detail{Stage: "authorize", Rule: string(deny.RuleJSON)}.Errorf(jsonrpc.CodeParseError, err.Error())
 		}
 		writeAPIError(w, http.StatusBadRequest, rpcErr)
 		return
@@ -241,15 +242,15 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	// for the tool, which the approver would then be shown as asked.
 	var req authorizeRequest
 	if err := (jsonrpc.UnmarshalOptions{Limits: g.opts.Limits, RejectUnknownMembers: true}).Unmarshal(body, &req); err != nil {
-		bad("json", "the body must be {\"upstream\", \"tool\", \"arguments\"}: "+err.Error())
+		bad(deny.RuleJSON, "the body must be {\"upstream\", \"tool\", \"arguments\"}: "+err.Error())
 		return
 	}
 	if req.Tool == "" {
-		bad("tool", "tool is required")
+		bad(deny.RuleTool, "tool is required")
 		return
 	}
 	if req.BindingMode != "" && req.BindingMode != zerotrust.BindingHybrid {
-		bad("binding_mode", "binding_mode may only be \"hybrid\" (warden chooses ad-hoc or pre-defined itself)")
+		bad(deny.RuleBindingMode, "binding_mode may only be \"hybrid\" (warden chooses ad-hoc or pre-defined itself)")
 		return
 	}
 	if req.Upstream == "" {
@@ -257,7 +258,7 @@ func (g *Gateway) authorizeHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	u := g.upstreams[req.Upstream]
 	if u == nil {
-		fail(http.StatusNotFound, &Denial{Stage: "authorize", Rule: "upstream", Code: jsonrpc.CodeInvalidParams,
+		fail(http.StatusNotFound, &Denial{Stage: "authorize", Rule: deny.RuleUpstream, Code: jsonrpc.CodeInvalidParams,
 			Reason: "no upstream " + quote(req.Upstream)})
 		return
 	}
@@ -323,7 +324,7 @@ func writeAPIError(w http.ResponseWriter, status int, e *jsonrpc.Error) {
 func authorizeSession(r *http.Request) (string, *Denial) {
 	values := r.Header.Values(mcp.HeaderSessionID)
 	bad := func(reason string) (string, *Denial) {
-		return "", &Denial{Stage: "authorize", Rule: "session", Code: jsonrpc.CodeInvalidRequest, Reason: reason}
+		return "", &Denial{Stage: "authorize", Rule: deny.RuleSession, Code: jsonrpc.CodeInvalidRequest, Reason: reason}
 	}
 	switch {
 	case len(values) == 0:
@@ -349,7 +350,7 @@ func (g *Gateway) authorizeProof(r *http.Request, timeout time.Duration) (string
 		return "", nil
 	}
 	deny := func(format string, args ...any) (string, *Denial) {
-		return "", &Denial{Stage: "authorize", Rule: "INV-5", Invariant: "INV-5", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...)}
+		return "", &Denial{Stage: "authorize", Rule: deny.RuleINV5, Invariant: "INV-5", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...)}
 	}
 	if g.opts.AuthorizeURL == nil || g.opts.ProofStore == nil {
 		return deny("this gateway does not bind tokens to DPoP keys")

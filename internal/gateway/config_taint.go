@@ -10,6 +10,7 @@ import (
 	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/taint"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -56,13 +57,13 @@ var a2aSendMethods = map[string]bool{
 }
 
 // Check implements a2agw.Flow.
-func (f a2aFlow) Check(ctx context.Context, principal, method string, params []byte) *a2agw.Refusal {
+func (f a2aFlow) Check(ctx context.Context, principal, method string, params []byte) *Denial {
 	name := strings.TrimPrefix(f.upstream, "a2a:")
 	var why []string // what the person deciding is told
-	stage, rule := "", ""
+	stage, rule := "", deny.Rule("")
 	for _, p := range f.consent {
 		if p.Match(method) {
-			stage, rule = a2agw.StageConsent, "require-approval "+strconv.Quote(p.String())
+			stage, rule = a2agw.StageConsent, deny.Rule("require-approval "+strconv.Quote(p.String()))
 			why = append(why, "consent: "+method+" to agent "+quote(name)+" needs a person's approval (require_approval "+quote(p.String())+")")
 			break
 		}
@@ -76,7 +77,7 @@ func (f a2aFlow) Check(ctx context.Context, principal, method string, params []b
 			msg := findings[0].Message
 			switch f.taint.Action {
 			case secproc.Deny:
-				return &a2agw.Refusal{Stage: a2agw.StageTaint, Rule: RuleIntoDelegation, Reason: msg}
+				return &Denial{Stage: a2agw.StageTaint, Rule: RuleIntoDelegation, Reason: msg}
 			case secproc.Flag:
 				f.log.Warn("untrusted text into an A2A message", "upstream", f.upstream, "principal", principal, "finding", msg)
 			default:
@@ -91,12 +92,12 @@ func (f a2aFlow) Check(ctx context.Context, principal, method string, params []b
 		return nil
 	}
 	if f.queue == nil {
-		return &a2agw.Refusal{Stage: stage, Rule: rule, Reason: why[0] +
+		return &Denial{Stage: stage, Rule: rule, Reason: why[0] +
 			"; it needs a person's approval, and this gateway holds no calls (zero_trust.hold_for_approval with the admin channel)"}
 	}
 	hash, canonical, err := zerotrust.ParamsHash(params)
 	if err != nil {
-		return &a2agw.Refusal{Stage: stage, Rule: rule, Reason: why[0] + "; it cannot be held for approval: " + err.Error()}
+		return &Denial{Stage: stage, Rule: rule, Reason: why[0] + "; it cannot be held for approval: " + err.Error()}
 	}
 	p := f.queue.Submit(approval.Request{Upstream: f.upstream, Subject: principal, Tool: method,
 		Arguments: canonical, Hash: hash, Description: "A2A " + method + " to agent " + quote(name), Findings: why})
@@ -106,11 +107,11 @@ func (f a2aFlow) Check(ctx context.Context, principal, method string, params []b
 		f.log.Info("A2A request approved", "upstream", f.upstream, "method", method, "approver", d.Approver, "approval", p.ID)
 		return nil
 	case d.TimedOut:
-		return &a2agw.Refusal{Stage: stage, Rule: "approval-timeout", Reason: "no approval for this request (" + p.ID + "): " + d.Reason}
+		return &Denial{Stage: stage, Rule: deny.RuleApprovalTimeout, Reason: "no approval for this request (" + p.ID + "): " + d.Reason}
 	case d.Approver != "":
-		return &a2agw.Refusal{Stage: stage, Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
+		return &Denial{Stage: stage, Rule: deny.RuleApprovalDenied, Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
 	}
-	return &a2agw.Refusal{Stage: stage, Rule: "approval-cancelled", Reason: fmt.Sprintf("%s (%s)", d.Reason, p.ID)}
+	return &Denial{Stage: stage, Rule: deny.RuleApprovalCancelled, Reason: fmt.Sprintf("%s (%s)", d.Reason, p.ID)}
 }
 
 // A2AFlow returns the taint stage of the A2A agent name, for

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/store"
@@ -350,7 +351,7 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 	up, err := u.Dial(ctx, stateless)
 	if err != nil {
 		g.log.Error("cannot reach upstream", "upstream", u.Name, "transport", u.Transport, "err", err)
-		refuse(ctx, client, jsonrpc.Detail{Stage: "upstream", Rule: "dial"}.Errorf(jsonrpc.CodeUpstreamUnavailable,
+		refuse(ctx, client, jsonrpc.Detail{Stage: "upstream", Rule: string(deny.RuleDial)}.Errorf(jsonrpc.CodeUpstreamUnavailable,
 			"upstream "+quote(u.Name)+" is unavailable: "+err.Error()))
 		return err
 	}
@@ -489,7 +490,7 @@ func (g *Gateway) rebindingGuard(h http.Handler) http.Handler {
 	ln := g.listeners[g.anyUpstream()]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rule, msg := ln.CheckRebinding(r); rule != "" {
-			writeAPIError(w, http.StatusForbidden, (&Denial{Stage: "listener", Rule: rule, Reason: msg}).Error())
+			writeAPIError(w, http.StatusForbidden, (&Denial{Stage: "listener", Rule: deny.Rule(rule), Reason: msg}).Error())
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -87,7 +87,7 @@ func TestTaintedDelegationIsAuditedInBothDomains(t *testing.T) {
 		source.Direction != "upstream" || source.Decision != audit.Allow {
 		t.Fatalf("the refusal points at audit record %s = %+v; want the answer of docs read_file", m[1], source)
 	}
-	if deny == nil || deny.Method != "SendMessage" || deny.Stage != "taint" || deny.Rule != gateway.RuleIntoDelegation ||
+	if deny == nil || deny.Method != "SendMessage" || deny.Stage != "taint" || deny.Rule != string(gateway.RuleIntoDelegation) ||
 		deny.Direction != "client" || deny.Seq <= source.Seq {
 		t.Fatalf("the A2A refusal's record = %+v; want SendMessage denied by taint/%s after record %d",
 			deny, gateway.RuleIntoDelegation, source.Seq)
@@ -186,7 +186,7 @@ func TestTaintedTextCannotReachAHigherTierTool(t *testing.T) {
 			t.Fatal("tracking on: the report's text reached a Tier 1 tool")
 		}
 		stage, rule := refusalOf(t, err)
-		if stage != "taint" || rule != gateway.RuleIntoHigherTier ||
+		if stage != "taint" || rule != string(gateway.RuleIntoHigherTier) ||
 			!strings.Contains(err.Error(), `MCP server "docs" tool read_file`) || !strings.Contains(err.Error(), "(tier 1)") {
 			t.Fatalf("tracking on: %s/%s %v; want taint/%s naming docs read_file", stage, rule, err, gateway.RuleIntoHigherTier)
 		}

@@ -218,12 +218,12 @@ func auditRecord(d *Decision, params string) audit.Record {
 	}
 	switch {
 	case d.Denial != nil:
-		r.Decision, r.Stage, r.Rule, r.Invariant, r.Reason = audit.Deny, d.Denial.Stage, d.Denial.Rule, d.Denial.Invariant, d.Denial.Reason
+		r.Decision, r.Stage, r.Rule, r.Invariant, r.Reason = audit.Deny, d.Denial.Stage, string(d.Denial.Rule), d.Denial.Invariant, d.Denial.Reason
 		if d.Denial.Cause != "" { // what the client was not told
 			r.Reason += " (cause: " + d.Denial.Cause + ")"
 		}
 	case d.Failure != nil:
-		r.Decision, r.Stage, r.Rule, r.Reason = audit.Error, d.Failure.Stage, d.Failure.Rule, d.Failure.Reason
+		r.Decision, r.Stage, r.Rule, r.Reason = audit.Error, d.Failure.Stage, string(d.Failure.Rule), d.Failure.Reason
 	case d.Msg != nil && d.Msg.Error != nil:
 		r.Decision = audit.Error
 	default:
@@ -322,7 +322,7 @@ func approvalStatus(d *Decision) (status, approver string) {
 	switch {
 	case d.Held.IsZero() && d.Approver == "":
 		return "", ""
-	case d.Denial != nil && strings.HasPrefix(d.Denial.Rule, "approval-"):
+	case d.Denial != nil && strings.HasPrefix(string(d.Denial.Rule), "approval-"):
 		if d.Approver == "" {
 			return "denied", "warden"
 		}
@@ -333,7 +333,7 @@ func approvalStatus(d *Decision) (status, approver string) {
 
 // telemetryDenial is telemetry's view of dn.
 func telemetryDenial(dn *Denial) *telemetry.Denial {
-	return &telemetry.Denial{Stage: dn.Stage, Rule: dn.Rule, Invariant: dn.Invariant, Reason: dn.Reason, Code: dn.Code}
+	return &telemetry.Denial{Stage: dn.Stage, Rule: string(dn.Rule), Invariant: dn.Invariant, Reason: dn.Reason, Code: dn.Code}
 }
 
 // addFindings puts findings on op: one aitf.security.threat_detected span

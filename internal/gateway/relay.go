@@ -42,6 +42,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/transport"
@@ -233,7 +234,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	r.upstream.Close()
 	err := <-upErr
 	r.stopNotes()
-	r.failPending(jsonrpc.CodeSessionClosed, "ended", "session closed")
+	r.failPending(jsonrpc.CodeSessionClosed, deny.RuleEnded, "session closed")
 	r.relists.Wait() // closed is set: no re-list starts any more
 	r.holds.Wait()   // ctx is cancelled: held calls stop waiting for a person
 	r.client.Close()
@@ -333,7 +334,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	// otherwise be handed to the server.
 	d.Msg = d.Msg.WithoutWardenMeta()
 	if denial == nil && msg.Kind == jsonrpc.KindRequest && !r.track(msg.ID, msg.Method, call) {
-		denial = &Denial{Stage: "relay", Rule: "duplicate-id", Code: jsonrpc.CodeInvalidRequest,
+		denial = &Denial{Stage: "relay", Rule: deny.RuleDuplicateID, Code: jsonrpc.CodeInvalidRequest,
 			Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}
 		d.Denial = denial
 	}
@@ -342,7 +343,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 		if msg.Kind == jsonrpc.KindRequest {
 			r.untrack(msg.ID)
 		}
-		denial = &Denial{Stage: "audit", Rule: "write", Reason: "the audit record of this message could not be written, so it is refused"}
+		denial = &Denial{Stage: "audit", Rule: deny.RuleWrite, Reason: "the audit record of this message could not be written, so it is refused"}
 	}
 	if denial != nil {
 		denial.AuditID = d.AuditID
@@ -364,7 +365,7 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if err := r.upstream.Write(ctx, msg); err != nil {
 		r.log.Warn("upstream write failed", "upstream", r.upstreamName, "err", err)
 		if p, ok := r.untrackCall(msg.ID); ok && msg.Kind == jsonrpc.KindRequest {
-			r.answerInstead(ctx, p, jsonrpc.CodeUpstreamUnavailable, "upstream", "write",
+			r.answerInstead(ctx, p, jsonrpc.CodeUpstreamUnavailable, "upstream", deny.RuleWrite,
 				"upstream "+quote(r.upstreamName)+" is unavailable: "+err.Error())
 		}
 	}
@@ -388,7 +389,7 @@ func (r *Relay) relayHeld(ctx context.Context, msg *jsonrpc.Message) {
 	if _, dup := r.holding[msg.ID.Raw()]; dup {
 		r.mu.Unlock()
 		cancel(nil)
-		r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, (&Denial{Stage: "relay", Rule: "duplicate-id",
+		r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, (&Denial{Stage: "relay", Rule: deny.RuleDuplicateID,
 			Code: jsonrpc.CodeInvalidRequest, Reason: "request id " + msg.ID.Raw() + " is already in use by a pending request"}).Error()))
 		return
 	}
@@ -422,7 +423,7 @@ func (r *Relay) relayClientResponse(ctx context.Context, msg *jsonrpc.Message) {
 	r.mu.Unlock()
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: msg.Kind, ID: msg.ID, Direction: "client", Msg: msg, Open: a.open}
 	if !ok {
-		d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
+		d.Denial = &Denial{Stage: "relay", Rule: deny.RuleUnsolicitedResponse,
 			Reason: "response to id " + msg.ID.String() + ", which the upstream did not ask"}
 		r.keep(ctx, &d)
 		r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
@@ -458,14 +459,14 @@ func (r *Relay) fromUpstream(ctx context.Context) error {
 				if l, ok := r.client.(transport.SessionLoser); ok {
 					l.LoseSession()
 				}
-				r.failPending(jsonrpc.CodeUpstreamUnavailable, "session-expired", reason)
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, deny.RuleSessionExpired, reason)
 				r.client.Close()
 			default:
 				// The upstream ended on its own: it crashed or exited.
 				status := exitStatus(r.upstream)
 				err = fmt.Errorf("upstream %s ended the session%s: %w", quote(r.upstreamName), status, err)
 				r.log.Warn("upstream ended", "upstream", r.upstreamName, "err", err)
-				r.failPending(jsonrpc.CodeUpstreamUnavailable, "ended", "upstream "+quote(r.upstreamName)+" ended the session"+status)
+				r.failPending(jsonrpc.CodeUpstreamUnavailable, deny.RuleEnded, "upstream "+quote(r.upstreamName)+" ended the session"+status)
 				r.client.Close()
 			}
 			return err
@@ -495,7 +496,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		p, ok := r.untrackCall(msg.ID)
 		answered = p
 		if !ok {
-			d.Denial = &Denial{Stage: "relay", Rule: "unsolicited-response",
+			d.Denial = &Denial{Stage: "relay", Rule: deny.RuleUnsolicitedResponse,
 				Reason: "response to id " + msg.ID.String() + ", which the client did not send or no longer waits for"}
 			r.keep(ctx, &d)
 			r.log.Warn("dropped", "decision", d, "reason", d.Denial.Reason)
@@ -529,7 +530,7 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 			r.announced()
 		}
 		if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
-			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: "write"}.
+			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: string(deny.RuleWrite)}.
 				Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
 		}
 		return
@@ -672,7 +673,7 @@ func (r *Relay) expire(id jsonrpc.ID) {
 			msg += fmt.Sprintf("; meanwhile it sent %d message(s) warden could not validate, dropped unrelayed (last: %s)", n, last)
 		}
 	}
-	r.answerInstead(ctx, p, jsonrpc.CodeTimeout, "upstream", "timeout", msg)
+	r.answerInstead(ctx, p, jsonrpc.CodeTimeout, "upstream", deny.RuleTimeout, msg)
 	cancel := jsonrpc.NewNotification(mcp.NotificationCancelled,
 		[]byte(`{"requestId":`+id.Raw()+`,"reason":"warden: request timed out"}`))
 	if err := r.upstream.Write(ctx, cancel); err != nil {
@@ -687,13 +688,13 @@ func (r *Relay) expire(id jsonrpc.ID) {
 // the call ended (decision error, with the stage and rule). It is sent even
 // if it could not be kept: it carries nothing of the upstream's, and the
 // client would otherwise wait for an answer that never comes.
-func (r *Relay) answerInstead(ctx context.Context, p pendingCall, code int64, stage, rule, reason string) {
+func (r *Relay) answerInstead(ctx context.Context, p pendingCall, code int64, stage string, rule deny.Rule, reason string) {
 	d := Decision{Upstream: r.upstreamName, Session: r.session, Kind: jsonrpc.KindResponse, Method: p.method,
 		ID: p.id, Direction: "warden", Actor: r.principal, Open: p.open,
 		Failure: &Denial{Stage: stage, Rule: rule, Reason: reason}}
-	d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: rule}.Errorf(code, reason))
+	d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: string(rule)}.Errorf(code, reason))
 	if r.keep(ctx, &d) && d.AuditID != "" {
-		d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: rule, AuditID: d.AuditID}.Errorf(code, reason))
+		d.Msg = jsonrpc.NewErrorResponse(p.id, jsonrpc.Detail{Stage: stage, Rule: string(rule), AuditID: d.AuditID}.Errorf(code, reason))
 	}
 	r.writeClient(ctx, d.Msg)
 }
@@ -731,7 +732,7 @@ func (r *Relay) forgetCancelled(msg *jsonrpc.Message) {
 
 // failPending answers every pending client request with an error of stage
 // upstream and the given rule, and stops accepting new ones.
-func (r *Relay) failPending(code int64, rule, reason string) {
+func (r *Relay) failPending(code int64, rule deny.Rule, reason string) {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {

@@ -15,6 +15,7 @@ import (
 	"crypto/rand"
 	"errors"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 )
@@ -115,6 +116,6 @@ func (r *Relay) lifecycle(msg *jsonrpc.Message) *Denial {
 	if _, ok := jsonrpc.Lookup(msg.Params, "_meta", mcp.MetaProtocolVersion); ok {
 		return nil
 	}
-	return &Denial{Stage: "session", Rule: "not-initialized", Code: jsonrpc.CodeInvalidRequest,
+	return &Denial{Stage: "session", Rule: deny.RuleNotInitialized, Code: jsonrpc.CodeInvalidRequest,
 		Reason: msg.Method + " before the session is initialized: send initialize first"}
 }

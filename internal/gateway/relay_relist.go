@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 )
@@ -263,7 +264,7 @@ func (r *Relay) awaitRelist(ctx context.Context) *Denial {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return &Denial{Stage: "pin", Rule: "relisting",
+			return &Denial{Stage: "pin", Rule: deny.RuleRelisting,
 				Reason: "the call was given up while warden was checking the changed tools of upstream " + quote(r.upstreamName)}
 		}
 	}
@@ -274,7 +275,7 @@ func (r *Relay) awaitRelist(ctx context.Context) *Denial {
 		err = r.unchecked.get(r.upstreamName, r.principal)
 	}
 	if err != nil {
-		return &Denial{Stage: "pin", Rule: "relist-failed",
+		return &Denial{Stage: "pin", Rule: deny.RuleRelistFailed,
 			Reason: "upstream " + quote(r.upstreamName) + " announced that its tools changed, and warden could not check them (" +
 				err.Error() + "): list the tools (tools/list) before calling one"}
 	}

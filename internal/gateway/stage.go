@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/secproc"
@@ -89,12 +90,12 @@ func newCall(msg *jsonrpc.Message, upstream, session string) (*Call, *Denial) {
 	}
 	raw, ok := jsonrpc.Lookup(msg.Params, "name")
 	if !ok {
-		return nil, &Denial{Stage: "wire", Rule: "tool-name", Code: jsonrpc.CodeInvalidParams,
+		return nil, &Denial{Stage: "wire", Rule: deny.RuleToolName, Code: jsonrpc.CodeInvalidParams,
 			Reason: "tools/call without params.name"}
 	}
 	name, ok := jsonrpc.String(raw)
 	if !ok || name == "" {
-		return nil, &Denial{Stage: "wire", Rule: "tool-name", Code: jsonrpc.CodeInvalidParams,
+		return nil, &Denial{Stage: "wire", Rule: deny.RuleToolName, Code: jsonrpc.CodeInvalidParams,
 			Reason: "tools/call params.name must be a non-empty string"}
 	}
 	c.Tool = name
@@ -143,31 +144,11 @@ func (c *Call) SchemaHash() string {
 	return c.tools.SchemaHash(c.Tool)
 }
 
-// Denial is a stage's refusal of a call.
-type Denial struct {
-	Stage  string // the stage's Name
-	Rule   string // which rule of the stage decided, e.g. `deny "get_*"`
-	Reason string // one sentence for the client and the log
-	Code   int64  // JSON-RPC code; 0 means jsonrpc.CodeDenied
-	// Invariant and Step, for zero-trust refusals: which invariant of the
-	// standard failed, at which step of its validation sequence.
-	Invariant, Step string
-	// AuditID is the audit record of the refusal, when one was written.
-	AuditID string
-	// Cause is the error behind a refusal that a store or the network
-	// caused (a Redis address, a file path): for warden's log and the
-	// audit record, never for the client, whose Reason stays generic.
-	Cause string
-}
-
-// Error returns the JSON-RPC error sent to the client for d.
-func (d *Denial) Error() *jsonrpc.Error {
-	code := d.Code
-	if code == 0 {
-		code = jsonrpc.CodeDenied
-	}
-	return jsonrpc.Detail{Stage: d.Stage, Rule: d.Rule, Invariant: d.Invariant, Step: d.Step, AuditID: d.AuditID}.Errorf(code, d.Reason)
-}
+// Denial is a stage's refusal of a call: warden's one refusal type, shared
+// with the A2A and AG-UI relays (internal/deny). Its Rule is a deny.Rule
+// constant, or a rule that is data (a policy pattern, a detector's name)
+// converted with deny.Rule.
+type Denial = deny.Denial
 
 // Pipeline is an ordered list of stages. It is immutable after construction
 // and shared by every session of one upstream.
@@ -297,7 +278,7 @@ func (d Decision) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("session", d.Session))
 	}
 	if d.Denial != nil {
-		attrs = append(attrs, slog.String("stage", d.Denial.Stage), slog.String("rule", d.Denial.Rule))
+		attrs = append(attrs, slog.String("stage", d.Denial.Stage), slog.String("rule", string(d.Denial.Rule)))
 		if d.Denial.Cause != "" {
 			attrs = append(attrs, slog.String("cause", d.Denial.Cause))
 		}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
@@ -34,7 +35,7 @@ func (s Classify) Check(_ context.Context, c *Call) *Denial {
 	res, err := s.Classifier.Classify(policy.Input{Server: c.Upstream, Tool: c.Tool, Subject: sub,
 		Annotations: c.Annotations(), Arguments: c.Arguments})
 	if err != nil {
-		return &Denial{Rule: "unclassifiable", Reason: "the call cannot be classified, so it is refused: " + err.Error()}
+		return &Denial{Rule: deny.RuleUnclassifiable, Reason: "the call cannot be classified, so it is refused: " + err.Error()}
 	}
 	c.Level, c.ClassRule = res.Level, res.Rule
 	return nil

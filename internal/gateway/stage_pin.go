@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/pin"
@@ -39,7 +40,7 @@ func (s Pins) Check(_ context.Context, c *Call) *Denial {
 		return nil
 	}
 	if ok, reason := s.Pinner.Allowed(c.Upstream, c.Tool); !ok {
-		return &Denial{Rule: "unpinned", Reason: reason}
+		return &Denial{Rule: deny.RuleUnpinned, Reason: reason}
 	}
 	return nil
 }
@@ -52,7 +53,7 @@ func (s Pins) Result(ctx context.Context, upstream, _, method, _ string, msg *js
 	}
 	filtered, err := s.checkList(ctx, upstream, msg.Result)
 	if filtered == nil {
-		d := &Denial{Stage: "pin", Rule: "unreadable", Reason: "the upstream's tools/list answer cannot be checked against the pins: " + errText(err)}
+		d := &Denial{Stage: "pin", Rule: deny.RuleUnreadable, Reason: "the upstream's tools/list answer cannot be checked against the pins: " + errText(err)}
 		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
 		out.Related = msg.Related
 		return out, nil, d

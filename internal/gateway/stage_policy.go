@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/agentwarden/warden/internal/deny"
 	"strconv"
 
 	"github.com/agentwarden/warden/internal/mcp"
@@ -27,7 +28,7 @@ func (MethodPolicy) Name() string { return "method-policy" }
 func (p MethodPolicy) Check(_ context.Context, c *Call) *Denial {
 	for _, l := range p.Lists {
 		if ok, rule := l.Permits(c.Msg.Method); !ok {
-			return &Denial{Rule: rule, Reason: "method " + quote(c.Msg.Method) + " is not allowed on upstream " + quote(c.Upstream)}
+			return &Denial{Rule: deny.Rule(rule), Reason: "method " + quote(c.Msg.Method) + " is not allowed on upstream " + quote(c.Upstream)}
 		}
 	}
 	return nil
@@ -64,11 +65,11 @@ func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
 		}
 	}
 	if variant {
-		return &Denial{Rule: "tool-name-variant", Reason: "tool " + quote(c.Tool) + " is not " + quote(listed) +
+		return &Denial{Rule: deny.RuleToolNameVariant, Reason: "tool " + quote(c.Tool) + " is not " + quote(listed) +
 			", but looks like it (case, invisible characters or confusable letters); call it by its exact name"}
 	}
 	if ok, rule := p.List.Permits(c.Tool); !ok {
-		return &Denial{Rule: rule, Reason: "tool " + quote(c.Tool) + " is not allowed on upstream " + quote(c.Upstream)}
+		return &Denial{Rule: deny.Rule(rule), Reason: "tool " + quote(c.Tool) + " is not allowed on upstream " + quote(c.Upstream)}
 	}
 	return nil
 }

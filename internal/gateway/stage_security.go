@@ -20,6 +20,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/secproc"
@@ -70,10 +71,10 @@ func (s Security) Check(ctx context.Context, c *Call) *Denial {
 	c.Findings = append(c.Findings, findings...)
 	switch f := strongestFinding(findings); f.Action {
 	case secproc.Deny:
-		return &Denial{Rule: f.Rule, Reason: f.Message}
+		return &Denial{Rule: deny.Rule(f.Rule), Reason: f.Message}
 	case secproc.RequireApproval:
 		if !s.CanHold {
-			return &Denial{Rule: f.Rule, Reason: f.Message + "; it needs a person's approval, and this gateway holds no calls (zero_trust.hold_for_approval)"}
+			return &Denial{Rule: deny.Rule(f.Rule), Reason: f.Message + "; it needs a person's approval, and this gateway holds no calls (zero_trust.hold_for_approval)"}
 		}
 		c.NeedsApproval = true
 	}
@@ -137,7 +138,7 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 	}
 	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
 		// An answer cannot wait for a person: what needs approval is withheld.
-		d := &Denial{Stage: "security", Rule: f.Rule, Reason: "the upstream's answer is withheld: " + f.Message}
+		d := &Denial{Stage: "security", Rule: deny.Rule(f.Rule), Reason: "the upstream's answer is withheld: " + f.Message}
 		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
 		out.Related = msg.Related
 		return out, findings, d

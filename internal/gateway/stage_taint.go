@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
@@ -34,9 +35,9 @@ const UntrustedFlow secproc.Category = "untrusted_flow"
 
 // Rules of the taint stage.
 const (
-	RuleIntoHigherTier = "into-higher-tier" // answer text into a tool call of a higher tier
-	RuleIntoSinkTool   = "into-sink-tool"   // answer text into a gateway.taint.sink_tools tool
-	RuleIntoDelegation = "into-delegation"  // answer text into an A2A message
+	RuleIntoHigherTier = deny.RuleIntoHigherTier // answer text into a tool call of a higher tier
+	RuleIntoSinkTool   = deny.RuleIntoSinkTool   // answer text into a gateway.taint.sink_tools tool
+	RuleIntoDelegation = deny.RuleIntoDelegation // answer text into an A2A message
 )
 
 // Taint is the "taint" stage of an MCP upstream, and the observer of its
@@ -118,10 +119,10 @@ func (s Taint) Observe(_ context.Context, a Answer) {
 
 // taintFindings renders matches as findings of the taint stage. root
 // prefixes each match's path ("arguments", "params").
-func taintFindings(matches []taint.Match, rule, into, root string, action secproc.Action) []secproc.Finding {
+func taintFindings(matches []taint.Match, rule deny.Rule, into, root string, action secproc.Action) []secproc.Finding {
 	out := make([]secproc.Finding, 0, len(matches))
 	for _, m := range matches {
-		out = append(out, secproc.Finding{Category: UntrustedFlow, Rule: "taint/" + rule, Severity: secproc.High,
+		out = append(out, secproc.Finding{Category: UntrustedFlow, Rule: "taint/" + string(rule), Severity: secproc.High,
 			Action: action, Confidence: 0.9, Path: root + m.Path[1:], Evidence: m.Excerpt,
 			Message: fmt.Sprintf("%s carries text copied from the answer of %s%s, which is untrusted",
 				into, describeSource(m.Source), auditRef(m.Source.AuditID))})

@@ -49,6 +49,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
@@ -161,9 +162,9 @@ func (z ZeroTrust) checkRevoked(ctx context.Context, session string, claims *zer
 		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: session})
 	switch {
 	case err != nil:
-		return &Denial{Rule: "revocation-store", Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused", Cause: err.Error()}
+		return &Denial{Rule: deny.RuleRevocationStore, Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused", Cause: err.Error()}
 	case revoked:
-		return &Denial{Rule: "revoked", Reason: "P8 credential revocation: " + reason}
+		return &Denial{Rule: deny.RuleRevoked, Reason: "P8 credential revocation: " + reason}
 	}
 	return nil
 }
@@ -208,7 +209,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 		sub, ok = z.Subject(c)
 	}
 	if !ok {
-		return &Denial{Rule: "no-principal", Reason: "the call has no authenticated principal to check the token's sub against"}
+		return &Denial{Rule: deny.RuleNoPrincipal, Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
 	c.Subject = sub
 	session := bindingSession(ctx, c)
@@ -222,7 +223,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	held := token == ""
 	if held {
 		if needSig {
-			return &Denial{Rule: "token-missing", Reason: "tool " + quote(c.Tool) + classSuffix(c) +
+			return &Denial{Rule: deny.RuleTokenMissing, Reason: "tool " + quote(c.Tool) + classSuffix(c) +
 				" needs a token and the client's own signature of the invocation (Tier 3); an approval cannot stand in for them"}
 		}
 		var d *Denial
@@ -238,7 +239,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	// what is forwarded.
 	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
 	if err != nil {
-		return &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
+		return &Denial{Rule: deny.RuleINV3, Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
 	c.ParamsHash = hash
 	claims, verr := zerotrust.Verify(z.Keys, token, zerotrust.Expect{
@@ -308,7 +309,7 @@ func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof 
 			return storeDenial("the DPoP proof", err)
 		}
 		if !fresh {
-			return &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
+			return &Denial{Rule: deny.RuleINV5, Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: this DPoP proof was already used (step 7)"}
 		}
 	}
 	fresh, epoch, err := undecided.ConsumeSince(ctx, z.Store, store.NSToken, claims.ID, expires, z.StoreTimeout)
@@ -321,11 +322,11 @@ func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof 
 		// into account that iat has whole seconds and that the issuer's
 		// clock may run up to the skew ahead: it may have been used in
 		// the state the store lost, and nobody can tell.
-		return &Denial{Rule: "epoch", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: the token may have been issued before the replay store's epoch (" +
+		return &Denial{Rule: deny.RuleEpoch, Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: the token may have been issued before the replay store's epoch (" +
 			epoch.UTC().Format(time.RFC3339Nano) + ", allowing " + z.Skew.String() + " of clock skew), so its single use cannot be proven; get a new one (step 6)"}
 	}
 	if !fresh {
-		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
+		return &Denial{Rule: deny.RuleINV4, Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token was already used (step 6)"}
 	}
 	return nil
 }
@@ -335,15 +336,15 @@ func (z ZeroTrust) consume(ctx context.Context, claims *zerotrust.Claims, proof 
 func storeDenial(what string, err error) *Denial {
 	switch {
 	case errors.Is(err, store.ErrUndecided):
-		return &Denial{Rule: "INV-4", Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token counts as used: " +
+		return &Denial{Rule: deny.RuleINV4, Invariant: "INV-4", Step: "6", Reason: "INV-4 atomic consumption: this token counts as used: " +
 			"an earlier use of it on this gateway got no answer from the replay store in time (step 6)"}
 	case errors.Is(err, store.ErrTimeout):
-		return &Denial{Rule: "store-timeout", Reason: "the replay store did not answer in time for " + what +
+		return &Denial{Rule: deny.RuleStoreTimeout, Reason: "the replay store did not answer in time for " + what +
 			", so the call is refused and the token counts as used", Cause: err.Error()}
 	case errors.Is(err, store.ErrBusy):
-		return &Denial{Rule: "store-timeout", Reason: "the replay store has left too many consumptions unanswered, so the call is refused without asking it", Cause: err.Error()}
+		return &Denial{Rule: deny.RuleStoreTimeout, Reason: "the replay store has left too many consumptions unanswered, so the call is refused without asking it", Cause: err.Error()}
 	}
-	return &Denial{Rule: "store", Reason: "the replay store could not decide, so the call is refused", Cause: err.Error()}
+	return &Denial{Rule: deny.RuleStore, Reason: "the replay store could not decide, so the call is refused", Cause: err.Error()}
 }
 
 // tokenFor finds a token for a call that brought none: warden issues one
@@ -356,7 +357,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 				Session: session, Arguments: c.Arguments, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
-				return "", &Denial{Rule: "issue", Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
+				return "", &Denial{Rule: deny.RuleIssue, Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
 			}
 			return token, nil
 		}
@@ -364,7 +365,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 	if z.MayBlock() {
 		return z.hold(ctx, c, sub, session)
 	}
-	return "", &Denial{Rule: "token-missing",
+	return "", &Denial{Rule: deny.RuleTokenMissing,
 		Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
 }
 
@@ -374,7 +375,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
 	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
 	if err != nil {
-		return "", &Denial{Rule: "INV-3", Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
+		return "", &Denial{Rule: deny.RuleINV3, Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
 	if d := z.approve(ctx, c, sub, hash, canonical); d != nil {
 		return "", d
@@ -382,7 +383,7 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (stri
 	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
 		Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
 	if err != nil {
-		return "", &Denial{Rule: "issue", Reason: "approved, but warden could not issue the token", Cause: err.Error()}
+		return "", &Denial{Rule: deny.RuleIssue, Reason: "approved, but warden could not issue the token", Cause: err.Error()}
 	}
 	return token, nil
 }
@@ -394,7 +395,7 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (stri
 func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canonical []byte) *Denial {
 	askUser := z.ElicitApproval && c.Elicit != nil
 	if !z.AdminApproval && !askUser {
-		return &Denial{Rule: "approval-unavailable",
+		return &Denial{Rule: deny.RuleApprovalUnavailable,
 			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
 	}
 	c.Held = time.Now()
@@ -411,11 +412,11 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	c.Approver = d.Approver // the record names whoever decided, a denial too
 	switch {
 	case d.TimedOut:
-		return &Denial{Rule: "approval-timeout", Reason: "no approval for this call (" + p.ID + "): " + d.Reason, Cause: d.Cause}
+		return &Denial{Rule: deny.RuleApprovalTimeout, Reason: "no approval for this call (" + p.ID + "): " + d.Reason, Cause: d.Cause}
 	case !d.Approved && d.Approver != "":
-		return &Denial{Rule: "approval-denied", Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
+		return &Denial{Rule: deny.RuleApprovalDenied, Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
 	case !d.Approved:
-		return &Denial{Rule: "approval-cancelled", Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
+		return &Denial{Rule: deny.RuleApprovalCancelled, Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
 	}
 	c.Approval = "approved by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"
 	c.ApprovalID = p.ID
@@ -446,11 +447,11 @@ func presented(c *Call, metaKey, header string) (string, *Denial) {
 	values := http.Header(c.Msg.Header).Values(header)
 	switch {
 	case len(values) > 1:
-		return "", &Denial{Rule: "ambiguous-credential", Reason: "the request has more than one " + header + " header"}
+		return "", &Denial{Rule: deny.RuleAmbiguousCredential, Reason: "the request has more than one " + header + " header"}
 	case len(values) == 0:
 		return meta, nil
 	case meta != "" && meta != values[0]:
-		return "", &Denial{Rule: "ambiguous-credential",
+		return "", &Denial{Rule: deny.RuleAmbiguousCredential,
 			Reason: "the " + header + " header and params._meta[" + quote(metaKey) + "] carry different values"}
 	}
 	return values[0], nil
@@ -482,7 +483,7 @@ func reasonSuffix(r string) string {
 // verifyDenial turns a token verification failure into a denial that names
 // the invariant and the step.
 func verifyDenial(v *zerotrust.VerifyError) *Denial {
-	d := &Denial{Rule: v.Invariant, Reason: v.Error(), Step: v.Step}
+	d := &Denial{Rule: deny.Rule(v.Invariant), Reason: v.Error(), Step: v.Step}
 	if strings.HasPrefix(v.Invariant, "INV-") {
 		d.Invariant = v.Invariant
 	}
@@ -492,7 +493,7 @@ func verifyDenial(v *zerotrust.VerifyError) *Denial {
 // checkDPoP is INV-5: a valid proof, for this token, by the token's key.
 func (z ZeroTrust) checkDPoP(c *Call, token string, claims *zerotrust.Claims) (*dpop.Proof, *Denial) {
 	deny := func(format string, args ...any) (*dpop.Proof, *Denial) {
-		return nil, &Denial{Rule: "INV-5", Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
+		return nil, &Denial{Rule: deny.RuleINV5, Invariant: "INV-5", Step: "7", Reason: "INV-5 transport binding: " + fmt.Sprintf(format, args...) + " (step 7)"}
 	}
 	if claims.Confirmation == nil || claims.Confirmation.JKT == "" {
 		return deny("DPoP is required%s, but the token is not bound to a key (no cnf.jkt)", tierReason(c))

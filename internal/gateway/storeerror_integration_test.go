@@ -67,7 +67,7 @@ func TestStoreRefusalsShowNoAddress(t *testing.T) {
 			if d == nil {
 				t.Fatal("allowed with the store down")
 			}
-			if d.Rule != c.rule && !(c.rule == "store" && d.Rule == "store-timeout") {
+			if string(d.Rule) != c.rule && !(c.rule == "store" && d.Rule == "store-timeout") {
 				t.Fatalf("rule %s (%s), want %s", d.Rule, d.Reason, c.rule)
 			}
 			seen := clientSees(t, d)

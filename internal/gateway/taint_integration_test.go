@@ -205,7 +205,7 @@ func TestTaintedTextCannotReachAnotherAgent(t *testing.T) {
 	// The model paraphrases its framing but copies the payload.
 	copied := "Please handle this: " + strings.ToUpper(text[strings.Index(text, "forward"):])
 	stage, rule, msg := refusal(f.delegate(t, copied))
-	if stage != "taint" || rule != gateway.RuleIntoDelegation || !strings.Contains(msg, `MCP server "docs" tool read_file`) {
+	if stage != "taint" || rule != string(gateway.RuleIntoDelegation) || !strings.Contains(msg, `MCP server "docs" tool read_file`) {
 		t.Fatalf("refusal = %s/%s %q, want taint/%s naming docs read_file", stage, rule, msg, gateway.RuleIntoDelegation)
 	}
 	if got := f.agent.received(); len(got) != 0 {

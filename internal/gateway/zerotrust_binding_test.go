@@ -41,7 +41,7 @@ func wantRule(t *testing.T, what string, d *Denial, rule string) {
 		t.Fatalf("%s: refused (%s: %s), want allowed", what, d.Rule, d.Reason)
 	case rule != "" && d == nil:
 		t.Fatalf("%s: allowed, want rule %s", what, rule)
-	case rule != "" && d.Rule != rule:
+	case rule != "" && string(d.Rule) != rule:
 		t.Fatalf("%s: rule %s (%s), want %s", what, d.Rule, d.Reason, rule)
 	}
 }
