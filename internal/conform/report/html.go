@@ -64,7 +64,8 @@ func (res *Results) WriteHTML(w io.Writer) error {
 		Compositions []Finding
 		CXs          []cx
 		TriageLine   string
-	}{doc, ir.Principles, rows, columns, doc.Compositions, cxs, triageLine(doc.Summary.ByTriage)}
+		BehindLine   string
+	}{doc, ir.Principles, rows, columns, doc.Compositions, cxs, triageLine(doc.Summary.ByTriage), res.BehindLine()}
 	return htmlPage.Execute(w, data)
 }
 
@@ -110,7 +111,7 @@ section.cx { border-top: 1px solid #ddd; padding-top: 0.5em; }
 </head>
 <body>
 <h1>AgentConform: protocol × principle matrix</h1>
-<p id="summary">{{.Doc.Summary.Cells}} cells: {{.Doc.Summary.Violated}} violated, {{.Doc.Summary.Holds}} hold. Triage: {{.TriageLine}}. Behind warden (modelled, not a run): {{.Doc.Summary.WardenViolations}} properties still violated in the models behind the gateway. Replay: {{.Doc.Replay}}.</p>
+<p id="summary">{{.Doc.Summary.Cells}} cells: {{.Doc.Summary.Violated}} violated, {{.Doc.Summary.Holds}} hold. Triage: {{.TriageLine}}. {{.BehindLine}} Replay: {{.Doc.Replay}}.</p>
 <p>Each cell: ✗ violated or ✓ holds, the triage label and the taxonomy class (SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness); † the violation needs an Adversary action. A violated cell links to its counterexample.</p>
 <table id="matrix">
 <thead><tr><th>protocol</th>{{range .Principles}}<th>{{.}}</th>{{end}}</tr></thead>

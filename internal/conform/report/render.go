@@ -31,13 +31,17 @@ const WardenModelled = "modelled: the model's variant behind the gateway (NAME+w
 
 // Summary counts the cells.
 type Summary struct {
-	Cells            int            `json:"cells"`
-	Violated         int            `json:"violated"`
-	Holds            int            `json:"holds"`
-	ByTriage         map[string]int `json:"by_triage"`
-	CSInvariants     int            `json:"cs_invariants"`
-	CSViolated       int            `json:"cs_violated"`
-	WardenViolations int            `json:"warden_violations"`
+	Cells        int            `json:"cells"`
+	Violated     int            `json:"violated"`
+	Holds        int            `json:"holds"`
+	ByTriage     map[string]int `json:"by_triage"`
+	CSInvariants int            `json:"cs_invariants"`
+	CSViolated   int            `json:"cs_violated"`
+	// ModelledWardenViolations counts the properties still violated in
+	// the models behind the gateway (NAME+warden): a model check, not a
+	// run. BehindWarden is the result of a run (BehindLine).
+	ModelledWardenViolations int    `json:"modelled_warden_violations"`
+	BehindWarden             string `json:"behind_warden"`
 }
 
 // JSONDocument assembles the JSON form.
@@ -47,7 +51,8 @@ func (res *Results) JSONDocument() (*Document, error) {
 		return nil, err
 	}
 	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: res.replayLine(),
-		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}}, WardenResults: WardenModelled}
+		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}, BehindWarden: res.BehindLine()},
+		WardenResults: WardenModelled}
 	for _, c := range cells {
 		if c.Result == NotModelled {
 			continue
@@ -69,7 +74,7 @@ func (res *Results) JSONDocument() (*Document, error) {
 			}
 		}
 		if f.WardenResult != "holds" {
-			doc.Summary.WardenViolations++
+			doc.Summary.ModelledWardenViolations++
 		}
 	}
 	return doc, nil
@@ -137,9 +142,8 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 		b.WriteString("\n")
 	}
 	s := doc.Summary
-	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. Behind warden (modelled, not a run): %d of %d properties "+
-		"still violated in the models behind the gateway.%s\n",
-		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), s.WardenViolations, len(res.Findings), res.behindLine())
+	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. %s\n",
+		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), res.BehindLine())
 	b.WriteString("\nClasses: SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness. " +
 		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, BOTH = BOTH-FAIL, IMPL = IMPL-FAIL, MODEL = MODEL-FAIL, PASS.\n")
 	writeColumnsMarkdown(&b, doc.Cells)
@@ -170,18 +174,39 @@ func triageLine(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// behindLine counts the outcomes of the replay behind the real gateway, or
-// is empty without one.
-func (res *Results) behindLine() string {
+// BehindLine is the summary's sentence about warden: from a replay behind
+// the real gateway (matrix --against), how many probes still reproduced,
+// with the configuration the gateway ran; without one, that nothing was
+// run. A count of the modelled variants (NAME+warden) is never printed as
+// a result behind the gateway: those are the tables' "(modelled)" columns.
+func (res *Results) BehindLine() string {
 	if res.behind == nil {
-		return ""
+		return "Behind warden: not run (--against TARGET replays through the real gateway); " +
+			"the \"(modelled)\" columns are the models' variants behind the gateway, not results."
 	}
 	n := map[replay.Outcome]int{}
 	for _, r := range res.behind.Results {
 		n[r.Outcome]++
 	}
-	return fmt.Sprintf(" Replay behind the gateway (a run, %s): %d reproduced, %d blocked, %d inconclusive, %d unrealisable.",
-		res.behind.Target, n[replay.Reproduced], n[replay.Blocked], n[replay.Inconclusive], n[replay.Unrealisable])
+	line := fmt.Sprintf("Replay behind the gateway (a run, %s): %d of %d probes still reproduced; %d reproduced, %d blocked, %d inconclusive, %d unrealisable.",
+		res.behind.Target, n[replay.Reproduced], len(res.behind.Results),
+		n[replay.Reproduced], n[replay.Blocked], n[replay.Inconclusive], n[replay.Unrealisable])
+	if cfg := gatewayNotes(res.behind.Notes); cfg != "" {
+		line += " Gateway configuration: " + cfg + "."
+	}
+	return line
+}
+
+// gatewayNotes are the notes of a replay report that state the gateway's
+// configuration ("behind warden: ...").
+func gatewayNotes(notes []string) string {
+	var out []string
+	for _, n := range notes {
+		if c, ok := strings.CutPrefix(n, "behind warden: "); ok {
+			out = append(out, c)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // replayLine describes the replay behind the matrix, or "none".

@@ -142,8 +142,20 @@ func TestWardenColumnSaysModelled(t *testing.T) {
 	}
 	out := md.String()
 	if strings.Contains(out, "→ warden = result behind the gateway") || !strings.Contains(out, "→ warden (modelled)") ||
-		!strings.Contains(out, "Behind warden (modelled, not a run)") || strings.Contains(out, "Replay behind the gateway") {
+		!strings.Contains(out, "Behind warden: not run") || strings.Contains(out, "Replay behind the gateway") {
 		t.Errorf("markdown presents the modelled column as a result:\n%s", out)
+	}
+	// The headline count of what is still violated behind warden comes
+	// only from a run: a model check prints none.
+	if strings.Contains(out, "still violated") || strings.Contains(out, "of 66") {
+		t.Errorf("a model check prints a behind-warden headline:\n%s", out)
+	}
+	var page bytes.Buffer
+	if err := res.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(page.String(), "still violated") || !strings.Contains(page.String(), "Behind warden: not run") {
+		t.Errorf("the HTML summary prints a behind-warden headline without a run")
 	}
 	doc, err := res.JSONDocument()
 	if err != nil {
@@ -152,14 +164,18 @@ func TestWardenColumnSaysModelled(t *testing.T) {
 	if !strings.HasPrefix(doc.WardenResults, "modelled") {
 		t.Errorf("warden_results = %q", doc.WardenResults)
 	}
-	res.Against(nil, &replay.Report{Target: "mock:mcp+warden", Protocol: "MCP", Mode: "mock", Results: []replay.Result{
-		{Model: "mcp", Property: "P1_identity", Outcome: replay.Blocked},
-		{Model: "mcp", Property: "WF_wire", Outcome: replay.Inconclusive}}})
+	res.Against(nil, &replay.Report{Target: "mock:mcp+warden", Protocol: "MCP", Mode: "mock",
+		Notes: []string{"behind warden: require_token [echo]"}, Results: []replay.Result{
+			{Model: "mcp", Property: "P1_identity", Outcome: replay.Blocked},
+			{Model: "mcp", Property: "WF_wire", Outcome: replay.Inconclusive}}})
 	md.Reset()
 	if err := res.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	if want := "Replay behind the gateway (a run, mock:mcp+warden): 0 reproduced, 1 blocked, 1 inconclusive"; !strings.Contains(md.String(), want) {
-		t.Errorf("markdown lacks %q:\n%s", want, md.String())
+	for _, want := range []string{"Replay behind the gateway (a run, mock:mcp+warden): 0 of 2 probes still reproduced; 0 reproduced, 1 blocked, 1 inconclusive",
+		"Gateway configuration: require_token [echo]."} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
 	}
 }
