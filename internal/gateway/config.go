@@ -237,8 +237,12 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 		}
 		return newA2AFlow(taintStage, a.RequireApproval, a.Name, queue, logger)
 	}
-	if opts.A2A, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
+	var cardPins io.Closer
+	if opts.A2A, cardPins, err = a2aHandlers(gc, opts.Authenticate, rs, flow, logger); err != nil {
 		return Options{}, err
+	}
+	if cardPins != nil {
+		opts.Closers = append(opts.Closers, cardPins)
 	}
 	specs := make([]AGUISpec, len(gc.AGUI))
 	for i, a := range gc.AGUI {
@@ -600,19 +604,9 @@ func pinner(gc config.GatewayConfig, logger *slog.Logger) (*pin.Pinner, io.Close
 		}
 		st = s
 	default:
-		path := pc.StorePath
-		if path == "" {
-			dir := gc.ZeroTrust.DataDir
-			if dir == "" {
-				dir = zerotrust.DefaultDataDir()
-			}
-			if dir == "" {
-				return nil, nil, errors.New("no store_path and no data directory: set store_path, zero_trust.data_dir or WARDEN_DATA_DIR")
-			}
-			if err := os.MkdirAll(dir, 0o700); err != nil {
-				return nil, nil, err
-			}
-			path = filepath.Join(dir, "pins.db")
+		path, err := pinStorePath(gc)
+		if err != nil {
+			return nil, nil, err
 		}
 		s, err := pin.OpenSQLite(path)
 		if err != nil {
@@ -650,4 +644,24 @@ func pinner(gc config.GatewayConfig, logger *slog.Logger) (*pin.Pinner, io.Close
 		return nil, nil, err
 	}
 	return p, st, nil
+}
+
+// pinStorePath is the SQLite file of the pins (tool and agent card pins
+// share it): gateway.pinning.store_path, or pins.db in the data directory,
+// which it creates.
+func pinStorePath(gc config.GatewayConfig) (string, error) {
+	if gc.Pinning.StorePath != "" {
+		return gc.Pinning.StorePath, nil
+	}
+	dir := gc.ZeroTrust.DataDir
+	if dir == "" {
+		dir = zerotrust.DefaultDataDir()
+	}
+	if dir == "" {
+		return "", errors.New("no store_path and no data directory: set store_path, zero_trust.data_dir or WARDEN_DATA_DIR")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "pins.db"), nil
 }
