@@ -42,6 +42,27 @@ func TestExternalCorpusReport(t *testing.T) {
 	for _, c := range cases {
 		byID[c.ID] = c
 	}
+	// Recall per held-out source: the misses counted, not shown.
+	type tally struct{ malicious, missed int }
+	perSource := map[string]*tally{}
+	for _, c := range cases {
+		if c.Split == SplitHeldOut && c.Label == Malicious {
+			if perSource[c.Source] == nil {
+				perSource[c.Source] = &tally{}
+			}
+			perSource[c.Source].malicious++
+		}
+	}
+	for _, miss := range r.HeldOut.Misses {
+		if c := byID[miss.ID]; c.Label == Malicious {
+			perSource[c.Source].missed++
+		}
+	}
+	for _, src := range r.Sources[SplitHeldOut] {
+		if n := perSource[src]; n != nil {
+			t.Logf("held-out %s: %d malicious, recall %.3f", src, n.malicious, float64(n.malicious-n.missed)/float64(n.malicious))
+		}
+	}
 	for _, s := range []struct {
 		name string
 		m    Metrics
@@ -59,7 +80,8 @@ func TestExternalCorpusReport(t *testing.T) {
 }
 
 // Floors of the held-out measurement, per category: a regression guard set
-// from the measurement of 2026-11-27 (see docs/security-processor.md), not
+// from the second measurement of 2026-11-27 (command injection 0.652,
+// injected instructions 0.600; see docs/security-processor.md), not
 // the targets (recall ≥ 0.90 and FP rate ≤ 0.02), which command injection
 // and injected instructions do not meet. Raise a floor when the detectors
 // get better; never lower one to make a change pass. minMalicious and
@@ -70,8 +92,8 @@ var externalFloors = []struct {
 	minMalicious, minBenign int
 }{
 	{FileAccess, 0.90, 0.02, 100, 20},
-	{CommandInjection, 0.45, 0.02, 15, 1500},
-	{InjectedInstructions, 0.40, 0.02, 20, 1500},
+	{CommandInjection, 0.60, 0.02, 23, 1500},
+	{InjectedInstructions, 0.55, 0.02, 20, 1500},
 }
 
 // TestExternalCorpusFloors fails when the processor's recall or false
