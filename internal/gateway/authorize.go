@@ -106,7 +106,7 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 	if !ok {
 		return "", nil, &Denial{Rule: deny.RuleNoPrincipal, Reason: "the request has no authenticated principal to issue a token for"}
 	}
-	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
+	hash, canonical, err := c.Hashed()
 	if err != nil {
 		return "", nil, &Denial{Rule: deny.RuleINV3, Invariant: "INV-3", Code: jsonrpc.CodeInvalidParams,
 			Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}

@@ -320,6 +320,9 @@ func (r *Relay) relayClientCall(ctx context.Context, msg *jsonrpc.Message) {
 	if call != nil {
 		d.Tool, d.Actor, d.ParamsHash, d.JTI, d.Approver = call.Tool, call.Subject, call.ParamsHash, call.JTI, call.Approver
 		d.Approval, d.Held, d.Decided = call.Approval, call.Held, call.Decided
+		if d.ParamsHash == "" { // a stage hashed the arguments: the record need not again
+			d.ParamsHash = call.hashIfKnown()
+		}
 		if d.Actor == "" { // no token: the record names the authenticated client
 			d.Actor = r.principal
 		}

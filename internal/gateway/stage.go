@@ -9,6 +9,7 @@ import (
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/secproc"
+	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
 // A Stage is one named check of the request pipeline. Stages run in order on
@@ -73,6 +74,13 @@ type Call struct {
 	// tools looks up what the upstream's tools/list said about a tool.
 	tools ToolInfo
 
+	// The call's canonical arguments and parameters_hash, computed at most
+	// once (Hashed): set by the first stage that needs them.
+	hashed    bool
+	hash      string
+	canonical []byte
+	hashErr   error
+
 	// Elicit, when the client declared form elicitation, asks the client's
 	// user: it sends elicitation/create with params (on the stream of this
 	// call) and returns the client's answer. nil when the client cannot be
@@ -101,6 +109,31 @@ func newCall(msg *jsonrpc.Message, upstream, session string) (*Call, *Denial) {
 	c.Tool = name
 	c.Arguments, _ = jsonrpc.Lookup(msg.Params, "arguments")
 	return c, nil
+}
+
+// paramsHash is zerotrust.ParamsHash; a test counts its calls.
+var paramsHash = zerotrust.ParamsHash
+
+// Hashed returns the parameters_hash of the call's arguments and their
+// canonical (RFC 8785) form, as zerotrust.ParamsHash gives them. They are
+// computed once per call, by the first stage that asks: the zero-trust
+// stage, a mandate's match, an approval, the authorization API and the
+// record all share that one hashing. A Call belongs to the goroutine
+// relaying it, so Hashed needs no lock.
+func (c *Call) Hashed() (hash string, canonical []byte, err error) {
+	if !c.hashed {
+		c.hash, c.canonical, c.hashErr = paramsHash(c.Arguments)
+		c.hashed = true
+	}
+	return c.hash, c.canonical, c.hashErr
+}
+
+// hashIfKnown returns the parameters_hash if a stage computed it, else "".
+func (c *Call) hashIfKnown() string {
+	if !c.hashed || c.hashErr != nil {
+		return ""
+	}
+	return c.hash
 }
 
 // Annotations returns the annotations the upstream's tools/list declared

@@ -235,9 +235,9 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	if z.Now != nil {
 		now = z.Now()
 	}
-	// Hash once: the canonical form is both what the token must bind and
-	// what is forwarded.
-	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
+	// The call's one hashing (Call.Hashed): the canonical form is both
+	// what the token must bind and what is forwarded.
+	hash, canonical, err := c.Hashed()
 	if err != nil {
 		return &Denial{Rule: deny.RuleINV3, Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
@@ -352,9 +352,9 @@ func storeDenial(what string, err error) *Denial {
 // person's approval; otherwise the call is refused.
 func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
 	if z.Signer != nil && len(z.Mandates) > 0 {
-		if hash, _, err := zerotrust.ParamsHash(c.Arguments); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
+		if hash, canonical, err := c.Hashed(); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
 			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-				Session: session, Arguments: c.Arguments, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
+				Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
 				return "", &Denial{Rule: deny.RuleIssue, Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
@@ -373,7 +373,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 // token warden issued for exactly the arguments the approver saw, on this
 // upstream and session.
 func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
-	hash, canonical, err := zerotrust.ParamsHash(c.Arguments)
+	hash, canonical, err := c.Hashed()
 	if err != nil {
 		return "", &Denial{Rule: deny.RuleINV3, Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
 	}
