@@ -19,6 +19,13 @@ import (
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
+// deferredSpans is how many operations wait, at most, for the Recorder's
+// goroutine to end their spans (telemetry.Options.Deferred): at the
+// few tens of µs each takes, a tenth of a second of a busy gateway's
+// calls. Beyond it spans are dropped and counted
+// (warden_telemetry_dropped_total).
+const deferredSpans = 4096
+
 // closerFunc adapts a function to io.Closer.
 type closerFunc func() error
 
@@ -80,15 +87,23 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 			if err != nil {
 				return fail(fmt.Errorf("telemetry.spans: %w", err))
 			}
-			tp = telemetry.NewTracerProvider(exp)
+			tp = telemetry.NewDeferredTracerProvider(exp)
 		}
 		opts.TracerProvider = tp
-		// First closer: the spans flush before the OCSF queue drains and
-		// before the audit log closes.
+		// Spans end off the call's path, on the Recorder's goroutine.
+		opts.Deferred = deferredSpans
+		var rec *telemetry.Recorder
+		// First closer: the Recorder's last spans end, then the spans
+		// flush, before the OCSF queue drains and before the audit log
+		// closes.
 		closers = append(closers, closerFunc(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			return tp.Shutdown(ctx)
+			var err error
+			if rec != nil {
+				err = rec.Close(ctx)
+			}
+			return errors.Join(err, tp.Shutdown(ctx))
 		}))
 		if ocsfOn {
 			path := t.OCSF.Path
@@ -111,7 +126,11 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 				return q.Close(ctx)
 			}))
 		}
-		rs.Spans = telemetry.NewRecorder(opts)
+		rec = telemetry.NewRecorder(opts)
+		rs.Spans = rec
+		if rs.Metrics != nil {
+			rs.Metrics.Recording = rec
+		}
 	}
 	if a.Enabled {
 		path := a.Path

@@ -7,6 +7,7 @@ package gateway
 //	warden_messages_total{upstream,direction,kind}
 //	warden_denials_total{upstream,stage}
 //	mcp_server_operation_duration_seconds{mcp_method_name,upstream}   histogram
+//	warden_telemetry_dropped_total{signal}, warden_telemetry_failed_total{signal}
 //
 // The duration is the OpenTelemetry MCP metric mcp.server.operation.duration:
 // from the request leaving warden to its answer arriving, with the buckets
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/telemetry"
 )
 
 // otherMethod labels every method that neither MCP nor A2A defines.
@@ -46,6 +48,11 @@ var durationBuckets = [...]float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
 // Metrics counts what the gateway handles. It is safe for concurrent use;
 // its zero value is ready.
 type Metrics struct {
+	// Recording, if set before first use, is the telemetry whose losses
+	// the page shows: spans its Recorder dropped, and OCSF events its
+	// Queue dropped or failed to export.
+	Recording *telemetry.Recorder
+
 	mu        sync.Mutex
 	messages  map[[3]string]uint64     // upstream, direction, kind; guarded by mu
 	denials   map[[2]string]uint64     // upstream, stage; guarded by mu
@@ -200,6 +207,20 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 		line = strconv.AppendFloat(line, h.sum, 'g', -1, 64)
 		line = append(append(append(line, "\nmcp_server_operation_duration_seconds_count{"...), labels...), "} "...)
 		line = strconv.AppendUint(line, h.count, 10)
+		line = append(line, '\n')
+		put()
+	}
+	if m.Recording != nil {
+		st := m.Recording.Stats()
+		line = append(line, "# HELP warden_telemetry_dropped_total Telemetry dropped by a full queue: spans (each with its OCSF events), or OCSF events.\n"+
+			"# TYPE warden_telemetry_dropped_total counter\n"+
+			`warden_telemetry_dropped_total{signal="spans"} `...)
+		line = strconv.AppendUint(line, st.Dropped, 10)
+		line = strconv.AppendUint(append(line, "\nwarden_telemetry_dropped_total{signal=\"ocsf\"} "...), st.OCSF.Dropped, 10)
+		line = append(line, "\n# HELP warden_telemetry_failed_total OCSF events whose export failed.\n"+
+			"# TYPE warden_telemetry_failed_total counter\n"+
+			`warden_telemetry_failed_total{signal="ocsf"} `...)
+		line = strconv.AppendUint(line, st.OCSF.Failed, 10)
 		line = append(line, '\n')
 		put()
 	}

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 )
 
@@ -173,4 +176,41 @@ func scrape(m *Metrics) string {
 	rec := httptest.NewRecorder()
 	m.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
+}
+
+// What telemetry loses is on the page: spans the Recorder's full (here,
+// closed) queue dropped, and OCSF events the Queue dropped.
+func TestMetricsShowTelemetryDrops(t *testing.T) {
+	ctx := context.Background()
+	q := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
+	rec := telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(), OCSFSink: q, Deferred: 1})
+	if err := rec.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		rec.Record(ctx, &telemetry.Operation{Method: "ping"})
+	}
+	q.EmitDeferred(2, nil)
+	page := func(m *Metrics) string {
+		w := httptest.NewRecorder()
+		m.ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
+		return w.Body.String()
+	}
+	body := page(&Metrics{Recording: rec})
+	for _, want := range []string{
+		"# TYPE warden_telemetry_dropped_total counter\n",
+		"\nwarden_telemetry_dropped_total{signal=\"spans\"} 3\n",
+		"\nwarden_telemetry_dropped_total{signal=\"ocsf\"} 2\n",
+		"\nwarden_telemetry_failed_total{signal=\"ocsf\"} 0\n",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if body := page(&Metrics{}); strings.Contains(body, "warden_telemetry") {
+		t.Errorf("metrics without telemetry show its losses:\n%s", body)
+	}
 }

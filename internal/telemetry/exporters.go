@@ -6,6 +6,8 @@ package telemetry
 // them the same way.
 //
 //	spans:  Recorder ─▶ TracerProvider ─▶ BatchSpanProcessor (bounded, drops) ─▶ SpanExporter
+//	        with Options.Deferred: Recorder ─End─▶ its queue (bounded, drops, counted)
+//	        ─▶ its goroutine ─▶ BatchSpanProcessor (bounded, waits) ─▶ SpanExporter
 //	OCSF:   Recorder ─Emit─▶ Queue (bounded, drops) ─▶ EventWriter (JSONL file | HTTPWriter)
 
 import (
@@ -188,12 +190,30 @@ func (e fileSpanExporter) Shutdown(ctx context.Context) error {
 // instead of blocking a call), with service.name "warden" on every span's
 // resource, so that a backend shows warden's spans under its name.
 func NewTracerProvider(exp sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
+	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(wardenResource()), sdktrace.WithBatcher(exp)}, opts...)
+	return sdktrace.NewTracerProvider(opts...)
+}
+
+// NewDeferredTracerProvider is NewTracerProvider for a Recorder with
+// Options.Deferred, whose goroutine alone ends spans: its batcher waits
+// for room in its queue (WithBlocking) instead of dropping spans the SDK
+// does not count. That holds up only the Recorder's goroutine, never a
+// call; the Recorder's own bounded queue is then the one place spans are
+// dropped, and it counts them (Recorder.Stats). Do not use it with a
+// Recorder that ends spans on the caller's goroutine.
+func NewDeferredTracerProvider(exp sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
+	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(wardenResource()),
+		sdktrace.WithBatcher(exp, sdktrace.WithBlocking())}, opts...)
+	return sdktrace.NewTracerProvider(opts...)
+}
+
+// wardenResource is the resource of warden's spans: service.name "warden".
+func wardenResource() *resource.Resource {
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", "warden")))
 	if err != nil { // cannot happen: the second resource has no schema URL
-		res = resource.Default()
+		return resource.Default()
 	}
-	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithBatcher(exp)}, opts...)
-	return sdktrace.NewTracerProvider(opts...)
+	return res
 }
 
 // OCSFExport says where OCSF events go.

@@ -42,7 +42,10 @@ package telemetry
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentwarden/warden/internal/ocsf"
@@ -93,17 +96,55 @@ type Options struct {
 	Product     ocsf.Product
 
 	Logger *slog.Logger
+
+	// Deferred, when positive, takes the end of each span off the
+	// caller's goroutine: End (and Record) queue the operation, up to
+	// Deferred of them, and one goroutine of the Recorder builds the
+	// span's attributes and events, ends it and hands its OCSF events to
+	// the sink. When the queue is full the operation is dropped: its span
+	// is never ended, so never exported, and its OCSF events are never
+	// built; Stats counts it, and the log says so at the first drop and
+	// every 1000th. Close drains the queue. 0 ends each span on the
+	// caller's goroutine, which tests that read a span at once rely on.
+	Deferred int
 }
 
-// Recorder records operations. It is immutable after NewRecorder and safe
-// for concurrent use.
+// Recorder records operations. Its configuration is immutable after
+// NewRecorder, and it is safe for concurrent use. With Options.Deferred it
+// runs one goroutine, which Close stops:
+//
+//	End ─▶ [ ends: bounded ] ─▶ goroutine: attributes, events, span.End, OCSF hand-off
+//	   └─ full or closed: dropped++
 type Recorder struct {
+	// immutable after NewRecorder
 	tracer     trace.Tracer
 	aitf, otel bool
 	capture    Capture
 	sink       EventSink
 	builder    ocsf.Builder
 	log        *slog.Logger
+	ends       chan ending   // nil unless Options.Deferred
+	done       chan struct{} // closed when the ending goroutine returns
+
+	ended, dropped atomic.Uint64
+
+	mu     sync.RWMutex // guards closed against a send on a closed ends
+	closed bool         // guarded by mu
+}
+
+// ending is a span to end with its operation, a copy the caller no longer
+// touches.
+type ending struct {
+	span *Span
+	op   *Operation
+}
+
+// RecorderStats counts what happened to the spans a Recorder ended: Ended
+// on its goroutine (Options.Deferred) or the caller's, Dropped by its
+// full queue. OCSF is the OCSF sink's counts when it is a Queue.
+type RecorderStats struct {
+	Ended, Dropped uint64
+	OCSF           QueueStats
 }
 
 // NewRecorder returns a Recorder.
@@ -121,6 +162,11 @@ func NewRecorder(opts Options) *Recorder {
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Deferred > 0 {
+		r.ends = make(chan ending, opts.Deferred)
+		r.done = make(chan struct{})
+		go r.run()
 	}
 	if len(opts.Conventions) == 0 {
 		r.aitf, r.otel = true, true
@@ -164,11 +210,76 @@ func (r *Recorder) Start(ctx context.Context, op *Operation) (context.Context, *
 
 // End sets the span's attributes and events from op, ends it at op.End (now
 // if zero), and hands op's OCSF events to the sink (to be built on the
-// sink's own goroutine when it is a DeferredSink, as a Queue is).
+// sink's own goroutine when it is a DeferredSink, as a Queue is). With
+// Options.Deferred all of that is done on the Recorder's goroutine, from a
+// copy of op made now.
 func (r *Recorder) End(s *Span, op *Operation) {
 	if op.End.IsZero() {
 		op.End = time.Now()
 	}
+	if r.ends == nil {
+		r.end(s, op)
+		return
+	}
+	cp := *op
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.closed {
+		select {
+		case r.ends <- ending{s, &cp}:
+			return
+		default:
+		}
+	}
+	if d := r.dropped.Add(1); d%1000 == 1 {
+		r.log.Warn("telemetry: span queue full; spans and their OCSF events dropped", "dropped", d)
+	}
+}
+
+// run ends the queued spans, until Close.
+func (r *Recorder) run() {
+	defer close(r.done)
+	for e := range r.ends {
+		r.end(e.span, e.op)
+	}
+}
+
+// Close stops a Recorder with Options.Deferred from taking spans, and waits
+// until the queued ones are ended or ctx ends. Spans ended afterwards are
+// dropped and counted. Close the Recorder before the tracer provider and
+// the OCSF sink, so that they get its last spans and events.
+func (r *Recorder) Close(ctx context.Context) error {
+	if r.ends == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if !r.closed {
+		r.closed = true
+		close(r.ends)
+	}
+	r.mu.Unlock()
+	select {
+	case <-r.done:
+		if d := r.dropped.Load(); d > 0 {
+			r.log.Warn("telemetry: spans lost", "ended", r.ended.Load(), "dropped", d)
+		}
+		return nil
+	case <-ctx.Done():
+		return errors.Join(errors.New("telemetry: span queue not drained"), ctx.Err())
+	}
+}
+
+// Stats returns the counters.
+func (r *Recorder) Stats() RecorderStats {
+	st := RecorderStats{Ended: r.ended.Load(), Dropped: r.dropped.Load()}
+	if q, ok := r.sink.(*Queue); ok {
+		st.OCSF = q.Stats()
+	}
+	return st
+}
+
+// end does End's work on the goroutine that calls it.
+func (r *Recorder) end(s *Span, op *Operation) {
 	b := spanBuilder{capture: r.capture, attrs: make([]attribute.KeyValue, 0, 24)}
 	if r.aitf {
 		r.aitfAttributes(&b, s.typ, op)
@@ -206,6 +317,7 @@ func (r *Recorder) End(s *Span, op *Operation) {
 		s.span.SetStatus(codes.Error, statusDescription(&b, op))
 	}
 	s.span.End(trace.WithTimestamp(op.End))
+	r.ended.Add(1)
 	if r.sink != nil {
 		r.emitEvents(ocsfCall(&b, s, op), op.Findings)
 	}
