@@ -3,7 +3,6 @@ package approval
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 )
@@ -63,26 +62,55 @@ func TestDecideNeedsAnApprover(t *testing.T) {
 	}
 }
 
+// raceBackend runs beforeTimeout just before the waiter's timeout settles
+// a request: the exact moment at which a decision and the timeout race.
+type raceBackend struct {
+	Backend
+	beforeTimeout func()
+}
+
+func (b *raceBackend) Settle(ctx context.Context, id string, d Decision, check func(Pending) error) error {
+	if d.TimedOut && b.beforeTimeout != nil {
+		f := b.beforeTimeout
+		b.beforeTimeout = nil
+		f()
+	}
+	return b.Backend.Settle(ctx, id, d, check)
+}
+
 // TestDecisionNeverLost: when a decision and the timeout race, Wait and
-// Decide agree — an accepted approval is never reported as a timeout.
+// Decide agree. The race is forced, not hoped for: the timer has fired and
+// the waiter is about to settle the call as timed out when the approval
+// lands (an accepted approval must then be what Wait reports), or the
+// timeout settles first (the approval must then be refused).
 func TestDecisionNeverLost(t *testing.T) {
-	for range 200 {
-		q := New(2 * time.Millisecond)
+	t.Run("decision lands first", func(t *testing.T) {
+		b := &raceBackend{Backend: NewMemoryBackend()}
+		q := NewQueue(Options{Timeout: time.Millisecond, Backend: b})
+		defer q.Close()
 		p := q.Submit(req())
-		var wg sync.WaitGroup
 		var decideErr error
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(2 * time.Millisecond)
-			decideErr = q.Decide(p.ID, true, "bob", "")
-		}()
+		b.beforeTimeout = func() { decideErr = q.Decide(p.ID, true, "bob", "ok") }
 		d := q.Wait(context.Background(), p.ID)
-		wg.Wait()
-		if decideErr == nil && !d.Approved {
+		if decideErr != nil {
+			t.Fatalf("Decide before the timeout settled: %v", decideErr)
+		}
+		if !d.Approved || d.TimedOut || d.Approver != "bob" {
 			t.Fatalf("Decide accepted the approval, but Wait reported %+v", d)
 		}
-	}
+	})
+	t.Run("timeout lands first", func(t *testing.T) {
+		q := New(time.Millisecond)
+		defer q.Close()
+		p := q.Submit(req())
+		d := q.Wait(context.Background(), p.ID)
+		if !d.TimedOut || d.Approved {
+			t.Fatalf("Wait = %+v, want a timeout", d)
+		}
+		if err := q.Decide(p.ID, true, "bob", "late"); !errors.Is(err, ErrUnknown) {
+			t.Fatalf("an approval after the timeout: %v, want ErrUnknown (the approver must not be told it took)", err)
+		}
+	})
 }
 
 func TestListOldestFirst(t *testing.T) {
