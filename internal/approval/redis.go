@@ -22,11 +22,11 @@ package approval
 // replicas), not Redis Cluster.
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"slices"
 	"strings"
 	"sync"
