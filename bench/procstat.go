@@ -25,6 +25,11 @@ func procCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	return parseStatCPU(path, data)
+}
+
+// parseStatCPU reads utime + stime from the contents of a /proc/PID/stat.
+func parseStatCPU(path string, data []byte) (time.Duration, error) {
 	// The command name, field 2, is in parentheses and may hold spaces or
 	// parentheses itself; the fields after the last ')' start at field 3.
 	i := bytes.LastIndexByte(data, ')')

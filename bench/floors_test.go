@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestMain lets a test run this binary as a floor relay, as the floors
+// section runs the bench binary.
+func TestMain(m *testing.M) {
+	if kind := os.Getenv("BENCH_TEST_FLOOR"); kind != "" {
+		os.Exit(runFloor(kind, "", "", os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// utime 150 and stime 25 ticks; the command name holds ") " itself.
+	line := "4242 (we) ird name) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 25 0 0 20 0 3 0 100 1000 10 18446744073709551615\n"
+	got, err := parseStatCPU("stat", []byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 175 * clockTick; got != want {
+		t.Errorf("CPU = %v, want %v", got, want)
+	}
+	if _, err := parseStatCPU("stat", []byte("4242 (short) S 1 2")); err == nil || !strings.Contains(err.Error(), "fields") {
+		t.Errorf("a truncated stat line: err = %v, want one about its fields", err)
+	}
+}
+
+func TestProcCPUGrowsWithWork(t *testing.T) {
+	before, err := procCPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for start := cpuTime(); cpuTime()-start < 100*time.Millisecond; {
+	}
+	after, err := procCPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after - before; d < 50*time.Millisecond {
+		t.Errorf("after 100 ms of work /proc/self/stat moved by %v", d)
+	}
+	if _, err := procCPU(1 << 30); err == nil {
+		t.Error("a pid that does not exist: no error")
+	}
+}
+
+// The byte-pipe floor passes every byte both ways unchanged and exits when
+// its client closes stdin.
+func TestFloorStdioRelaysBytes(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "cat")
+	cmd.Env = append(os.Environ(), "BENCH_TEST_FLOOR=stdio")
+	in, _ := cmd.StdinPipe()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, 1<<20)
+	rand.Read(data)
+	go func() { in.Write(data); in.Close() }()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("floor exited: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("the floor did not exit after its stdin closed")
+	}
+	if !bytes.Equal(out.Bytes(), data) {
+		t.Errorf("relayed %d bytes, not the %d sent", out.Len(), len(data))
+	}
+}
+
+// The HTTP floor forwards a request and streams the answer; it refuses to
+// listen anywhere but loopback.
+func TestFloorHTTP(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprintf(w, "data: %s %s\n\n", r.URL.Path, body)
+	}))
+	defer up.Close()
+	if err := floorHTTP("0.0.0.0:0", up.URL); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Fatalf("listen on 0.0.0.0: err = %v, want a refusal", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go floorHTTP(addr, up.URL)
+	var resp *http.Response
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		resp, err = http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(`{"id":1}`))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	line, _ := bufio.NewReader(resp.Body).ReadString('\n')
+	if want := "data: /mcp {\"id\":1}\n"; line != want {
+		t.Errorf("through the floor: %q, want %q", line, want)
+	}
+}
+
+// Every appended record is in the file, whole, once, when the appenders
+// have returned.
+func TestGroupFileKeepsEveryRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "floor.log")
+	g, err := openGroupFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n, each = 8, 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	seq := uint64(0)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ack := make(chan error, 1)
+			for range each {
+				mu.Lock()
+				seq++
+				s := seq
+				mu.Unlock()
+				if err := g.append(encodeFloorRecord(nil, s, time.Now()), ack); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	// Read before close: an append returned only after its record was
+	// written and synced.
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.close()
+	seen := map[uint64]bool{}
+	for i, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var rec struct {
+			Seq uint64 `json:"seq"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %d: %v: %q", i+1, err, line)
+		}
+		if seen[rec.Seq] {
+			t.Errorf("line %d: seq %d twice", i+1, rec.Seq)
+		}
+		seen[rec.Seq] = true
+	}
+	if len(seen) != n*each {
+		t.Errorf("%d records in the file, want %d", len(seen), n*each)
+	}
+}
+
+// The report shows a row's rounds, says why a row was not measured, and
+// says when a target is not met.
+func TestMarkdownRows(t *testing.T) {
+	rep := &report{Date: "now", Go: "go", CPUs: 2, Results: []Result{
+		spread(Result{Name: "spread row", Unit: "µs"}, []float64{3, 1, 2}),
+		{Name: "skipped row", Unit: "calls/s", Target: "≥ 1.5", Skipped: "npm is not installed"},
+		judge(Result{Name: "missed row", Value: 2, Unit: "×", Target: "≤ 1.0"}, false, "the pipe copies bytes"),
+		judge(Result{Name: "met row", Value: 1, Unit: "×", Target: "≤ 1.0", Note: "fine"}, true, "unused"),
+		target(Result{Name: "old missed row", Value: 2, Unit: "×", Target: "≤ 1.0"}, false),
+	}}
+	md := markdown(rep, 3, 10, 8, 100)
+	for _, want := range []string{
+		"| spread row | 2.00 µs (1.00–3.00) |  |  |",
+		"| skipped row | — | ≥ 1.5 |  |",
+		"- skipped row: not measured in this run: npm is not installed.",
+		"| missed row | 2.00 × | ≤ 1.0 | **no** |",
+		"- missed row: target not met: the pipe copies bytes.",
+		"- met row: fine.",
+		"- old missed row: target not met.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "unused") {
+		t.Error("a met target's row carries the reason it would not be met")
+	}
+	data, _ := json.Marshal(rep.Results[0])
+	var back Result
+	json.Unmarshal(data, &back)
+	if back.Min == nil || *back.Min != 1 || *back.Max != 3 || back.Value != 2 {
+		t.Errorf("results.json row %s: min, median, max not 1, 2, 3", data)
+	}
+}
