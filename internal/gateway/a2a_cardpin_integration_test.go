@@ -72,7 +72,7 @@ func TestA2ACardPinsPersist(t *testing.T) {
 	up, _ := demoUpstream(t, false)
 	stores := map[string]string{
 		"sqlite": fmt.Sprintf(`pinning: {enabled: true, store_path: %q}`, filepath.Join(t.TempDir(), "pins.db")),
-		"redis":  fmt.Sprintf(`pinning: {enabled: true, store: redis}
+		"redis": fmt.Sprintf(`pinning: {enabled: true, store: redis}
   zero_trust: {public_url: %%[1]q, store: redis, redis_url: %q}`, testenv.StartRedis(t, false).URL),
 	}
 	for name, pinning := range stores {

@@ -32,12 +32,12 @@ package pin
 // with replicas), not Redis Cluster.
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"slices"
 	"strings"
 	"sync"

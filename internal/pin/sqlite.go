@@ -1,11 +1,11 @@
 package pin
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"strings"
 	"sync/atomic"
 	"time"

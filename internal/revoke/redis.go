@@ -1,17 +1,16 @@
 package revoke
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
 )
 
 // Redis is a Registry on a Redis server, shared by every gateway that

@@ -1,11 +1,11 @@
 package revoke
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"sync/atomic"
 	"time"
 

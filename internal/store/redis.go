@@ -1,10 +1,10 @@
 package store
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"strconv"
 	"sync"
 	"sync/atomic"

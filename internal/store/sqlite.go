@@ -1,11 +1,11 @@
 package store
 
 import (
-	"github.com/agentwarden/warden/internal/storage"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/agentwarden/warden/internal/storage"
 	"log/slog"
 	"strconv"
 	"sync"
