@@ -9,10 +9,12 @@
 //	          (unknown fields, wrong types,     (ranges, enums, URLs, names,
 //	           duplicate keys, anchors, tags)    command xor url, patterns)
 //
-// The decoder walks the YAML node tree itself instead of using
-// yaml.Unmarshal, so it can reject what Unmarshal silently accepts: duplicate
-// keys, anchors, aliases and merge keys, explicit tags, YAML 1.1 octals and
-// booleans such as "yes", and a second document. Unquoted scalars read as
+// Each key of the file is spelled once, as the yaml tag of its field in
+// Config (schema.go lists the other tags the decoder reads). The decoder
+// walks the YAML node tree itself instead of using yaml.Unmarshal, so it
+// can reject what Unmarshal silently accepts: duplicate keys, anchors,
+// aliases and merge keys, explicit tags, YAML 1.1 octals and booleans such
+// as "yes", and a second document. Unquoted scalars read as
 // strings keep their text exactly as written ("1.10" stays "1.10").
 //
 // Every problem is addressed by its path ("gateway.upstreams[2].url") and,
@@ -97,10 +99,10 @@ const (
 // Validate, or in code starting from Default.
 type Config struct {
 	// Version is the file format version; it must be 1. Files must state it.
-	Version   int
-	Log       LogConfig
-	Gateway   GatewayConfig
-	Telemetry TelemetryConfig
+	Version   int             `yaml:"version"`
+	Log       LogConfig       `yaml:"log"`
+	Gateway   GatewayConfig   `yaml:"gateway"`
+	Telemetry TelemetryConfig `yaml:"telemetry"`
 
 	file string              // file name for problems; "" when built in code
 	pos  map[string]position // path → where its value is in the file
@@ -114,9 +116,9 @@ type Config struct {
 // LogConfig configures warden's own log.
 type LogConfig struct {
 	// Level is "debug", "info", "warn" or "error".
-	Level string
+	Level string `yaml:"level"`
 	// Format is "text" or "json".
-	Format string
+	Format string `yaml:"format"`
 }
 
 // SlogLevel returns Level as a slog.Level; it returns slog.LevelInfo for a
@@ -136,102 +138,102 @@ func (l LogConfig) SlogLevel() slog.Level {
 // GatewayConfig configures the MCP gateway: where it listens, what it
 // accepts, and the upstream servers it fronts.
 type GatewayConfig struct {
-	Listen ListenConfig
-	Limits LimitsConfig
+	Listen ListenConfig `yaml:"listen"`
+	Limits LimitsConfig `yaml:"limits"`
 	// Methods applies to every upstream and is checked before the upstream's
 	// own Methods list.
-	Methods List
+	Methods List `yaml:"methods"`
 	// DefaultUpstream names the upstream served at Listen.Path. When empty
 	// and there is exactly one upstream, that one is served there; see
 	// DefaultUpstreamName.
-	DefaultUpstream string
+	DefaultUpstream string `yaml:"default_upstream"`
 	// Upstreams are the MCP servers behind the gateway, each served at
 	// Listen.Path + "/" + Name. A valid Config has at least one.
-	Upstreams []Upstream
+	Upstreams []Upstream `yaml:"upstreams" what:"upstreams"`
 	// ZeroTrust configures the zero-trust stage for the upstreams whose
 	// RequireToken lists tools.
-	ZeroTrust ZeroTrustConfig
+	ZeroTrust ZeroTrustConfig `yaml:"zero_trust"`
 	// Admin is the admin listener (approvals), separate from Listen.
-	Admin AdminConfig
+	Admin AdminConfig `yaml:"admin"`
 	// Audit is the hash-chained audit log of every message handled.
-	Audit AuditConfig
+	Audit AuditConfig `yaml:"audit"`
 	// Security is the security processor (internal/secproc).
-	Security SecurityConfig
+	Security SecurityConfig `yaml:"security"`
 	// Taint follows untrusted answer text into consequential requests
 	// (AgentRFC CS). On unless disabled.
-	Taint TaintConfig
+	Taint TaintConfig `yaml:"taint"`
 	// Auth authenticates the listener's clients (AASM P1).
-	Auth AuthConfig
+	Auth AuthConfig `yaml:"auth"`
 	// Pinning pins every upstream's tool definitions (AASM P2).
-	Pinning PinningConfig
+	Pinning PinningConfig `yaml:"pinning"`
 	// AGUI are the AG-UI agents served through the gateway, each at
 	// /agui/<name> (see docs/agui.md).
-	AGUI []AGUIUpstream
+	AGUI []AGUIUpstream `yaml:"agui" what:"AG-UI agents ({name, url, ...})"`
 	// A2A are the A2A agents served through the gateway, each at
 	// <listen.path>/../a2a/<name> (see docs/a2a.md).
-	A2A []A2AUpstream
+	A2A []A2AUpstream `yaml:"a2a" what:"A2A agents ({name, url, ...})"`
 }
 
 // AGUIUpstream is one AG-UI agent behind the gateway. Headers values may
 // reference secrets as ${env:NAME}.
 type AGUIUpstream struct {
-	Name         string
-	URL          string
-	Headers      map[string]string
-	Actions      map[string]string // finding category → flag, quarantine or deny
-	MaxHeldBytes int
+	Name         string            `yaml:"name"`
+	URL          string            `yaml:"url"`
+	Headers      map[string]string `yaml:"headers"`
+	Actions      map[string]string `yaml:"actions"` // finding category → flag, quarantine or deny
+	MaxHeldBytes int               `yaml:"max_held_bytes"`
 }
 
 // A2AUpstream is one A2A agent behind the gateway.
 type A2AUpstream struct {
-	Name    string
-	URL     string // the agent's JSON-RPC endpoint
-	CardURL string // "" means the well-known path on URL's origin
-	Methods List
+	Name    string `yaml:"name"`
+	URL     string `yaml:"url"`      // the agent's JSON-RPC endpoint
+	CardURL string `yaml:"card_url"` // "" means the well-known path on URL's origin
+	Methods List   `yaml:"methods"`
 	// AllowExtendedCard lets the authenticated extended card through
 	// unverified (risky: see docs/a2a.md).
-	AllowExtendedCard bool
+	AllowExtendedCard bool `yaml:"allow_extended_card"`
 	// CardKeys are JWKS files of keys trusted to sign the agent card;
 	// RequireSignedCard refuses an unsigned card.
-	CardKeys          []string
-	RequireSignedCard bool
+	CardKeys          []string `yaml:"card_keys"`
+	RequireSignedCard bool     `yaml:"require_signed_card"`
 	// Delegation (AASM P3, INV-7).
-	Delegation A2ADelegation
+	Delegation A2ADelegation `yaml:"delegation"`
 	// RequireApproval are the methods (patterns) that need a person's
 	// consent (AASM P5): each such request is held for approval
 	// (zero_trust.hold_for_approval with the admin channel), or refused
 	// where nothing can hold it.
-	RequireApproval []Pattern
+	RequireApproval []Pattern `yaml:"require_approval"`
 }
 
 // A2ADelegation configures delegation-chain checks.
 type A2ADelegation struct {
-	Require bool
-	Agent   string
-	MaxHops int
+	Require bool   `yaml:"require"`
+	Agent   string `yaml:"agent"`
+	MaxHops int    `yaml:"max_hops"`
 	// Roots maps a principal to the scopes it may delegate.
-	Roots map[string][]string
+	Roots map[string][]string `yaml:"roots"`
 	// Keys maps an issuer (principal or agent) to a JWKS file of the keys
 	// its hops are signed with.
-	Keys map[string]string
+	Keys map[string]string `yaml:"keys"`
 }
 
 // PinningConfig configures tool pinning (internal/pin): a changed tool
 // definition (a rug pull) is blocked until a person re-approves it.
 type PinningConfig struct {
-	Enabled bool
+	Enabled bool `yaml:"enabled" present:"true"`
 	// FirstUse is "pin" (trust the first definition seen) or "hold" (a new
 	// tool waits for a person too).
-	FirstUse string
+	FirstUse string `yaml:"first_use"`
 	// Store is "sqlite" (DATA_DIR/pins.db, or StorePath), "memory" or
 	// "redis" (ZeroTrust.RedisURL, shared by every gateway on it; needs
 	// ZeroTrust.Store "redis"). "" means redis when ZeroTrust.Store is
 	// redis and StorePath is empty, else sqlite: see PinStore.
-	Store     string
-	StorePath string
+	Store     string `yaml:"store"`
+	StorePath string `yaml:"store_path"`
 	// Manifests are signed manifests (warden manifest sign) and the public
 	// keys that may have signed them.
-	Manifests []ManifestConfig
+	Manifests []ManifestConfig `yaml:"manifests" what:"manifests ({file, keys})"`
 }
 
 // PinStore returns where the pins of g live: Pinning.Store when set;
@@ -250,8 +252,8 @@ func (g GatewayConfig) PinStore() string {
 
 // ManifestConfig is one signed manifest.
 type ManifestConfig struct {
-	File string
-	Keys []string
+	File string   `yaml:"file"`
+	Keys []string `yaml:"keys"`
 }
 
 // AuthConfig configures client authentication on the HTTP listener: OAuth
@@ -259,15 +261,15 @@ type ManifestConfig struct {
 // request needs a credential, and the principal it names is whom each call
 // acts for (zero-trust tokens are checked against it).
 type AuthConfig struct {
-	Issuer   string
-	Audience string
-	JWKSURL  string
-	JWKSFile string
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+	JWKSURL  string `yaml:"jwks_url"`
+	JWKSFile string `yaml:"jwks_file"`
 	// SubjectClaim names the claim identifying the principal; "" is "sub".
-	SubjectClaim string
+	SubjectClaim string `yaml:"subject_claim"`
 	// APIKeys maps a principal's name to the lowercase hex SHA-256 of its
 	// key (warden keys api-key prints both).
-	APIKeys map[string]string
+	APIKeys map[string]string `yaml:"api_keys"`
 }
 
 // Enabled reports whether the listener authenticates clients.
@@ -276,8 +278,9 @@ func (a AuthConfig) Enabled() bool { return a.Issuer != "" || len(a.APIKeys) > 0
 // ListenTLS is the listener's TLS: a certificate and key (PEM files), and
 // optionally the CA (PEM) whose client certificates are required.
 type ListenTLS struct {
-	CertFile, KeyFile string
-	ClientCAFile      string
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
 }
 
 // Enabled reports whether the listener serves HTTPS.
@@ -289,19 +292,19 @@ func (t ListenTLS) Enabled() bool { return t.CertFile != "" }
 // A2A agent needs approval.
 type TaintConfig struct {
 	// Disabled turns tracking off (enabled: false).
-	Disabled bool
+	Disabled bool `yaml:"enabled" decode:"invert"`
 	// Action is what a tainted request gets: "require_approval" (the
 	// default: held for a person where the gateway holds calls, refused
 	// where it cannot), "deny" or "flag" (relayed and recorded).
-	Action string
+	Action string `yaml:"action"`
 	// MinMatch is the shortest copied run that counts, in letters and
 	// digits; 0 means 32.
-	MinMatch int
+	MinMatch int `yaml:"min_match"`
 	// SinkTools are tools (patterns) that no untrusted text may reach
 	// without approval, whatever their tier.
-	SinkTools []Pattern
+	SinkTools []Pattern `yaml:"sink_tools"`
 	// TTL is how long an answer taints; 0 means one hour.
-	TTL time.Duration
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // TaintActions are the values of gateway.taint.action.
@@ -310,37 +313,40 @@ var TaintActions = []string{"require_approval", "deny", "flag"}
 // SecurityConfig configures the security processor: which categories it
 // checks, what each finding does, and what is allowed.
 type SecurityConfig struct {
-	Enabled bool
+	Enabled bool `yaml:"enabled" present:"true"`
 	// Actions by category (file_access, command_injection, exfiltration,
 	// privilege_escalation, prompt_injection): "deny", "require_approval",
 	// "quarantine", "flag" or "off"; "" is the category's default.
-	Actions        map[string]string
-	AllowedRoots   []string
-	AllowedHosts   []string
-	SensitivePaths []string
-	Grants         []SecurityGrant
+	Actions        map[string]string `yaml:",inline" keys:"file_access command_injection exfiltration privilege_escalation prompt_injection" present:"{}"`
+	AllowedRoots   []string          `yaml:"allowed_roots"`
+	AllowedHosts   []string          `yaml:"allowed_hosts"`
+	SensitivePaths []string          `yaml:"sensitive_paths"`
+	Grants         []SecurityGrant   `yaml:"grants" what:"grants ({subject, upstream, tools, scopes})"`
 	// Rules are custom rules: regular expressions and CEL expressions.
-	Rules []SecurityRule
+	Rules []SecurityRule `yaml:"rules" what:"rules ({name, category, pattern or when, severity, action})"`
 }
 
 // SecurityGrant is what a subject may do on an upstream.
 type SecurityGrant struct {
-	Subject, Upstream string
-	Tools, Scopes     []string
+	Subject  string   `yaml:"subject"`
+	Upstream string   `yaml:"upstream"`
+	Tools    []string `yaml:"tools"`
+	Scopes   []string `yaml:"scopes"`
 }
 
 // SecurityRule is a custom rule of the security processor: a regular
 // expression (Pattern) or a CEL expression (When), exactly one of them
 // (see secproc.Rule).
 type SecurityRule struct {
-	Name, Category string
-	Pattern        string
-	When           string
+	Name     string `yaml:"name"`
+	Category string `yaml:"category"`
+	Pattern  string `yaml:"pattern"`
+	When     string `yaml:"when" decode:"expr"`
 	// Severity is "low", "medium", "high" or "critical"; "" is medium.
-	Severity string
+	Severity string `yaml:"severity"`
 	// Action is "deny", "require_approval" or "flag"; "" is the
 	// category's action. Quarantine is set for a category, not a rule.
-	Action string
+	Action string `yaml:"action"`
 }
 
 // Quarantined reports whether category's action is "quarantine": what the
@@ -422,58 +428,59 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 // enabled, every message the gateway handles is recorded before it leaves,
 // and a message whose record cannot be written does not go through.
 type AuditConfig struct {
-	Enabled bool
+	Enabled bool `yaml:"enabled" present:"true"`
 	// Backend is "sqlite" (default) or "jsonl".
-	Backend string
+	Backend string `yaml:"backend"`
 	// Path is the log file; "" means DATA_DIR/audit.db (audit.jsonl for
 	// jsonl), DATA_DIR being zero_trust.data_dir or the default data dir.
-	Path string
+	Path string `yaml:"path"`
 	// SigningKey is the private audit key (a JWK file, `warden keys
 	// audit`) that signs checkpoints; "" writes none, and the log can then
 	// be rewritten by anyone who can write its file without verify seeing
 	// it.
-	SigningKey string
+	SigningKey string `yaml:"signing_key"`
 	// CheckpointEvery is how many records may follow a checkpoint; 0
 	// means audit.DefaultCheckpointEvery (1000).
-	CheckpointEvery int
+	CheckpointEvery int `yaml:"checkpoint_every"`
 	// CheckpointInterval is how long records may wait unattested; 0 means
 	// audit.DefaultCheckpointInterval (10s).
-	CheckpointInterval time.Duration
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
 	// Witness is a file that also receives every checkpoint (one JSON
 	// line each), and WitnessURL an http(s) URL each is POSTed to.
-	Witness, WitnessURL string
+	Witness    string `yaml:"witness"`
+	WitnessURL string `yaml:"witness_url"`
 }
 
 // TelemetryConfig configures spans and OCSF events (internal/telemetry).
 type TelemetryConfig struct {
 	// Conventions are the attribute names emitted: "aitf" and/or "otel";
 	// empty means both.
-	Conventions []string
+	Conventions []string `yaml:"conventions"`
 	// Capture is how tool inputs and outputs appear in spans and events:
 	// "redacted" (default: secrets masked, 4 KiB cap), "capped", "full",
 	// "hash" or "off".
-	Capture string
+	Capture string `yaml:"capture"`
 	// Propagate adds warden's trace context to forwarded requests'
 	// params._meta (default true).
-	Propagate bool
+	Propagate bool `yaml:"propagate"`
 	// Metrics serves Prometheus metrics at /metrics on the listener.
-	Metrics bool
+	Metrics bool `yaml:"metrics"`
 	// Spans is where spans go: exporter "none" (default), "jsonl" (to
 	// Path), "stdout", "otlp" (OTLP over HTTP to Endpoint, a URL) or
 	// "otlp-grpc" (OTLP over gRPC to Endpoint, host:port or a URL).
-	Spans ExporterConfig
+	Spans ExporterConfig `yaml:"spans" present:"{exporter: jsonl}"`
 	// OCSF is where OCSF events go: exporter "none" (default), "jsonl"
 	// (to Path) or "http" (POSTed to Endpoint), in Profile "standard"
 	// (default) or "aitf".
-	OCSF ExporterConfig
+	OCSF ExporterConfig `yaml:"ocsf" present:"{exporter: jsonl}"`
 }
 
 // ExporterConfig is one telemetry destination.
 type ExporterConfig struct {
-	Exporter string
-	Path     string
-	Endpoint string
-	Profile  string
+	Exporter string `yaml:"exporter"`
+	Path     string `yaml:"path"`
+	Endpoint string `yaml:"endpoint"`
+	Profile  string `yaml:"profile"`
 }
 
 // Telemetry exporters, capture modes and OCSF profiles.
@@ -490,45 +497,45 @@ var (
 type AdminConfig struct {
 	// Addr is where it listens; default 127.0.0.1:8788. Started only when
 	// calls can be held for approval.
-	Addr string
+	Addr string `yaml:"addr"`
 	// ConfirmLevels are the classification levels (1..5) whose calls the
 	// console approves only after the approver types the first 6
 	// characters of the parameters_hash. nil means [1, 2, 3], the levels of
 	// Tier 2 and above; an empty list turns the gesture off (risk: one
 	// click approves any call).
-	ConfirmLevels []int
+	ConfirmLevels []int `yaml:"confirm_levels" what:"classification levels"`
 	// Approvers is the two-person rule: for a classification level, how
 	// many distinct approvers (2..10) must approve a call of that level
 	// before it runs. Levels not listed need one.
-	Approvers map[int]int
+	Approvers map[int]int `yaml:"approvers" decode:"approvers"`
 	// Webhook, when its URL is set, is told of each call that starts
 	// waiting for approval.
-	Webhook WebhookConfig
+	Webhook WebhookConfig `yaml:"webhook"`
 	// OIDC, when its ClientID is set, lets operators log in to the console
 	// through gateway.auth.issuer (authorization code with PKCE).
-	OIDC AdminOIDC
+	OIDC AdminOIDC `yaml:"oidc"`
 }
 
 // AdminOIDC is the console's client at the OIDC issuer of gateway.auth.
 type AdminOIDC struct {
-	ClientID string
+	ClientID string `yaml:"client_id"`
 	// ClientSecretFile holds the secret of a confidential client; "" for
 	// a public client.
-	ClientSecretFile string
+	ClientSecretFile string `yaml:"client_secret_file"`
 	// RedirectURL is the callback registered at the issuer; "" means
 	// http://<admin.addr>/console/oidc/callback.
-	RedirectURL string
+	RedirectURL string `yaml:"redirect_url"`
 }
 
 // WebhookConfig announces held calls (internal/console, StartWebhook).
 type WebhookConfig struct {
 	// URL receives one POST per held call: http or https, no credentials.
-	URL string
+	URL string `yaml:"url"`
 	// Slack sends a Slack-compatible {"text": ...} body instead of JSON.
-	Slack bool
+	Slack bool `yaml:"slack"`
 	// ConsoleURL is the console as people open it, for the link to each
 	// call; "" means http://<admin.addr>.
-	ConsoleURL string
+	ConsoleURL string `yaml:"console_url"`
 }
 
 // DefaultAdminAddr is the admin listener's default address.
@@ -541,74 +548,75 @@ type ZeroTrustConfig struct {
 	// DataDir holds the key ring (DataDir/keys) and, for the sqlite store,
 	// the state file. "" means the platform default ($WARDEN_DATA_DIR, else
 	// the user's data directory).
-	DataDir string
+	DataDir string `yaml:"data_dir"`
 	// Store records used token ids: "sqlite" (default, durable), "memory"
 	// (lost on restart: a token could be replayed after one) or "redis"
 	// (shared by several gateways).
-	Store string
+	Store string `yaml:"store"`
 	// StorePath is the sqlite file; "" means DataDir/state.db.
-	StorePath string
+	StorePath string `yaml:"store_path"`
 	// RedisURL is the Redis server for Store "redis" (redis://, rediss://
 	// or unix://).
-	RedisURL string
+	RedisURL string `yaml:"redis_url"`
 	// Subject is the principal every call acts for, compared with a token's
 	// sub. Required while warden does not authenticate clients itself.
-	Subject string
+	Subject string `yaml:"subject"`
 	// Skew is the clock tolerance for a token's nbf and exp; 0..60s.
-	Skew time.Duration
+	Skew time.Duration `yaml:"skew"`
 	// StoreTimeout is the longest each consumption of a token's or a DPoP
 	// proof's id waits for Store; 10ms..30s. Past it the call is refused
 	// (store-timeout) and the token counts as used on this gateway.
-	StoreTimeout time.Duration
+	StoreTimeout time.Duration `yaml:"store_timeout"`
 	// Audience and Issuer are what tokens must carry; "" means warden's
 	// defaults ("warden-gateway", "warden").
-	Audience, Issuer string
+	Audience string `yaml:"audience"`
+	Issuer   string `yaml:"issuer"`
 	// Persona, if set, is the CoSAI-RM persona a token's presenter must hold
 	// (the standard's step 3a), e.g. personaAgenticProvider; tokens must
 	// carry it. Tokens warden issues on approval carry it.
-	Persona string
+	Persona string `yaml:"persona"`
 	// RequireDPoP refuses tokens that are not bound to a DPoP key (cnf.jkt).
 	// Tokens that are bound always need a valid proof.
-	RequireDPoP bool
+	RequireDPoP bool `yaml:"require_dpop"`
 	// HoldForApproval holds a call that needs a token but has none until a
 	// person approves it through the admin API (warden approve); warden then
 	// issues the token itself. Without it such a call is refused.
-	HoldForApproval bool
+	HoldForApproval bool `yaml:"hold_for_approval"`
 	// ApprovalTimeout is how long a held call waits; 0 means 5 minutes.
-	ApprovalTimeout time.Duration
+	ApprovalTimeout time.Duration `yaml:"approval_timeout"`
 	// Classification rules give tool calls a data classification level,
 	// 1 (most sensitive) to 5; the level selects the tier of the standard
 	// whose requirements are enforced (internal/policy). A classified call
 	// always needs a token.
-	Classification []ClassRule
+	Classification []ClassRule `yaml:"classification" what:"rules ({level, when, name})"`
 	// ApprovalChannels are who may decide on a held call: ApprovalAdmin (an
 	// operator, through the admin API: warden approve, the console) and
 	// ApprovalElicitation (the client's own user, asked through MCP
 	// elicitation). Empty means [admin]. The first decision wins.
-	ApprovalChannels []string
+	ApprovalChannels []string `yaml:"approval_channels"`
 	// ClientKeys pins, per subject, the file of the public JWK whose
 	// signatures Tier 3 tools require.
-	ClientKeys map[string]string
+	ClientKeys map[string]string `yaml:"client_keys"`
 	// PublicURL is how clients reach the listener (scheme and host, e.g.
 	// https://gw.example.com), for the htu of DPoP proofs; "" means
 	// http://<listen.addr>. It is configured, never taken from a client's
 	// Host header.
-	PublicURL string
+	PublicURL string `yaml:"public_url"`
 }
 
 // ClassRule is one classification rule: when the CEL expression When is
 // true for a call, the call has at least classification Level.
 type ClassRule struct {
-	Name  string
-	Level int
-	When  string
+	Name  string `yaml:"name"`
+	Level int    `yaml:"level"`
+	When  string `yaml:"when"`
 }
 
 // Mandate is one pre-approved invocation. Arguments is JSON text (not YAML),
 // so that exactly what is written is what gets hashed.
 type Mandate struct {
-	Tool      string
-	Arguments string
+	Tool      string `yaml:"tool"`
+	Arguments string `yaml:"arguments"`
 }
 
 // Approval channels.
@@ -699,26 +707,26 @@ type ListenConfig struct {
 	// Addr is host:port. Port 0 picks a free port. A host that is not a
 	// loopback address exposes the gateway to the network; it is allowed, and
 	// the CLI warns (see Loopback).
-	Addr string
+	Addr string `yaml:"addr"`
 	// Path is the URL path of the default upstream; upstream NAME is served
 	// at Path + "/" + NAME. It starts with '/' and is clean (no trailing '/',
 	// no "//", "." or ".." segments).
-	Path string
+	Path string `yaml:"path"`
 	// AllowedHosts are Host header values accepted besides the listen
 	// address itself and the loopback names: "host" or "host:port", lower
 	// case.
-	AllowedHosts []string
+	AllowedHosts []string `yaml:"allowed_hosts"`
 	// AllowedOrigins are Origin header values accepted from browsers:
 	// "scheme://host[:port]", lower case, no path.
-	AllowedOrigins []string
+	AllowedOrigins []string `yaml:"allowed_origins"`
 	// InsecureDisableHostCheck turns off the Host and Origin checks that
 	// protect a local gateway from DNS-rebinding attacks, in which a web page
 	// the user visits sends requests to the gateway and drives the upstream
 	// tools. Only turn it off behind a proxy that does these checks itself.
-	InsecureDisableHostCheck bool
+	InsecureDisableHostCheck bool `yaml:"insecure_disable_host_check"`
 	// TLS serves the listener over HTTPS; with ClientCAFile, every client
 	// must present a certificate that CA issued (mutual TLS, AASM P1).
-	TLS ListenTLS
+	TLS ListenTLS `yaml:"tls"`
 }
 
 // Loopback reports whether Addr's host is a loopback address or "localhost",
@@ -739,34 +747,34 @@ func (l ListenConfig) Loopback() bool {
 // LimitsConfig bounds what one client can make the gateway do.
 type LimitsConfig struct {
 	// MaxMessageBytes is the largest JSON-RPC message accepted, in bytes.
-	MaxMessageBytes int
+	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// MaxDepth is the deepest JSON nesting accepted.
-	MaxDepth int
+	MaxDepth int `yaml:"max_depth"`
 	// RequestTimeout bounds the wait for an upstream's response.
-	RequestTimeout time.Duration
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// SessionIdleTimeout closes a client session after this long without
 	// traffic.
-	SessionIdleTimeout time.Duration
+	SessionIdleTimeout time.Duration `yaml:"session_idle_timeout"`
 	// DrainTimeout is how long a stopping gateway (SIGTERM, SIGINT) lets
 	// calls in flight finish before it answers them with -32035, rule
 	// shutdown; 0 answers them at once.
-	DrainTimeout time.Duration
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 
 	// MaxSessions bounds the client sessions of the HTTP listener, all
 	// upstreams together; a stateless request counts while in flight.
-	MaxSessions int
+	MaxSessions int `yaml:"max_sessions"`
 	// MaxSessionsPerPrincipal bounds them per authenticated client
 	// (gateway.auth), or per client IP address without authentication.
-	MaxSessionsPerPrincipal int
+	MaxSessionsPerPrincipal int `yaml:"max_sessions_per_principal"`
 	// MaxChildrenPerUpstream bounds the live child processes of each stdio
 	// upstream, one per stateful HTTP session (the child that stateless
 	// requests share is not counted).
-	MaxChildrenPerUpstream int
+	MaxChildrenPerUpstream int `yaml:"max_children_per_upstream"`
 	// HeaderTimeout and BodyTimeout bound the time an HTTP request's
 	// headers, then its body, may take to arrive. Neither bounds a
 	// response: an SSE stream may last.
-	HeaderTimeout time.Duration
-	BodyTimeout   time.Duration
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	BodyTimeout   time.Duration `yaml:"body_timeout"`
 }
 
 // Upstream is one MCP server behind the gateway, reached either by running
@@ -775,54 +783,54 @@ type LimitsConfig struct {
 type Upstream struct {
 	// Name identifies the upstream in URLs, logs and audit records:
 	// [a-z0-9][a-z0-9_-]{0,62}, unique in the file.
-	Name string
+	Name string `yaml:"name"`
 
 	// Command is the program and its arguments (stdio only). No shell is
 	// involved.
-	Command []string
+	Command []string `yaml:"command"`
 	// Env sets variables in the child's environment (stdio only). Values may
 	// contain ${env:NAME} references; see ResolvedEnv.
-	Env map[string]string
+	Env map[string]string `yaml:"env"`
 	// PassEnv names the variables copied from warden's own environment into
 	// the child's (stdio only). nil means the transport's default set; an
 	// empty, non-nil list passes nothing.
-	PassEnv []string
+	PassEnv []string `yaml:"pass_env"`
 	// Dir is the child's working directory (stdio only); empty means
 	// warden's. A relative Dir is relative to warden's working directory, not
 	// to the config file.
-	Dir string
+	Dir string `yaml:"dir"`
 
 	// URL is the server's Streamable HTTP endpoint, http or https (HTTP only).
-	URL string
+	URL string `yaml:"url"`
 	// Headers are sent with every request to URL (HTTP only). Values may
 	// contain ${env:NAME} references; see ResolvedHeaders. warden never
 	// forwards the client's own Authorization header upstream; credentials
 	// for the upstream belong here.
-	Headers map[string]string
+	Headers map[string]string `yaml:"headers"`
 
 	// ShutdownTimeout bounds a graceful shutdown of the connection (for
 	// stdio: closing stdin and waiting for the child before killing it).
-	ShutdownTimeout time.Duration
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
 	// Methods limits the JSON-RPC methods a client may call on this upstream,
 	// after the gateway-wide list.
-	Methods List
+	Methods List `yaml:"methods"`
 	// Tools limits tools/call by tool name.
-	Tools List
+	Tools List `yaml:"tools"`
 	// RequireToken lists (in Allow) the tools whose calls need a zero-trust
 	// token bound to the caller, the tool and the exact arguments.
-	RequireToken List
+	RequireToken List `yaml:"require_token" decode:"allowlist"`
 	// Mandates are pre-approved invocations (binding mode B, "pre-defined"):
 	// a call whose tool and canonical arguments equal a mandate's gets a
 	// token from warden itself, bound to exactly those arguments.
-	Mandates []Mandate
+	Mandates []Mandate `yaml:"mandates" what:"mandates"`
 	// RequireSignature lists (in Allow) the tools that also need the
 	// client's signature by a key pinned in zero_trust.client_keys (Tier 3).
 	// They need a token too.
-	RequireSignature List
+	RequireSignature List `yaml:"require_signature" decode:"allowlist"`
 	// SessionCredential, if set (HTTP only), gives each client session its
 	// own upstream credential: a short-lived JWT that warden signs with its
 	// zero-trust key ring and revokes when the session closes (AASM P8).
-	SessionCredential *SessionCredential
+	SessionCredential *SessionCredential `yaml:"session_credential"`
 }
 
 // SessionCredential configures the per-session upstream credential of an
@@ -830,10 +838,10 @@ type Upstream struct {
 type SessionCredential struct {
 	// Header carries the credential: "Authorization" (the default) as
 	// "Bearer <jwt>", any other header as the bare JWT.
-	Header string
+	Header string `yaml:"header"`
 	// TTL is the credential's lifetime (default DefaultSessionCredentialTTL);
 	// warden renews it, for a session still open, once half of it has passed.
-	TTL time.Duration
+	TTL time.Duration `yaml:"ttl"`
 }
 
 // Bounds and defaults of session_credential.
@@ -843,6 +851,12 @@ const (
 	MinSessionCredentialTTL        = 30 * time.Second
 	MaxSessionCredentialTTL        = time.Hour
 )
+
+// setDefaults gives a session_credential its defaults, before the decoder
+// reads it.
+func (s *SessionCredential) setDefaults() {
+	s.Header, s.TTL = DefaultSessionCredentialHeader, DefaultSessionCredentialTTL
+}
 
 // SessionCredentials reports whether any upstream has a session_credential
 // (it needs the zero-trust key ring and revocation registry).
@@ -903,6 +917,10 @@ func Default() *Config {
 func NewUpstream() Upstream {
 	return Upstream{ShutdownTimeout: DefaultShutdownTimeout}
 }
+
+// setDefaults gives a new entry of gateway.upstreams its defaults, before
+// the decoder reads it.
+func (u *Upstream) setDefaults() { *u = NewUpstream() }
 
 // Load reads the file at path, parses it and validates the result. On a
 // problem in the file it returns a nil Config and a *Problems listing every

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,20 +16,15 @@ import (
 )
 
 // decoder walks a YAML node tree into a Config, collecting every problem.
-// Only nodes the schema knows are visited: a problem under an unknown field
-// is reported once, as the unknown field.
+// The schema is Config's struct tags (see schema.go): the decoder has no
+// list of keys of its own. Only nodes the schema knows are visited: a
+// problem under an unknown field is reported once, as the unknown field.
 type decoder struct {
 	file  string
 	pos   map[string]position
 	text  map[string][]position // see Config.text
 	lines []string              // the file's lines, for exprText
 	probs Problems
-}
-
-// field is one known key of a YAML mapping and how to decode its value.
-type field struct {
-	name   string
-	decode func(n *yaml.Node, path string)
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -181,32 +177,6 @@ func plain(n *yaml.Node) bool {
 // isNull reports whether n is a YAML null: "~", "null", or nothing at all.
 func isNull(n *yaml.Node) bool { return plain(n) && n.Tag == "!!null" }
 
-// mapping decodes a YAML mapping whose keys are the given fields.
-func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
-	if !d.check(n, path) {
-		return
-	}
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "expected a mapping, got %s", describe(n))
-		return
-	}
-	d.pairs(n, path, func(k string, kn, v *yaml.Node) {
-		for _, f := range fields {
-			if f.name == k {
-				p := join(path, k)
-				if (v.Kind == yaml.MappingNode || v.Kind == yaml.SequenceNode) && v.Style&yaml.FlowStyle == 0 {
-					// A block collection starts on the line after its key;
-					// a problem with the field as a whole belongs on the key.
-					d.pos[p] = position{kn.Line, kn.Column}
-				}
-				f.decode(v, p)
-				return
-			}
-		}
-		d.errorf(kn, path, "unknown field %q%s", k, suggest(k, fields))
-	})
-}
-
 // pairs calls fn for each key and value of mapping n, in file order, after
 // rejecting non-string keys, merge keys and duplicate keys.
 func (d *decoder) pairs(n *yaml.Node, path string, fn func(k string, kn, v *yaml.Node)) {
@@ -235,7 +205,7 @@ func (d *decoder) pairs(n *yaml.Node, path string, fn func(k string, kn, v *yaml
 }
 
 // suggest returns a " (did you mean ...?)" hint for an unknown field, or "".
-func suggest(unknown string, fields []field) string {
+func suggest(unknown string, keys []string) string {
 	switch unknown {
 	case "args":
 		return " (put the program and its arguments in one list: command: [\"program\", \"arg\"])"
@@ -249,12 +219,12 @@ func suggest(unknown string, fields []field) string {
 		return strings.NewReplacer("_", "", "-", "").Replace(strings.ToLower(s))
 	}
 	best, bestDist := "", 3
-	for _, f := range fields {
-		if norm(f.name) == norm(unknown) || len(f.name) >= 3 && strings.HasPrefix(unknown, f.name) {
-			return fmt.Sprintf(" (did you mean %q?)", f.name)
+	for _, k := range keys {
+		if norm(k) == norm(unknown) || len(k) >= 3 && strings.HasPrefix(unknown, k) {
+			return fmt.Sprintf(" (did you mean %q?)", k)
 		}
-		if dist := levenshtein(unknown, f.name); dist < bestDist {
-			best, bestDist = f.name, dist
+		if dist := levenshtein(unknown, k); dist < bestDist {
+			best, bestDist = k, dist
 		}
 	}
 	if best == "" {
@@ -483,242 +453,101 @@ func (d *decoder) patterns(n *yaml.Node, path string, dst *[]Pattern) {
 	*dst = out
 }
 
-func (d *decoder) list(n *yaml.Node, path string, l *List) {
-	d.mapping(n, path, []field{
-		{"allow", func(n *yaml.Node, p string) { d.patterns(n, p, &l.Allow) }},
-		{"deny", func(n *yaml.Node, p string) { d.patterns(n, p, &l.Deny) }},
-	})
-}
-
+// config decodes the top-level mapping into c.
 func (d *decoder) config(n *yaml.Node, c *Config) {
 	if n.Kind != yaml.MappingNode && n.Kind != yaml.AliasNode {
 		d.check(n, "")
 		d.errorf(n, "", "expected a mapping at the top level, got %s", describe(n))
 		return
 	}
-	d.mapping(n, "", []field{
-		{"version", func(n *yaml.Node, p string) { d.int(n, p, &c.Version) }},
-		{"log", func(n *yaml.Node, p string) { d.log(n, p, &c.Log) }},
-		{"gateway", func(n *yaml.Node, p string) { d.gateway(n, p, &c.Gateway) }},
-		{"telemetry", func(n *yaml.Node, p string) { d.telemetry(n, p, &c.Telemetry) }},
-	})
+	d.mapping(n, "", reflect.ValueOf(c).Elem())
 }
 
-func (d *decoder) log(n *yaml.Node, path string, l *LogConfig) {
-	d.mapping(n, path, []field{
-		{"level", func(n *yaml.Node, p string) { d.str(n, p, &l.Level) }},
-		{"format", func(n *yaml.Node, p string) { d.str(n, p, &l.Format) }},
-	})
-}
-
-func (d *decoder) gateway(n *yaml.Node, path string, g *GatewayConfig) {
-	d.mapping(n, path, []field{
-		{"listen", func(n *yaml.Node, p string) { d.listen(n, p, &g.Listen) }},
-		{"limits", func(n *yaml.Node, p string) { d.limits(n, p, &g.Limits) }},
-		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &g.Methods) }},
-		{"default_upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.DefaultUpstream) }},
-		{"upstreams", func(n *yaml.Node, p string) { d.upstreams(n, p, &g.Upstreams) }},
-		{"zero_trust", func(n *yaml.Node, p string) { d.zeroTrust(n, p, &g.ZeroTrust) }},
-		{"admin", func(n *yaml.Node, p string) { d.admin(n, p, &g.Admin) }},
-		{"security", func(n *yaml.Node, p string) { d.security(n, p, &g.Security) }},
-		{"taint", func(n *yaml.Node, p string) {
-			enabled := true
-			d.mapping(n, p, []field{
-				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &enabled) }},
-				{"action", func(n *yaml.Node, p string) { d.str(n, p, &g.Taint.Action) }},
-				{"min_match", func(n *yaml.Node, p string) { d.int(n, p, &g.Taint.MinMatch) }},
-				{"sink_tools", func(n *yaml.Node, p string) { d.patterns(n, p, &g.Taint.SinkTools) }},
-				{"ttl", func(n *yaml.Node, p string) { d.duration(n, p, &g.Taint.TTL) }},
-			})
-			g.Taint.Disabled = !enabled
-		}},
-		{"agui", func(n *yaml.Node, p string) {
-			d.each(n, p, "AG-UI agents ({name, url, ...})", func(item *yaml.Node, ip string) {
-				var a AGUIUpstream
-				d.mapping(item, ip, []field{
-					{"name", func(n *yaml.Node, p string) { d.str(n, p, &a.Name) }},
-					{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.URL) }},
-					{"headers", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Headers) }},
-					{"actions", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Actions) }},
-					{"max_held_bytes", func(n *yaml.Node, p string) { d.int(n, p, &a.MaxHeldBytes) }},
-				})
-				g.AGUI = append(g.AGUI, a)
-			})
-		}},
-		{"a2a", func(n *yaml.Node, p string) {
-			d.each(n, p, "A2A agents ({name, url, ...})", func(item *yaml.Node, ip string) {
-				var a A2AUpstream
-				d.mapping(item, ip, []field{
-					{"name", func(n *yaml.Node, p string) { d.str(n, p, &a.Name) }},
-					{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.URL) }},
-					{"card_url", func(n *yaml.Node, p string) { d.str(n, p, &a.CardURL) }},
-					{"methods", func(n *yaml.Node, p string) { d.list(n, p, &a.Methods) }},
-					{"allow_extended_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.AllowExtendedCard) }},
-					{"card_keys", func(n *yaml.Node, p string) { d.strings(n, p, &a.CardKeys) }},
-					{"require_signed_card", func(n *yaml.Node, p string) { d.bool(n, p, &a.RequireSignedCard) }},
-					{"require_approval", func(n *yaml.Node, p string) { d.patterns(n, p, &a.RequireApproval) }},
-					{"delegation", func(n *yaml.Node, p string) {
-						d.mapping(n, p, []field{
-							{"require", func(n *yaml.Node, p string) { d.bool(n, p, &a.Delegation.Require) }},
-							{"agent", func(n *yaml.Node, p string) { d.str(n, p, &a.Delegation.Agent) }},
-							{"max_hops", func(n *yaml.Node, p string) { d.int(n, p, &a.Delegation.MaxHops) }},
-							{"keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &a.Delegation.Keys) }},
-							{"roots", func(n *yaml.Node, p string) {
-								a.Delegation.Roots = map[string][]string{}
-								d.pairs(n, p, func(k string, _, v *yaml.Node) {
-									var scopes []string
-									d.strings(v, p+"."+k, &scopes)
-									a.Delegation.Roots[k] = scopes
-								})
-							}},
-						})
-					}},
-				})
-				g.A2A = append(g.A2A, a)
-			})
-		}},
-		{"pinning", func(n *yaml.Node, p string) {
-			g.Pinning.Enabled = true // a present section turns it on unless it says enabled: false
-			d.mapping(n, p, []field{
-				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &g.Pinning.Enabled) }},
-				{"first_use", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.FirstUse) }},
-				{"store", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.Store) }},
-				{"store_path", func(n *yaml.Node, p string) { d.str(n, p, &g.Pinning.StorePath) }},
-				{"manifests", func(n *yaml.Node, p string) {
-					d.each(n, p, "manifests ({file, keys})", func(item *yaml.Node, ip string) {
-						var m ManifestConfig
-						d.mapping(item, ip, []field{
-							{"file", func(n *yaml.Node, p string) { d.str(n, p, &m.File) }},
-							{"keys", func(n *yaml.Node, p string) { d.strings(n, p, &m.Keys) }},
-						})
-						g.Pinning.Manifests = append(g.Pinning.Manifests, m)
-					})
-				}},
-			})
-		}},
-		{"auth", func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{
-				{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.Issuer) }},
-				{"audience", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.Audience) }},
-				{"jwks_url", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.JWKSURL) }},
-				{"jwks_file", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.JWKSFile) }},
-				{"subject_claim", func(n *yaml.Node, p string) { d.str(n, p, &g.Auth.SubjectClaim) }},
-				{"api_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &g.Auth.APIKeys) }},
-			})
-		}},
-		{"audit", func(n *yaml.Node, p string) {
-			g.Audit.Enabled = true // a present audit section turns it on unless it says enabled: false
-			d.mapping(n, p, []field{
-				{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &g.Audit.Enabled) }},
-				{"backend", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Backend) }},
-				{"path", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Path) }},
-				{"signing_key", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.SigningKey) }},
-				{"checkpoint_every", func(n *yaml.Node, p string) { d.int(n, p, &g.Audit.CheckpointEvery) }},
-				{"checkpoint_interval", func(n *yaml.Node, p string) { d.duration(n, p, &g.Audit.CheckpointInterval) }},
-				{"witness", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.Witness) }},
-				{"witness_url", func(n *yaml.Node, p string) { d.str(n, p, &g.Audit.WitnessURL) }},
-			})
-		}},
-	})
-}
-
-func (d *decoder) admin(n *yaml.Node, path string, a *AdminConfig) {
-	d.mapping(n, path, []field{
-		{"addr", func(n *yaml.Node, p string) { d.str(n, p, &a.Addr) }},
-		{"confirm_levels", func(n *yaml.Node, p string) {
-			levels := []int{} // an empty list is kept: it turns the gesture off
-			d.each(n, p, "classification levels", func(item *yaml.Node, p string) {
-				var l int
-				d.int(item, p, &l)
-				levels = append(levels, l)
-			})
-			a.ConfirmLevels = levels
-		}},
-		{"approvers", func(n *yaml.Node, p string) {
-			if !d.check(n, p) {
-				return
-			}
-			if n.Kind != yaml.MappingNode {
-				d.errorf(n, p, "expected a mapping of classification levels to numbers of approvers, such as {1: 2}, got %s", describe(n))
-				return
-			}
-			a.Approvers = map[int]int{}
-			d.pairs(n, p, func(k string, kn, v *yaml.Node) {
-				level, err := strconv.Atoi(k)
-				if err != nil || level < 1 || level > 5 {
-					d.errorf(kn, key(p, k), "%q is not a classification level (1..5)", k)
-					return
-				}
-				var count int
-				d.int(v, key(p, k), &count)
-				a.Approvers[level] = count
-			})
-		}},
-		{"webhook", func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{
-				{"url", func(n *yaml.Node, p string) { d.str(n, p, &a.Webhook.URL) }},
-				{"slack", func(n *yaml.Node, p string) { d.bool(n, p, &a.Webhook.Slack) }},
-				{"console_url", func(n *yaml.Node, p string) { d.str(n, p, &a.Webhook.ConsoleURL) }},
-			})
-		}},
-		{"oidc", func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{
-				{"client_id", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.ClientID) }},
-				{"client_secret_file", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.ClientSecretFile) }},
-				{"redirect_url", func(n *yaml.Node, p string) { d.str(n, p, &a.OIDC.RedirectURL) }},
-			})
-		}},
-	})
-}
-
-func (d *decoder) security(n *yaml.Node, path string, s *SecurityConfig) {
-	s.Enabled = true // a present section turns it on unless it says enabled: false
-	s.Actions = map[string]string{}
-	action := func(cat string) field {
-		return field{cat, func(n *yaml.Node, p string) {
-			var a string
-			d.str(n, p, &a)
-			s.Actions[cat] = a
-		}}
+// value decodes n into v, the field f of a mapping (nil for a list item),
+// choosing how by f's decode tag, else by v's type (see schema.go).
+func (d *decoder) value(n *yaml.Node, path string, v reflect.Value, f *fieldSchema) {
+	if f != nil && f.decode != "" {
+		specialDecoders[f.decode](d, n, path, v)
+		return
 	}
-	d.mapping(n, path, []field{
-		{"enabled", func(n *yaml.Node, p string) { d.bool(n, p, &s.Enabled) }},
-		action("file_access"), action("command_injection"), action("exfiltration"),
-		action("privilege_escalation"), action("prompt_injection"),
-		{"allowed_roots", func(n *yaml.Node, p string) { d.strings(n, p, &s.AllowedRoots) }},
-		{"allowed_hosts", func(n *yaml.Node, p string) { d.strings(n, p, &s.AllowedHosts) }},
-		{"sensitive_paths", func(n *yaml.Node, p string) { d.strings(n, p, &s.SensitivePaths) }},
-		{"grants", func(n *yaml.Node, p string) {
-			d.each(n, p, "grants ({subject, upstream, tools, scopes})", func(item *yaml.Node, ip string) {
-				var g SecurityGrant
-				d.mapping(item, ip, []field{
-					{"subject", func(n *yaml.Node, p string) { d.str(n, p, &g.Subject) }},
-					{"upstream", func(n *yaml.Node, p string) { d.str(n, p, &g.Upstream) }},
-					{"tools", func(n *yaml.Node, p string) { d.strings(n, p, &g.Tools) }},
-					{"scopes", func(n *yaml.Node, p string) { d.strings(n, p, &g.Scopes) }},
-				})
-				s.Grants = append(s.Grants, g)
-			})
-		}},
-		{"rules", func(n *yaml.Node, p string) {
-			d.each(n, p, "rules ({name, category, pattern or when, severity, action})", func(item *yaml.Node, ip string) {
-				var r SecurityRule
-				d.mapping(item, ip, []field{
-					{"name", func(n *yaml.Node, p string) { d.str(n, p, &r.Name) }},
-					{"category", func(n *yaml.Node, p string) { d.str(n, p, &r.Category) }},
-					{"pattern", func(n *yaml.Node, p string) { d.str(n, p, &r.Pattern) }},
-					{"when", func(n *yaml.Node, p string) { d.expr(n, p, &r.When) }},
-					{"severity", func(n *yaml.Node, p string) { d.str(n, p, &r.Severity) }},
-					{"action", func(n *yaml.Node, p string) { d.str(n, p, &r.Action) }},
-				})
-				s.Rules = append(s.Rules, r)
-			})
-		}},
+	switch t := v.Type(); {
+	case t == durationType:
+		d.duration(n, path, v.Addr().Interface().(*time.Duration))
+	case t == patternsType:
+		d.patterns(n, path, v.Addr().Interface().(*[]Pattern))
+	case t.Kind() == reflect.String:
+		d.str(n, path, v.Addr().Interface().(*string))
+	case t.Kind() == reflect.Int:
+		d.int(n, path, v.Addr().Interface().(*int))
+	case t.Kind() == reflect.Bool:
+		d.bool(n, path, v.Addr().Interface().(*bool))
+	case t == stringsType:
+		d.strings(n, path, v.Addr().Interface().(*[]string))
+	case t.Kind() == reflect.Slice:
+		d.list(n, path, v, f.what)
+	case t == stringMapType:
+		d.stringMap(n, path, v.Addr().Interface().(*map[string]string))
+	case t == stringListsType:
+		d.stringLists(n, path, v.Addr().Interface().(*map[string][]string))
+	case t.Kind() == reflect.Struct:
+		d.mapping(n, path, v)
+	case t.Kind() == reflect.Pointer:
+		p := reflect.New(t.Elem())
+		setDefaults(p.Elem())
+		d.mapping(n, path, p.Elem())
+		v.Set(p)
+	default:
+		panic("config: no decoder for " + t.String()) // checkSchema rejects this type
+	}
+}
+
+// mapping decodes a YAML mapping into the struct v, whose fields' tags
+// name its keys. Fields with a present tag take that value first: the
+// mapping is in the file.
+func (d *decoder) mapping(n *yaml.Node, path string, v reflect.Value) {
+	s := schemaOf(v.Type())
+	for i := range s.fields {
+		if f := &s.fields[i]; f.present != nil {
+			f.setPresent(v.Field(f.index))
+		}
+	}
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping, got %s", describe(n))
+		return
+	}
+	d.pairs(n, path, func(k string, kn, vn *yaml.Node) {
+		i, ok := s.byKey[k]
+		if !ok {
+			d.errorf(kn, path, "unknown field %q%s", k, suggest(k, s.keys))
+			return
+		}
+		p := join(path, k)
+		if (vn.Kind == yaml.MappingNode || vn.Kind == yaml.SequenceNode) && vn.Style&yaml.FlowStyle == 0 {
+			// A block collection starts on the line after its key;
+			// a problem with the field as a whole belongs on the key.
+			d.pos[p] = position{kn.Line, kn.Column}
+		}
+		f := &s.fields[i]
+		if f.inline == nil {
+			d.value(vn, p, v.Field(f.index), f)
+			return
+		}
+		m := v.Field(f.index)
+		if m.IsNil() {
+			m.Set(reflect.MakeMap(m.Type()))
+		}
+		var str string
+		d.str(vn, p, &str)
+		m.SetMapIndex(reflect.ValueOf(k), reflect.ValueOf(str))
 	})
 }
 
-// each calls fn for every item of the sequence n.
-func (d *decoder) each(n *yaml.Node, path, what string, fn func(item *yaml.Node, path string)) {
+// list decodes a YAML sequence into the slice v, each item starting from
+// its type's defaults. An empty list gives a non-nil slice.
+func (d *decoder) list(n *yaml.Node, path string, v reflect.Value, what string) {
 	if !d.check(n, path) {
 		return
 	}
@@ -726,167 +555,71 @@ func (d *decoder) each(n *yaml.Node, path, what string, fn func(item *yaml.Node,
 		d.errorf(n, path, "expected a list of %s, got %s", what, describe(n))
 		return
 	}
+	out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		fn(item, index(path, i))
+		setDefaults(out.Index(i))
+		d.value(item, index(path, i), out.Index(i), nil)
 	}
+	v.Set(out)
 }
 
-func (d *decoder) telemetry(n *yaml.Node, path string, t *TelemetryConfig) {
-	exporter := func(e *ExporterConfig) func(*yaml.Node, string) {
-		return func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{
-				{"exporter", func(n *yaml.Node, p string) { d.str(n, p, &e.Exporter) }},
-				{"path", func(n *yaml.Node, p string) { d.str(n, p, &e.Path) }},
-				{"endpoint", func(n *yaml.Node, p string) { d.str(n, p, &e.Endpoint) }},
-				{"profile", func(n *yaml.Node, p string) { d.str(n, p, &e.Profile) }},
-			})
+// stringLists decodes a mapping of names to lists of strings. An empty
+// mapping gives a non-nil map.
+func (d *decoder) stringLists(n *yaml.Node, path string, dst *map[string][]string) {
+	if !d.check(n, path) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected a mapping of names to lists of strings, got %s", describe(n))
+		return
+	}
+	out := make(map[string][]string, len(n.Content)/2)
+	d.pairs(n, path, func(k string, _, v *yaml.Node) {
+		var l []string
+		d.strings(v, key(path, k), &l)
+		out[k] = l
+	})
+	*dst = out
+}
+
+// specialDecoders are the decoders a field names with its decode tag,
+// for the few keys whose meaning their Go type does not say.
+var specialDecoders = map[string]func(d *decoder, n *yaml.Node, path string, v reflect.Value){
+	// expr is a CEL expression: see decoder.expr.
+	"expr": func(d *decoder, n *yaml.Node, path string, v reflect.Value) {
+		d.expr(n, path, v.Addr().Interface().(*string))
+	},
+	// invert is a bool written with the opposite meaning: "enabled" read
+	// into a Disabled field.
+	"invert": func(d *decoder, n *yaml.Node, path string, v reflect.Value) {
+		b := !v.Bool()
+		d.bool(n, path, &b)
+		v.SetBool(!b)
+	},
+	// allowlist is a List written as a plain list of patterns: its Allow.
+	"allowlist": func(d *decoder, n *yaml.Node, path string, v reflect.Value) {
+		d.patterns(n, path, &v.Addr().Interface().(*List).Allow)
+	},
+	// approvers maps classification levels (1..5) to numbers of approvers.
+	"approvers": func(d *decoder, n *yaml.Node, path string, v reflect.Value) {
+		if !d.check(n, path) {
+			return
 		}
-	}
-	// With a telemetry section, spans and OCSF events go to JSONL files in
-	// the data directory unless the section says otherwise: the embedded
-	// default.
-	t.Spans.Exporter, t.OCSF.Exporter = "jsonl", "jsonl"
-	d.mapping(n, path, []field{
-		{"conventions", func(n *yaml.Node, p string) { d.strings(n, p, &t.Conventions) }},
-		{"capture", func(n *yaml.Node, p string) { d.str(n, p, &t.Capture) }},
-		{"propagate", func(n *yaml.Node, p string) { d.bool(n, p, &t.Propagate) }},
-		{"metrics", func(n *yaml.Node, p string) { d.bool(n, p, &t.Metrics) }},
-		{"spans", exporter(&t.Spans)},
-		{"ocsf", exporter(&t.OCSF)},
-	})
-}
-
-func (d *decoder) zeroTrust(n *yaml.Node, path string, z *ZeroTrustConfig) {
-	d.mapping(n, path, []field{
-		{"data_dir", func(n *yaml.Node, p string) { d.str(n, p, &z.DataDir) }},
-		{"store", func(n *yaml.Node, p string) { d.str(n, p, &z.Store) }},
-		{"store_path", func(n *yaml.Node, p string) { d.str(n, p, &z.StorePath) }},
-		{"redis_url", func(n *yaml.Node, p string) { d.str(n, p, &z.RedisURL) }},
-		{"subject", func(n *yaml.Node, p string) { d.str(n, p, &z.Subject) }},
-		{"skew", func(n *yaml.Node, p string) { d.duration(n, p, &z.Skew) }},
-		{"store_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.StoreTimeout) }},
-		{"audience", func(n *yaml.Node, p string) { d.str(n, p, &z.Audience) }},
-		{"issuer", func(n *yaml.Node, p string) { d.str(n, p, &z.Issuer) }},
-		{"require_dpop", func(n *yaml.Node, p string) { d.bool(n, p, &z.RequireDPoP) }},
-		{"public_url", func(n *yaml.Node, p string) { d.str(n, p, &z.PublicURL) }},
-		{"client_keys", func(n *yaml.Node, p string) { d.stringMap(n, p, &z.ClientKeys) }},
-		{"hold_for_approval", func(n *yaml.Node, p string) { d.bool(n, p, &z.HoldForApproval) }},
-		{"persona", func(n *yaml.Node, p string) { d.str(n, p, &z.Persona) }},
-		{"approval_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &z.ApprovalTimeout) }},
-		{"approval_channels", func(n *yaml.Node, p string) { d.strings(n, p, &z.ApprovalChannels) }},
-		{"classification", func(n *yaml.Node, p string) { d.classRules(n, p, &z.Classification) }},
-	})
-}
-
-func (d *decoder) listen(n *yaml.Node, path string, l *ListenConfig) {
-	d.mapping(n, path, []field{
-		{"addr", func(n *yaml.Node, p string) { d.str(n, p, &l.Addr) }},
-		{"path", func(n *yaml.Node, p string) { d.str(n, p, &l.Path) }},
-		{"allowed_hosts", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedHosts) }},
-		{"allowed_origins", func(n *yaml.Node, p string) { d.strings(n, p, &l.AllowedOrigins) }},
-		{"insecure_disable_host_check", func(n *yaml.Node, p string) { d.bool(n, p, &l.InsecureDisableHostCheck) }},
-		{"tls", func(n *yaml.Node, p string) {
-			d.mapping(n, p, []field{
-				{"cert_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.CertFile) }},
-				{"key_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.KeyFile) }},
-				{"client_ca_file", func(n *yaml.Node, p string) { d.str(n, p, &l.TLS.ClientCAFile) }},
-			})
-		}},
-	})
-}
-
-func (d *decoder) limits(n *yaml.Node, path string, l *LimitsConfig) {
-	d.mapping(n, path, []field{
-		{"max_message_bytes", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxMessageBytes) }},
-		{"max_depth", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxDepth) }},
-		{"request_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.RequestTimeout) }},
-		{"session_idle_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.SessionIdleTimeout) }},
-		{"drain_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.DrainTimeout) }},
-		{"max_sessions", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxSessions) }},
-		{"max_sessions_per_principal", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxSessionsPerPrincipal) }},
-		{"max_children_per_upstream", func(n *yaml.Node, p string) { d.int(n, p, &l.MaxChildrenPerUpstream) }},
-		{"header_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.HeaderTimeout) }},
-		{"body_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &l.BodyTimeout) }},
-	})
-}
-
-func (d *decoder) upstreams(n *yaml.Node, path string, dst *[]Upstream) {
-	if !d.check(n, path) {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "expected a list of upstreams, got %s", describe(n))
-		return
-	}
-	out := make([]Upstream, len(n.Content))
-	for i, item := range n.Content {
-		out[i] = NewUpstream()
-		d.upstream(item, index(path, i), &out[i])
-	}
-	*dst = out
-}
-
-func (d *decoder) mandates(n *yaml.Node, path string, dst *[]Mandate) {
-	if !d.check(n, path) {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "expected a list of mandates, got %s", describe(n))
-		return
-	}
-	out := make([]Mandate, len(n.Content))
-	for i, item := range n.Content {
-		m := &out[i]
-		d.mapping(item, index(path, i), []field{
-			{"tool", func(n *yaml.Node, p string) { d.str(n, p, &m.Tool) }},
-			{"arguments", func(n *yaml.Node, p string) { d.str(n, p, &m.Arguments) }},
+		if n.Kind != yaml.MappingNode {
+			d.errorf(n, path, "expected a mapping of classification levels to numbers of approvers, such as {1: 2}, got %s", describe(n))
+			return
+		}
+		out := map[int]int{}
+		d.pairs(n, path, func(k string, kn, v *yaml.Node) {
+			level, err := strconv.Atoi(k)
+			if err != nil || level < 1 || level > 5 {
+				d.errorf(kn, key(path, k), "%q is not a classification level (1..5)", k)
+				return
+			}
+			var count int
+			d.int(v, key(path, k), &count)
+			out[level] = count
 		})
-	}
-	*dst = out
-}
-
-func (d *decoder) classRules(n *yaml.Node, path string, dst *[]ClassRule) {
-	if !d.check(n, path) {
-		return
-	}
-	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "expected a list of rules ({level, when, name}), got %s", describe(n))
-		return
-	}
-	out := make([]ClassRule, len(n.Content))
-	for i, item := range n.Content {
-		r := &out[i]
-		d.mapping(item, index(path, i), []field{
-			{"name", func(n *yaml.Node, p string) { d.str(n, p, &r.Name) }},
-			{"level", func(n *yaml.Node, p string) { d.int(n, p, &r.Level) }},
-			{"when", func(n *yaml.Node, p string) { d.str(n, p, &r.When) }},
-		})
-	}
-	*dst = out
-}
-
-func (d *decoder) upstream(n *yaml.Node, path string, u *Upstream) {
-	d.mapping(n, path, []field{
-		{"name", func(n *yaml.Node, p string) { d.str(n, p, &u.Name) }},
-		{"command", func(n *yaml.Node, p string) { d.strings(n, p, &u.Command) }},
-		{"env", func(n *yaml.Node, p string) { d.stringMap(n, p, &u.Env) }},
-		{"pass_env", func(n *yaml.Node, p string) { d.strings(n, p, &u.PassEnv) }},
-		{"dir", func(n *yaml.Node, p string) { d.str(n, p, &u.Dir) }},
-		{"url", func(n *yaml.Node, p string) { d.str(n, p, &u.URL) }},
-		{"headers", func(n *yaml.Node, p string) { d.stringMap(n, p, &u.Headers) }},
-		{"shutdown_timeout", func(n *yaml.Node, p string) { d.duration(n, p, &u.ShutdownTimeout) }},
-		{"methods", func(n *yaml.Node, p string) { d.list(n, p, &u.Methods) }},
-		{"tools", func(n *yaml.Node, p string) { d.list(n, p, &u.Tools) }},
-		{"require_token", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireToken.Allow) }},
-		{"require_signature", func(n *yaml.Node, p string) { d.patterns(n, p, &u.RequireSignature.Allow) }},
-		{"mandates", func(n *yaml.Node, p string) { d.mandates(n, p, &u.Mandates) }},
-		{"session_credential", func(n *yaml.Node, p string) {
-			sc := &SessionCredential{Header: DefaultSessionCredentialHeader, TTL: DefaultSessionCredentialTTL}
-			d.mapping(n, p, []field{
-				{"header", func(n *yaml.Node, p string) { d.str(n, p, &sc.Header) }},
-				{"ttl", func(n *yaml.Node, p string) { d.duration(n, p, &sc.TTL) }},
-			})
-			u.SessionCredential = sc
-		}},
-	})
+		*v.Addr().Interface().(*map[int]int) = out
+	},
 }

@@ -88,8 +88,8 @@ func (p Pattern) Match(name string) bool {
 // empty allow list allows every name that is not denied. The zero List allows
 // everything.
 type List struct {
-	Allow []Pattern
-	Deny  []Pattern
+	Allow []Pattern `yaml:"allow"`
+	Deny  []Pattern `yaml:"deny"`
 }
 
 // Permits reports whether name passes the list, and the rule that decided, for
