@@ -39,46 +39,49 @@ func commandTool(name string) bool {
 	return false
 }
 
-// dangerous are commands that are harmful wherever they appear in a
-// command or a parameter: each is a rule name and a pattern.
-var dangerous = []struct {
+// shellRule is a rule name, its pattern, and the strings of which the
+// lower-cased value must hold one for the pattern to be tried (a cheap
+// filter: most arguments hold no shell syntax at all).
+type shellRule struct {
 	rule string
 	re   *regexp.Regexp
-}{
-	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|c)?sh\b`)},
-	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[23]?|perl|ruby|php|node)\b`)},
-	{"decode-to-shell", regexp.MustCompile(`(?i)\bbase64\b[^|;\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b`)},
-	{"rm-root", regexp.MustCompile(`(?i)\brm\s+(?:-{1,2}[\w-]+\s+)*-[a-z]*r[a-z]*\s+(?:-{1,2}[\w-]+\s+)*(?:/\*?|~/?|\$home/?|/(?:etc|usr|var|home|root|boot|bin)/?)(?:\s|$|;|&|\|)`)},
-	{"rm-root", regexp.MustCompile(`(?i)--no-preserve-root`)},
-	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:nc|ncat|netcat)\b[^\n|;]*\s-[a-z]*[ec]\s`)},
-	{"reverse-shell", regexp.MustCompile(`(?i)/dev/(?:tcp|udp)/`)},
-	{"reverse-shell", regexp.MustCompile(`(?i)\bsocat\b[^\n]*\bexec:`)},
-	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:python[23]?|perl|ruby|php)\b\s+-[a-z]*[erc]\s+.*(?:socket\.socket|fsockopen|tcpsocket\.new|socket\(\s*s)`)},
-	{"disk-wipe", regexp.MustCompile(`(?i)\bmkfs(?:\.\w+)?\s+/dev/|\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|disk|xvd)`)},
-	{"fork-bomb", regexp.MustCompile(`:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`)},
-	{"ifs-evasion", regexp.MustCompile(`\$\{?IFS\}?`)},
-	{"system-file-write", regexp.MustCompile(`>>?\s*/etc/(?:passwd|shadow|sudoers|cron|profile|ld\.so|rc\.local|ssh/)|>>?\s*~?/\S*\.ssh/authorized_keys`)},
-	{"powershell-download", regexp.MustCompile(`(?i)\b(?:iex|invoke-expression)\b[^\n]*downloadstring|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}`)},
+	pre  []string
+}
+
+// dangerous are commands that are harmful wherever they appear in a
+// command or a parameter: each is a rule name and a pattern.
+var dangerous = []shellRule{
+	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget|fetch|iwr|invoke-webrequest)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k|c)?sh\b`), []string{"|"}},
+	{"pipe-to-shell", regexp.MustCompile(`(?i)\b(?:curl|wget)\b[^|;&\n]*\|\s*(?:sudo\s+)?(?:python[23]?|perl|ruby|php|node)\b`), []string{"|"}},
+	{"decode-to-shell", regexp.MustCompile(`(?i)\bbase64\b[^|;\n]*\|\s*(?:sudo\s+)?(?:ba|z|da|k)?sh\b`), []string{"|"}},
+	{"rm-root", regexp.MustCompile(`(?i)\brm\s+(?:-{1,2}[\w-]+\s+)*-[a-z]*r[a-z]*\s+(?:-{1,2}[\w-]+\s+)*(?:/\*?|~/?|\$home/?|/(?:etc|usr|var|home|root|boot|bin)/?)(?:\s|$|;|&|\|)`), []string{"rm"}},
+	{"rm-root", regexp.MustCompile(`(?i)--no-preserve-root`), []string{"--no-preserve-root"}},
+	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:nc|ncat|netcat)\b[^\n|;]*\s-[a-z]*[ec]\s`), []string{"nc", "netcat"}},
+	{"reverse-shell", regexp.MustCompile(`(?i)/dev/(?:tcp|udp)/`), []string{"/dev/"}},
+	{"reverse-shell", regexp.MustCompile(`(?i)\bsocat\b[^\n]*\bexec:`), []string{"socat"}},
+	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:python[23]?|perl|ruby|php)\b\s+-[a-z]*[erc]\s+.*(?:socket\.socket|fsockopen|tcpsocket\.new|socket\(\s*s)`), []string{"sock"}},
+	{"disk-wipe", regexp.MustCompile(`(?i)\bmkfs(?:\.\w+)?\s+/dev/|\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|disk|xvd)`), []string{"mkfs", "of=/dev/"}},
+	{"fork-bomb", regexp.MustCompile(`:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`), []string{":("}},
+	{"ifs-evasion", regexp.MustCompile(`\$\{?IFS\}?`), []string{"ifs"}},
+	{"system-file-write", regexp.MustCompile(`>>?\s*/etc/(?:passwd|shadow|sudoers|cron|profile|ld\.so|rc\.local|ssh/)|>>?\s*~?/\S*\.ssh/authorized_keys`), []string{">"}},
+	{"powershell-download", regexp.MustCompile(`(?i)\b(?:iex|invoke-expression)\b[^\n]*downloadstring|\bpowershell(?:\.exe)?\b[^\n]*\s-e(?:nc|ncodedcommand)?\s+[a-z0-9+/=]{16,}`), []string{"iex", "invoke-expression", "powershell"}},
 	// Server-side includes and string interpolation that run a command
 	// (<!--#exec cmd="…"-->, Perl @{[system "…"]}, Ruby #{`…`}).
-	{"code-execution", regexp.MustCompile(`(?i)<!--#\s*exec\s+cmd\s*=|@\{\[\s*(?:system|exec|qx)\b|#\{\s*(?:` + "`" + `|%x|system\b|exec\b|spawn\b|io\.popen)|%x\(\s*['"][^'"]*['"]\s*\)`)},
-	{"argument-injection", regexp.MustCompile(`(?i)(?:^|\s|=|')(?:--upload-pack|--receive-pack|--checkpoint-action=exec|--to-command|--use-compress-program|-o\s*proxycommand|-o\s*localcommand|--rsh)\b`)},
+	{"code-execution", regexp.MustCompile(`(?i)<!--#\s*exec\s+cmd\s*=|@\{\[\s*(?:system|exec|qx)\b|#\{\s*(?:` + "`" + `|%x|system\b|exec\b|spawn\b|io\.popen)|%x\(\s*['"][^'"]*['"]\s*\)`), []string{"<!--#", "@{[", "#{", "%x("}},
+	{"argument-injection", regexp.MustCompile(`(?i)(?:^|\s|=|')(?:--upload-pack|--receive-pack|--checkpoint-action=exec|--to-command|--use-compress-program|-o\s*proxycommand|-o\s*localcommand|--rsh)\b`), []string{"--", "-o"}},
 }
 
 // injection finds a separator followed by a command in a parameter that
 // is not a command.
-var injection = []struct {
-	rule string
-	re   *regexp.Regexp
-}{
-	{"command-substitution", regexp.MustCompile("\\$\\([^)]*\\)|`[^`]+`")},
+var injection = []shellRule{
+	{"command-substitution", regexp.MustCompile("\\$\\([^)]*\\)|`[^`]+`"), []string{"$(", "`"}},
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r|%0a)\s*(?:sudo\s+)?(?:` + shellWords +
-		`|head|tail|iex|reg|net)(?:\s|$|;|&|\||>|<|"|'|\)|` + "`" + `)`)},
-	{"redirection", regexp.MustCompile(`>\s*/(?:etc|tmp|dev|root|usr|bin|var)/`)},
-	{"absolute-binary", absoluteBinary},
+		`|head|tail|iex|reg|net)(?:\s|$|;|&|\||>|<|"|'|\)|` + "`" + `)`), []string{";", "&", "|", "\n", "\r", "%0a"}},
+	{"redirection", regexp.MustCompile(`>\s*/(?:etc|tmp|dev|root|usr|bin|var)/`), []string{">"}},
+	{"absolute-binary", absoluteBinary, []string{"bin/"}},
 	// A call that runs a command from code (Ruby, Perl, PHP, Python): a
 	// parameter that is not code does not call system("…").
-	{"code-execution", regexp.MustCompile(`(?i)(?:\b(?:system|exec|popen|spawn|passthru|shell_exec|proc_open)\s*\(\s*['"]|%x\(|\bKernel\.(?:exec|system|spawn)\b)`)},
+	{"code-execution", regexp.MustCompile(`(?i)(?:\b(?:system|exec|popen|spawn|passthru|shell_exec|proc_open)\s*\(\s*['"]|%x\(|\bKernel\.(?:exec|system|spawn)\b)`), []string{"(", "kernel."}},
 }
 
 // absoluteBinary is a separator followed by a program named by its
@@ -102,18 +105,15 @@ const shellWords = `sh|bash|zsh|dash|ksh|rm|curl|wget|cat|nc|ncat|netcat|python[
 // path after a separator. A command word followed by plain words (`rock &
 // roll`, `tea; cat lovers`) is prose, and so is one that ends the value
 // after ` & ` or a line break (`my dog & cat`, a list ending in `sleep`).
-var freeTextInjection = []struct {
-	rule string
-	re   *regexp.Regexp
-}{
+var freeTextInjection = []shellRule{
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
-		`)(?:[ \t]*[;&|]|[ \t]+[-/~$'"])`)},
-	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords + `)[ \t]*$`)},
-	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`)},
-	{"absolute-binary", absoluteBinary},
+		`)(?:[ \t]*[;&|]|[ \t]+[-/~$'"])`), []string{";", "&", "|", "\n", "\r"}},
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords + `)[ \t]*$`), []string{";", "&", "|"}},
+	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`), []string{"$("}},
+	{"absolute-binary", absoluteBinary, []string{"bin/"}},
 	// A whole value that is a command substitution (`id`, `touch /tmp/x`):
 	// inline code in prose sits among words.
-	{"command-substitution", regexp.MustCompile("(?i)^[ \t]*`[ \t]*(?:" + shellWords + ")(?:[ \t][^`]*)?`[ \t]*$")},
+	{"command-substitution", regexp.MustCompile("(?i)^[ \t]*`[ \t]*(?:" + shellWords + ")(?:[ \t][^`]*)?`[ \t]*$"), []string{"`"}},
 }
 
 // argument injection: a whole value that is an option, or an option
@@ -178,7 +178,11 @@ func (p *Processor) checkCommand(s str, v string, decoded, command, free bool, f
 			Message: msg, Evidence: excerpt(v, loc[0], loc[1]), Path: s.path, Confidence: 0.9})
 		return true
 	}
+	lower := strings.ToLower(v)
 	for _, d := range dangerous {
+		if !mayMatch(lower, d.pre) {
+			continue
+		}
 		if loc := d.re.FindStringIndex(v); loc != nil {
 			return add(d.rule, loc, Critical, "dangerous command in a parameter ("+d.rule+")")
 		}
@@ -191,6 +195,9 @@ func (p *Processor) checkCommand(s str, v string, decoded, command, free bool, f
 		rules = freeTextInjection
 	}
 	for _, r := range rules {
+		if !mayMatch(lower, r.pre) {
+			continue
+		}
 		if loc := r.re.FindStringIndex(v); loc != nil {
 			return add(r.rule, loc, High, "shell syntax in a parameter ("+r.rule+")")
 		}
