@@ -51,11 +51,13 @@
 //
 // A Backend stores records and an anchor: the seq and hash of the last
 // record, kept apart from the records (SQLite: the audit_head table, written
-// in the same transaction; JSONL: a sidecar file "<path>.head", replaced
-// after the records are on disk). NewSQLite is the default; NewJSONL writes
-// one JSON object per line. Log does the chaining and group commit for both:
-// concurrent Appends that queue while a batch is being written are chained
-// and written in one durable step.
+// in the same transaction; JSONL: a sidecar file "<path>.head", written
+// after the records are on disk and lagging them: jsonl.go). NewJSONL, the
+// group-commit file, writes one JSON object per line, a batch in one write
+// and one fdatasync; NewSQLite keeps the records in an SQLite database.
+// Log does the chaining and group commit for both: concurrent Appends that
+// queue while a batch is being written are chained by the writer and
+// written in one durable step.
 //
 //	Append ─┐
 //	Append ─┼─▶ reqs ─▶ writer: seq++, prev, hash ×n ─▶ Backend.Write (one fsync) ─▶ replies
@@ -77,10 +79,10 @@
 // one that ends in a given head. Signed checkpoints (checkpoint.go) close
 // that gap for every record before the last checkpoint; a head recorded
 // elsewhere (Verify's want, or a witness) pins it too. The JSONL anchor
-// is replaced after the records are synced, so a crash in between leaves an
-// anchor one batch behind the records; that is not reported (the records
-// after the anchor still chain correctly), and the next write moves the
-// anchor forward.
+// lags the records (it is written at checkpoints, while idle and at
+// close), so a crash leaves it behind the records; that is not reported
+// (the records after the anchor still chain correctly), and the next idle
+// tick moves it forward.
 package audit
 
 import (
@@ -174,7 +176,10 @@ type Anchor struct {
 // field but Hash.
 func (r *Record) ComputeHash() string {
 	var seq, ns [20]byte
-	b := make([]byte, 0, 512+len(r.Reason)+len(r.Sig))
+	// On the stack unless the record is unusually long: the writer hashes
+	// every record, and this is the only buffer it needs.
+	var buf [1536]byte
+	b := buf[:0]
 	v3 := r.RequestHash != "" || r.Kind != "" || r.KeyID != "" || r.Sig != ""
 	switch {
 	case v3:
@@ -200,7 +205,9 @@ func (r *Record) ComputeHash() string {
 		b = appendField(b, r.Reason)
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:])
 }
 
 func appendField[T string | []byte](b []byte, s T) []byte {

@@ -2,8 +2,14 @@ package audit
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,5 +125,175 @@ func benchAppend(b *testing.B, be backend, parallelism int, opts Options) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 	if h := l.Head().Seq; h != uint64(b.N) && (opts.Checkpoint.Key == nil || h < uint64(b.N)) {
 		b.Fatalf("head at seq %d after %d appends", h, b.N)
+	}
+}
+
+// floorLog is the floor of a durable record (issue 22): the least a
+// group-commit append-only file can do. Appenders queue a line already
+// encoded; one writer chains each line with SHA-256 over the previous
+// hash and the line, writes the batch in one pwrite, runs one fdatasync,
+// and releases the batch's appenders. No record type, no checks, no
+// anchor, no loss detection.
+type floorLog struct {
+	f    *os.File
+	reqs chan floorReq
+	done chan struct{}
+}
+
+type floorReq struct {
+	line  []byte
+	reply chan error
+}
+
+func newFloorLog(tb testing.TB, path string) *floorLog {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	fl := &floorLog{f: f, reqs: make(chan floorReq, 1024), done: make(chan struct{})}
+	go fl.write(int(f.Fd()))
+	return fl
+}
+
+func (fl *floorLog) write(fd int) {
+	defer close(fl.done)
+	var (
+		size  int64
+		prev  [sha256.Size]byte
+		buf   []byte
+		batch []floorReq
+	)
+	for r := range fl.reqs {
+		batch = append(batch[:0], r)
+	fill:
+		for len(batch) < 1024 {
+			select {
+			case r, ok := <-fl.reqs:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		buf = buf[:0]
+		for _, r := range batch {
+			h := sha256.New()
+			h.Write(prev[:])
+			h.Write(r.line)
+			h.Sum(prev[:0])
+			buf = append(buf, r.line...)
+		}
+		_, err := fl.f.WriteAt(buf, size)
+		if err == nil {
+			err = syscall.Fdatasync(fd)
+		}
+		if err == nil {
+			size += int64(len(buf))
+		}
+		for _, r := range batch {
+			r.reply <- err
+		}
+	}
+}
+
+func (fl *floorLog) append(line []byte) error {
+	r := floorReq{line: line, reply: make(chan error, 1)}
+	fl.reqs <- r
+	return <-r.reply
+}
+
+func (fl *floorLog) close() { close(fl.reqs); <-fl.done; fl.f.Close() }
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkDurableCPU is issue 22's row "durable audit CPU per record ÷
+// group-commit file floor", at 1, 8 and 64 appenders: each backend's
+// durable appends against floorLog's, in the same process, interleaved
+// in 20 rounds (the order rotating) so that all see the same background
+// load. b.N is the records per system. It reports the process's CPU time
+// (user and system, getrusage) per record for each, and each backend's
+// ratio to the floor: the median of the rounds' ratios, and their min and
+// max. Run it with a fixed count, e.g. -benchtime=20000x.
+func BenchmarkDurableCPU(b *testing.B) {
+	rec := sample(1)
+	rec.Seq, rec.Time, rec.PrevHash = 1, time.Now().UTC(), ZeroHash
+	rec.Hash = rec.ComputeHash()
+	line, err := appendLine(nil, &rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, appenders := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("appenders=%d", appenders), func(b *testing.B) {
+			dir := b.TempDir()
+			fl := newFloorLog(b, filepath.Join(dir, "floor.jsonl"))
+			defer fl.close()
+			type system struct {
+				name   string
+				append func() error
+				cpu    []time.Duration // per round
+			}
+			systems := []*system{{name: "floor", append: func() error { return fl.append(line) }}}
+			for _, be := range backends {
+				l, err := Open(context.Background(), be.kind, filepath.Join(dir, be.file), Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				systems = append(systems, &system{name: be.name, append: func() error {
+					_, err := l.Append(context.Background(), rec)
+					return err
+				}})
+			}
+			const rounds = 20
+			per := max(b.N/rounds/appenders, 1) // records per appender per round
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for round := range rounds {
+				for k := range systems {
+					s := systems[(k+round)%len(systems)]
+					c0 := cpuTime()
+					for range appenders {
+						wg.Go(func() {
+							for range per {
+								if err := s.append(); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					s.cpu = append(s.cpu, cpuTime()-c0)
+				}
+			}
+			b.StopTimer()
+			n := float64(per * appenders) // records per round
+			perRecord := func(s *system) float64 {
+				var sum time.Duration
+				for _, c := range s.cpu {
+					sum += c
+				}
+				return sum.Seconds() * 1e6 / n / rounds
+			}
+			b.ReportMetric(perRecord(systems[0]), "floor-µs/rec")
+			for _, s := range systems[1:] {
+				ratios := make([]float64, rounds)
+				for i := range ratios {
+					ratios[i] = float64(s.cpu[i]) / float64(systems[0].cpu[i])
+				}
+				slices.Sort(ratios)
+				b.ReportMetric(perRecord(s), s.name+"-µs/rec")
+				b.ReportMetric(ratios[rounds/2], s.name+"/floor")
+				b.ReportMetric(ratios[0], s.name+"/floor-min")
+				b.ReportMetric(ratios[rounds-1], s.name+"/floor-max")
+			}
+		})
 	}
 }

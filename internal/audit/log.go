@@ -32,6 +32,21 @@ type Backend interface {
 	Close() error
 }
 
+// tailCutter is a Backend whose storage may end in a torn write (a crash
+// during a write that was never acknowledged), which New cuts off before
+// it checks the log.
+type tailCutter interface {
+	// tornTail durably removes the torn tail, if any, and reports the
+	// offset it began at and its length in bytes (0: none).
+	tornTail() (at, n int64, err error)
+}
+
+// anchorFlusher is a Backend whose anchor lags its records (JSONL); the
+// writer moves it forward while idle.
+type anchorFlusher interface {
+	flushAnchor() error
+}
+
 // ReadError is a stored record that could not be decoded; Scan passes it to
 // its caller as the error.
 type ReadError struct {
@@ -160,6 +175,16 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.Checkpoint.Key != nil {
 		key = opts.Checkpoint.Key.Public()
 	}
+	if tc, ok := b.(tailCutter); ok {
+		at, n, err := tc.tornTail()
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			opts.Logger.Warn("audit: cut a torn tail off the log: the last write was cut short by a crash before it was synced, so no call waited for it",
+				"offset", at, "bytes", n)
+		}
+	}
 	st, err := checkOpen(ctx, b, key, opts.Checkpoint.Witnessed)
 	if err != nil {
 		return nil, err
@@ -204,8 +229,23 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 // still be written: pass a context that outlives the request
 // (context.WithoutCancel) so that a cancelled call cannot lose its record.
 func (l *Log) Append(ctx context.Context, rec Record) (Record, error) {
-	return l.Submit(ctx, rec)()
+	// Submit's wait, without the closure, and with a request from a pool:
+	// every call appends two records, so this is the hot path.
+	req := reqPool.Get().(*appendReq)
+	if err := l.enqueue(ctx, rec, req); err != nil {
+		reqPool.Put(req)
+		return Record{}, err
+	}
+	r, answered := l.await(ctx, req)
+	if answered { // else the writer may still answer it: not reused
+		req.rec = Record{}
+		reqPool.Put(req)
+	}
+	return r.rec, r.err
 }
+
+// reqPool holds answered append requests, their reply channels empty.
+var reqPool = sync.Pool{New: func() any { return &appendReq{reply: make(chan appendReply, 1)} }}
 
 // Submit queues rec as Append does and returns a function that waits for
 // it, returning what Append would. Records submitted one after another are
@@ -214,41 +254,56 @@ func (l *Log) Append(ctx context.Context, rec Record) (Record, error) {
 // once its record is durable) submits them in order and waits for each
 // later: they share group commits. Wait is to be called once.
 func (l *Log) Submit(ctx context.Context, rec Record) (wait func() (Record, error)) {
-	fail := func(err error) func() (Record, error) { return func() (Record, error) { return Record{}, err } }
+	req := &appendReq{reply: make(chan appendReply, 1)}
+	if err := l.enqueue(ctx, rec, req); err != nil {
+		return func() (Record, error) { return Record{}, err }
+	}
+	return func() (Record, error) {
+		r, _ := l.await(ctx, req)
+		return r.rec, r.err
+	}
+}
+
+// enqueue checks rec, puts it in req and queues req for the writer.
+func (l *Log) enqueue(ctx context.Context, rec Record, req *appendReq) error {
 	if l.closed.Load() {
-		return fail(ErrClosed)
+		return ErrClosed
 	}
 	if rec.Time.IsZero() {
 		rec.Time = time.Now()
 	}
 	if rec.Kind != "" || rec.KeyID != "" || rec.Sig != "" {
-		return fail(errors.New("audit: kind, kid and sig are the log's own (checkpoints), not a caller's"))
+		return errors.New("audit: kind, kid and sig are the log's own (checkpoints), not a caller's")
 	}
 	if err := rec.normalize(); err != nil {
-		return fail(err)
+		return err
 	}
-	req := &appendReq{rec: rec, reply: make(chan appendReply, 1)}
+	req.rec = rec
 	select {
 	case l.reqs <- req:
+		return nil
 	case <-l.stop:
-		return fail(ErrClosed)
+		return ErrClosed
 	case <-ctx.Done():
-		return fail(ctx.Err())
+		return ctx.Err()
 	}
-	return func() (Record, error) {
+}
+
+// await waits for the writer's answer to a queued req; answered is false
+// when it gave up first (ctx ended, or the log closed with req unanswered).
+func (l *Log) await(ctx context.Context, req *appendReq) (r appendReply, answered bool) {
+	select {
+	case r := <-req.reply:
+		return r, true
+	case <-l.done: // closed while rec waited in the queue, unless it was answered
 		select {
 		case r := <-req.reply:
-			return r.rec, r.err
-		case <-l.done: // closed while rec waited in the queue, unless it was answered
-			select {
-			case r := <-req.reply:
-				return r.rec, r.err
-			default:
-				return Record{}, ErrClosed
-			}
-		case <-ctx.Done():
-			return Record{}, ctx.Err()
+			return r, true
+		default:
+			return appendReply{err: ErrClosed}, false
 		}
+	case <-ctx.Done():
+		return appendReply{err: ctx.Err()}, false
 	}
 }
 
@@ -321,6 +376,10 @@ func (l *Log) writeLoop() {
 		case <-tick:
 			if err := l.lostNow(); err != nil {
 				l.markOnce(err)
+			} else if af, ok := l.b.(anchorFlusher); ok {
+				if err := af.flushAnchor(); err != nil {
+					l.log.Error("audit: the anchor could not be moved to the last record", "err", err)
+				}
 			}
 			continue
 		case r := <-l.reqs:

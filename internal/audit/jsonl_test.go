@@ -1,0 +1,113 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTornTailIsCut leaves a JSONL log as a kill -9 in the middle of a
+// write does: complete lines, then part of one. Verify and Export must
+// leave the file as it is; opening the log for appending must cut the
+// torn bytes, durably, say so in a warning, and continue the chain.
+func TestTornTailIsCut(t *testing.T) {
+	be := backends[1]
+	path := be.path(t)
+	l := openLog(t, be, path)
+	var last Record
+	for i := range 3 {
+		last = mustAppend(t, l, sample(i))
+	}
+	l.Close()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	torn := `{"seq":4,"time":"2026-11-27T21:00:00.1234` // the process died here
+	if err := os.WriteFile(path, append(whole, torn...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	// Reading does not repair.
+	rep := mustVerify(t, openBackend(t, be, path))
+	if rep.Records != 3 {
+		t.Errorf("Verify read %d records, want 3 (the torn line ignored)", rep.Records)
+	}
+	if fi, _ := os.Stat(path); fi.Size() != int64(len(whole)+len(torn)) {
+		t.Errorf("after Verify the file has %d bytes, want %d: verify must not change the log", fi.Size(), len(whole)+len(torn))
+	}
+
+	var logs bytes.Buffer
+	l2, err := Open(context.Background(), be.kind, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open of a log with a torn tail: %v", err)
+	}
+	defer l2.Close()
+	if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "torn tail") ||
+		!strings.Contains(got, "bytes="+itoa(len(torn))) || !strings.Contains(got, "offset="+itoa(len(whole))) {
+		t.Errorf("Open logged %q, want a warning naming the torn tail's offset %d and %d bytes", got, len(whole), len(torn))
+	}
+	if fi, _ := os.Stat(path); fi.Size() != int64(len(whole)) {
+		t.Errorf("after Open the file has %d bytes, want %d: the torn tail cut", fi.Size(), len(whole))
+	}
+	if h := l2.Head(); h != (Anchor{Seq: 3, Hash: last.Hash}) {
+		t.Errorf("Head = %+v, want record 3", h)
+	}
+	next := mustAppend(t, l2, sample(4))
+	if next.Seq != 4 || next.PrevHash != last.Hash {
+		t.Errorf("append after the cut: seq %d prev %s, want 4 after %s", next.Seq, next.PrevHash, last.Hash)
+	}
+	l2.Close()
+	if rep := mustVerify(t, openBackend(t, be, path)); rep.Records != 4 || rep.Anchor != rep.Head {
+		t.Errorf("Verify after the append = %+v, want 4 records and the anchor at the head", rep)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestJSONLAnchorFollowsWhileIdle checks that the JSONL anchor, which
+// lags the records, reaches the last record while the log is open and
+// idle (every WatchInterval), and not only at Close: a tail cut after
+// that shows as truncated even if warden is then killed.
+func TestJSONLAnchorFollowsWhileIdle(t *testing.T) {
+	be := backends[1]
+	path := be.path(t)
+	l, err := Open(context.Background(), be.kind, path, Options{WatchInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for i := range 5 {
+		mustAppend(t, l, sample(i))
+	}
+	j, err := NewJSONL(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a, err := j.readAnchor()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a == l.Head() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the anchor is at %+v 5 s after the last append, want the head %+v", a, l.Head())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Cut the last two records behind the open log's back: Verify sees it.
+	newTamperer(t, be, path).truncate(4)
+	rep, err := Verify(context.Background(), j, Anchor{})
+	if err != nil || rep.Problem == nil || rep.Problem.Kind != ProblemTruncated || rep.Problem.Seq != 4 {
+		t.Errorf("Verify after cutting records 4 and 5 = %+v, %v; want truncated at 4", rep.Problem, err)
+	}
+}
