@@ -3,6 +3,8 @@ package ocsf
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +176,28 @@ func BenchmarkAppendJSON(b *testing.B) {
 			enc.Encode((*reflectFinding)(evs[1].(*DetectionFinding)))
 		}
 	})
+}
+
+// TestCachedTagsAreThoseOfTheFields: the compliance tags built once per
+// seed span and fields are those of the fields each call carried, not of
+// another call's fields.
+func TestCachedTagsAreThoseOfTheFields(t *testing.T) {
+	fields := [][]string{nil, {"aitf.mcp.tool.name"}, {"aitf.mcp.tool.name", "aitf.mcp.tool.input"},
+		{"aitf.mcp.tool.input"}, {"aitf.mcp.tool.approval_required"}, {"aitf.mcp.tool.name", "aitf.mcp.tool.approval_required"}}
+	seen := map[string]bool{}
+	for round := range 2 {
+		for _, span := range []string{SpanToolInvoke, SpanResourceRead, SpanServerConnect} {
+			for _, fs := range fields {
+				c := &Call{SeedSpan: span, SeedFields: fs}
+				want := ComplianceTags(Controls(span, fs...))
+				if got := callTags(c); !reflect.DeepEqual(got, want) {
+					t.Errorf("round %d, %s %v: tags %v, want %v", round, span, fs, got, want)
+				}
+				seen[fmt.Sprint(want)] = true
+			}
+		}
+	}
+	if len(seen) < 4 {
+		t.Errorf("only %d distinct tag sets: the cases do not tell fields apart", len(seen))
+	}
 }

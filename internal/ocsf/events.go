@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
@@ -266,7 +267,8 @@ func (a *API) responseCode() string {
 // unmapped collects the MCP attributes OCSF has no place for, under their
 // OpenTelemetry/AITF names, and the compliance tags.
 func unmapped(c *Call) map[string]any {
-	m := map[string]any{"mcp.method.name": method(c)}
+	m := make(map[string]any, 16) // room for what a call usually has, without growing
+	m["mcp.method.name"] = method(c)
 	set := func(k, v string) {
 		if v != "" {
 			m[k] = v
@@ -293,18 +295,53 @@ func unmapped(c *Call) map[string]any {
 		set("warden.rule", d.Rule)
 		set("warden.invariant", d.Invariant)
 	}
-	if tags := ComplianceTags(callControls(c)); tags != nil {
+	if tags := callTags(c); tags != nil {
 		m["compliance"] = tags
 	}
 	return m
 }
 
-func callControls(c *Call) []Control {
+// callTags returns ComplianceTags of the controls of c's seed span and
+// fields. The tags of a (span, fields) pair are the same for every call,
+// and the pairs are few (the fields are set by code, not by peers), so
+// each pair's tags are built once and shared, read-only, by every event
+// that carries them: at most maxCachedTags pairs, then built per call.
+func callTags(c *Call) map[Framework][]string {
 	if c.SeedSpan == "" {
 		return nil
 	}
-	return Controls(c.SeedSpan, c.SeedFields...)
+	n := len(c.SeedSpan)
+	for _, f := range c.SeedFields {
+		n += 1 + len(f)
+	}
+	key := make([]byte, 0, n)
+	key = append(key, c.SeedSpan...)
+	for _, f := range c.SeedFields {
+		key = append(append(key, 0), f...)
+	}
+	tagsMu.RLock()
+	tags, ok := cachedTags[string(key)] // no allocation for the lookup
+	tagsMu.RUnlock()
+	if ok {
+		return tags
+	}
+	tags = ComplianceTags(Controls(c.SeedSpan, c.SeedFields...))
+	tagsMu.Lock()
+	if len(cachedTags) < maxCachedTags {
+		cachedTags[string(key)] = tags
+	}
+	tagsMu.Unlock()
+	return tags
 }
+
+// cachedTags maps a seed span and its fields, NUL-separated, to their
+// compliance tags (callTags).
+var (
+	tagsMu     sync.RWMutex
+	cachedTags = map[string]map[Framework][]string{} // guarded by tagsMu
+)
+
+const maxCachedTags = 4096
 
 func orDefault(s, def string) string {
 	if s == "" {

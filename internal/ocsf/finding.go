@@ -271,6 +271,6 @@ func (b Builder) ToolExecution(c *Call) *ToolExecution {
 		approved := c.Approval == "approved"
 		e.Approved = &approved
 	}
-	e.ComplianceTags = ComplianceTags(callControls(c))
+	e.ComplianceTags = callTags(c)
 	return e
 }

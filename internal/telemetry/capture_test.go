@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -153,4 +154,31 @@ func FuzzRedactFilter(f *testing.F) {
 			t.Fatalf("Redact(%q) = %q, want %q", s, got, want)
 		}
 	})
+}
+
+// TestRawOrStringDecodesAsBefore: captured content goes into OCSF as
+// itself when it is JSON, else as a JSON string; the quick refusal of text
+// that cannot be JSON decodes to the same value json.Valid and
+// json.Marshal made of it.
+func TestRawOrStringDecodesAsBefore(t *testing.T) {
+	for _, s := range []string{`{"a":1}`, ` [1, 2]`, `"q"`, `-1.5`, `12`, `true`, `null`, "\t\n{}",
+		"", " ", "bench", "File written", "123abc", "nope", "<b>&amp;</b>", "bad \xff utf-8", "trailing {\"a\":1}", "{not json"} {
+		var before []byte
+		if json.Valid([]byte(s)) {
+			before = []byte(s)
+		} else {
+			before, _ = json.Marshal(s)
+		}
+		var want, got any
+		if err := json.Unmarshal(before, &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(rawOrString(s), &got); err != nil {
+			t.Errorf("%q: %s is not JSON: %v", s, rawOrString(s), err)
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: %s decodes to %#v, want %#v", s, rawOrString(s), got, want)
+		}
+	}
 }

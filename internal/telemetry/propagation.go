@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -63,10 +64,12 @@ var ErrParamsNotObject = errors.New("telemetry: params is not an object")
 // to sc (and any previous values removed), keeping every other member and
 // its bytes as they were. params must be JSON the strict decoder validated,
 // or nil for a request without params. An invalid sc removes the members.
+// The values are what propagation.TraceContext injects, written here
+// without its carrier map (TestInjectMetaIsTheW3CPropagators).
 func InjectMeta(params []byte, sc trace.SpanContext) ([]byte, error) {
-	carrier := propagation.MapCarrier{}
+	var h traceHeaders
 	if sc.IsValid() {
-		traceContext.Inject(trace.ContextWithSpanContext(context.Background(), sc), carrier)
+		h = headersOf(sc)
 	}
 	if len(params) == 0 {
 		params = []byte("{}")
@@ -78,7 +81,7 @@ func InjectMeta(params []byte, sc trace.SpanContext) ([]byte, error) {
 		if name == "_meta" {
 			sawMeta = true
 			out = appendMember(out, name)
-			out = appendMeta(out, raw, carrier)
+			out = appendMeta(out, raw, &h)
 			return
 		}
 		out = appendMember(out, name)
@@ -87,11 +90,36 @@ func InjectMeta(params []byte, sc trace.SpanContext) ([]byte, error) {
 	if !isObject {
 		return nil, ErrParamsNotObject
 	}
-	if !sawMeta && len(carrier) > 0 {
+	if !sawMeta && h.parentLen > 0 {
 		out = appendMember(out, "_meta")
-		out = appendMeta(out, nil, carrier)
+		out = appendMeta(out, nil, &h)
 	}
 	return append(out, '}'), nil
+}
+
+// traceHeaders are the W3C trace context values of a span context:
+// traceparent (parent[:parentLen], 0 bytes for none) and tracestate.
+type traceHeaders struct {
+	parent    [55]byte
+	parentLen int
+	state     string
+}
+
+// headersOf returns sc's trace context as propagation.TraceContext writes
+// it: traceparent "00-{trace id}-{span id}-{flags}", of the flags only
+// sampled and random, and tracestate.
+func headersOf(sc trace.SpanContext) traceHeaders {
+	h := traceHeaders{state: sc.TraceState().String(), parentLen: 55}
+	tid, sid := sc.TraceID(), sc.SpanID()
+	flags := byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))
+	b := h.parent[:0]
+	b = append(b, "00-"...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	hex.AppendEncode(b, []byte{flags})
+	return h
 }
 
 // appendMember appends a comma if needed and `"name":`.
@@ -99,14 +127,28 @@ func appendMember(out []byte, name string) []byte {
 	if out[len(out)-1] != '{' {
 		out = append(out, ',')
 	}
-	out = append(out, jsonrpc.Quote(name)...)
+	out = appendQuoted(out, name)
 	return append(out, ':')
 }
 
+// appendQuoted appends s as a JSON string: as it is between quotes when it
+// is printable ASCII without quote or backslash, as member names and
+// trace context values are, else as jsonrpc.Quote writes it.
+func appendQuoted(out []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return append(out, jsonrpc.Quote(s)...)
+		}
+	}
+	out = append(out, '"')
+	out = append(out, s...)
+	return append(out, '"')
+}
+
 // appendMeta appends the _meta object: the members of old except the trace
-// context keys, then those of carrier. An old _meta that is not an object
-// is replaced.
-func appendMeta(out, old []byte, carrier propagation.MapCarrier) []byte {
+// context keys, then those of h. An old _meta that is not an object is
+// replaced.
+func appendMeta(out, old []byte, h *traceHeaders) []byte {
 	out = append(out, '{')
 	jsonrpc.Members(old, func(name string, raw []byte) {
 		for _, k := range metaKeys {
@@ -117,10 +159,14 @@ func appendMeta(out, old []byte, carrier propagation.MapCarrier) []byte {
 		out = appendMember(out, name)
 		out = append(out, raw...)
 	})
-	for _, k := range metaKeys {
-		if v := carrier[k]; v != "" {
-			out = appendMember(out, k)
-			out = append(out, jsonrpc.Quote(v)...)
+	if h.parentLen > 0 {
+		out = appendMember(out, "traceparent")
+		out = append(out, '"')
+		out = append(out, h.parent[:h.parentLen]...)
+		out = append(out, '"')
+		if h.state != "" {
+			out = appendMember(out, "tracestate")
+			out = appendQuoted(out, h.state)
 		}
 	}
 	return append(out, '}')

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/telemetry/seedtable"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -125,6 +126,43 @@ func TestCoSAIMapping(t *testing.T) {
 		if m.OTel != "" {
 			if _, ok := invoke[m.OTel]; !ok {
 				t.Errorf("OTel counterpart %s of %s not emitted on tool spans", m.OTel, m.CoSAI)
+			}
+		}
+	}
+}
+
+// TestInjectMetaIsTheW3CPropagators: the trace context InjectMeta writes is
+// what OpenTelemetry's W3C propagator writes, whatever the flags and the
+// trace state; member names that need escaping stay escaped.
+func TestInjectMetaIsTheW3CPropagators(t *testing.T) {
+	ts, err := trace.ParseTraceState("vendor=1,other=a-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled, trace.FlagsSampled | trace.FlagsRandom, 0xff} {
+		for _, state := range []trace.TraceState{{}, ts} {
+			sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{0xab, 1, 0xff}, SpanID: trace.SpanID{0xcd, 2},
+				TraceFlags: flags, TraceState: state})
+			want := propagation.MapCarrier{}
+			propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), want)
+			params := []byte(`{"a\"b\u00e9":1,"_meta":{"\u2028":2,"traceparent":"old"}}`)
+			got, err := InjectMeta(params, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range metaKeys {
+				if v := lookupString(got, "_meta", k); v != want[k] {
+					t.Errorf("flags %x, state %q: %s = %q, want %q", flags, state, k, v, want[k])
+				}
+			}
+			if v, _ := jsonrpc.Lookup(got, "a\"bé"); string(v) != "1" {
+				t.Errorf("member a\"bé lost: %s", got)
+			}
+			if v, _ := jsonrpc.Lookup(got, "_meta", "\u2028"); string(v) != "2" {
+				t.Errorf("_meta member U+2028 lost: %s", got)
+			}
+			if _, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"m","params":`+string(got)+`}`), jsonrpc.Limits{}); err != nil {
+				t.Errorf("refused by the strict decoder: %v\n%s", err, got)
 			}
 		}
 	}

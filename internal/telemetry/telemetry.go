@@ -48,6 +48,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/ocsf"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -427,9 +428,25 @@ func ocsfCall(b *spanBuilder, s *Span, op *Operation) *ocsf.Call {
 // rawOrString returns s as JSON: itself when it is valid JSON (captured
 // JSON that was neither cut nor hashed), else as a JSON string.
 func rawOrString(s string) json.RawMessage {
-	if json.Valid([]byte(s)) {
+	if mayBeJSON(s) && json.Valid([]byte(s)) {
 		return json.RawMessage(s)
 	}
-	b, _ := json.Marshal(s)
-	return b
+	return jsonrpc.Quote(s)
+}
+
+// mayBeJSON reports whether s starts, after white space, as a JSON value
+// can: text that cannot is quoted without asking json.Valid, whose
+// refusal allocates.
+func mayBeJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '{', '[', '"', '-', 't', 'f', 'n':
+			return true
+		default:
+			return c >= '0' && c <= '9'
+		}
+	}
+	return false
 }
