@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -43,49 +44,53 @@ func (s *stuckStore) Close() error { return nil }
 // The deadline holds against a store that ignores its context; the id then
 // counts as used, and the store's late "first use" changes nothing.
 func TestGuardDeadlineHoldsAgainstAStuckStore(t *testing.T) {
-	g := NewGuard(0)
-	st := newStuckStore(t)
-	expires := time.Now().Add(time.Minute)
-	const timeout = 50 * time.Millisecond
-	start := time.Now()
-	ok, _, err := g.ConsumeSince(t.Context(), st, NSToken, "j1", expires, timeout)
-	if took := time.Since(start); ok || !errors.Is(err, ErrTimeout) || took > timeout+200*time.Millisecond {
-		t.Fatalf("stuck store: (%v, %v) after %v, want ErrTimeout after about %v", ok, err, took, timeout)
-	}
-	st.unblock() // the late answer says "first use"
-	time.Sleep(20 * time.Millisecond)
-	ok, err = g.Consume(t.Context(), st, NSToken, "j1", expires, timeout)
-	if ok || !errors.Is(err, ErrUndecided) {
-		t.Fatalf("retry after the late answer: (%v, %v), want ErrUndecided", ok, err)
-	}
-	if n := st.calls.Load(); n != 1 {
-		t.Fatalf("the store was asked %d times, want once: the retry must not reach it", n)
-	}
-	// Another namespace, and another id, are other consumptions.
-	if ok, err := g.Consume(t.Context(), st, NSProof, "j1", expires, timeout); !ok || err != nil {
-		t.Fatalf("the same id as a proof: (%v, %v)", ok, err)
-	}
-	if g.Undecided() != 1 {
-		t.Fatalf("undecided = %d, want 1", g.Undecided())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGuard(0)
+		st := newStuckStore(t)
+		expires := time.Now().Add(time.Minute)
+		const timeout = 50 * time.Millisecond
+		start := time.Now()
+		ok, _, err := g.ConsumeSince(t.Context(), st, NSToken, "j1", expires, timeout)
+		if took := time.Since(start); ok || !errors.Is(err, ErrTimeout) || took > timeout+200*time.Millisecond {
+			t.Fatalf("stuck store: (%v, %v) after %v, want ErrTimeout after about %v", ok, err, took, timeout)
+		}
+		st.unblock()    // the late answer says "first use"
+		synctest.Wait() // and has landed
+		ok, err = g.Consume(t.Context(), st, NSToken, "j1", expires, timeout)
+		if ok || !errors.Is(err, ErrUndecided) {
+			t.Fatalf("retry after the late answer: (%v, %v), want ErrUndecided", ok, err)
+		}
+		if n := st.calls.Load(); n != 1 {
+			t.Fatalf("the store was asked %d times, want once: the retry must not reach it", n)
+		}
+		// Another namespace, and another id, are other consumptions.
+		if ok, err := g.Consume(t.Context(), st, NSProof, "j1", expires, timeout); !ok || err != nil {
+			t.Fatalf("the same id as a proof: (%v, %v)", ok, err)
+		}
+		if g.Undecided() != 1 {
+			t.Fatalf("undecided = %d, want 1", g.Undecided())
+		}
+	})
 }
 
 // An undecided id is forgotten once the credential it belongs to expired.
 func TestGuardForgetsAtExpiry(t *testing.T) {
-	g := NewGuard(0)
-	st := newStuckStore(t)
-	expires := time.Now().Add(150 * time.Millisecond)
-	if _, err := g.Consume(t.Context(), st, NSToken, "j", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("err = %v, want ErrTimeout", err)
-	}
-	st.unblock()
-	if _, err := g.Consume(t.Context(), st, NSToken, "j", expires, time.Second); !errors.Is(err, ErrUndecided) {
-		t.Fatalf("before expiry: %v, want ErrUndecided", err)
-	}
-	time.Sleep(time.Until(expires) + 10*time.Millisecond)
-	if ok, err := g.Consume(t.Context(), st, NSToken, "j", time.Now().Add(time.Minute), time.Second); !ok || err != nil {
-		t.Fatalf("after expiry: (%v, %v)", ok, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGuard(0)
+		st := newStuckStore(t)
+		expires := time.Now().Add(150 * time.Millisecond)
+		if _, err := g.Consume(t.Context(), st, NSToken, "j", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("err = %v, want ErrTimeout", err)
+		}
+		st.unblock()
+		if _, err := g.Consume(t.Context(), st, NSToken, "j", expires, time.Second); !errors.Is(err, ErrUndecided) {
+			t.Fatalf("before expiry: %v, want ErrUndecided", err)
+		}
+		time.Sleep(time.Until(expires) + 10*time.Millisecond)
+		if ok, err := g.Consume(t.Context(), st, NSToken, "j", time.Now().Add(time.Minute), time.Second); !ok || err != nil {
+			t.Fatalf("after expiry: (%v, %v)", ok, err)
+		}
+	})
 }
 
 // The guard is bounded: ids it remembers plus consumptions waiting for the
@@ -93,33 +98,35 @@ func TestGuardForgetsAtExpiry(t *testing.T) {
 // refuses at once without asking the store, rather than forget an
 // undecided id.
 func TestGuardFailsClosedWhenFull(t *testing.T) {
-	g := NewGuard(3)
-	st := newStuckStore(t)
-	expires := time.Now().Add(time.Minute)
-	if _, err := g.Consume(t.Context(), st, NSToken, "a", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("a: %v", err)
-	}
-	// One undecided id, one consumption still waiting: room for one more.
-	if _, err := g.Consume(t.Context(), st, NSToken, "b", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
-		t.Fatalf("b: %v", err)
-	}
-	start := time.Now()
-	ok, err := g.Consume(t.Context(), st, NSToken, "c", expires, time.Second)
-	if ok || !errors.Is(err, ErrBusy) || time.Since(start) > 100*time.Millisecond {
-		t.Fatalf("full guard: (%v, %v) after %v, want ErrBusy at once", ok, err, time.Since(start))
-	}
-	if n := st.calls.Load(); n != 2 {
-		t.Fatalf("the store was asked %d times, want 2", n)
-	}
-	// Once the store answers, the waiting ones leave; the undecided stay.
-	st.unblock()
-	time.Sleep(20 * time.Millisecond)
-	if ok, err := g.Consume(t.Context(), st, NSToken, "c", expires, time.Second); !ok || err != nil {
-		t.Fatalf("after the store answered: (%v, %v)", ok, err)
-	}
-	if _, err := g.Consume(t.Context(), st, NSToken, "a", expires, time.Second); !errors.Is(err, ErrUndecided) {
-		t.Fatalf("a after the store answered: %v, want ErrUndecided", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := NewGuard(3)
+		st := newStuckStore(t)
+		expires := time.Now().Add(time.Minute)
+		if _, err := g.Consume(t.Context(), st, NSToken, "a", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("a: %v", err)
+		}
+		// One undecided id, one consumption still waiting: room for one more.
+		if _, err := g.Consume(t.Context(), st, NSToken, "b", expires, 10*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("b: %v", err)
+		}
+		start := time.Now()
+		ok, err := g.Consume(t.Context(), st, NSToken, "c", expires, time.Second)
+		if ok || !errors.Is(err, ErrBusy) || time.Since(start) > 100*time.Millisecond {
+			t.Fatalf("full guard: (%v, %v) after %v, want ErrBusy at once", ok, err, time.Since(start))
+		}
+		if n := st.calls.Load(); n != 2 {
+			t.Fatalf("the store was asked %d times, want 2", n)
+		}
+		// Once the store answers, the waiting ones leave; the undecided stay.
+		st.unblock()
+		synctest.Wait()
+		if ok, err := g.Consume(t.Context(), st, NSToken, "c", expires, time.Second); !ok || err != nil {
+			t.Fatalf("after the store answered: (%v, %v)", ok, err)
+		}
+		if _, err := g.Consume(t.Context(), st, NSToken, "a", expires, time.Second); !errors.Is(err, ErrUndecided) {
+			t.Fatalf("a after the store answered: %v, want ErrUndecided", err)
+		}
+	})
 }
 
 // A store that answers in time is passed through, epoch included; a store

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unsafe"
 )
@@ -11,28 +12,31 @@ import (
 // Memory holds only unexpired ids: a burst of short-lived ids is dropped
 // once they expire, without a background goroutine.
 func TestMemoryBoundedByExpiry(t *testing.T) {
-	m := NewMemory()
-	defer m.Close()
-	const n = 5000
-	// One absolute expiry for the whole burst, far enough ahead that a
-	// loaded machine (the race detector) fills the store before it.
-	expires := time.Now().Add(time.Second)
-	for i := range n {
-		if ok, err := m.Consume(t.Context(), NSProof, fmt.Sprint("burst-", i), expires); !ok || err != nil {
-			t.Fatalf("first Consume of burst-%d: %v %v", i, ok, err)
+	// In a synctest bubble the clock moves only when every goroutine
+	// waits, so the expiry falls exactly where the test puts it.
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMemory()
+		defer m.Close()
+		const n = 5000
+		// One absolute expiry for the whole burst.
+		expires := time.Now().Add(time.Second)
+		for i := range n {
+			if ok, err := m.Consume(t.Context(), NSProof, fmt.Sprint("burst-", i), expires); !ok || err != nil {
+				t.Fatalf("first Consume of burst-%d: %v %v", i, ok, err)
+			}
 		}
-	}
-	mustConsume(t, m, NSToken, "kept", time.Hour)
-	if got := m.Len(); time.Now().Before(expires) && got != n+1 {
-		t.Fatalf("Len before expiry = %d, want %d", got, n+1)
-	}
-	time.Sleep(time.Until(expires) + 50*time.Millisecond)
-	if got := m.Len(); got != 1 {
-		t.Fatalf("Len after expiry = %d, want 1 (only the unexpired id)", got)
-	}
-	if mustConsume(t, m, NSToken, "kept", time.Hour) {
-		t.Fatal("unexpired id forgotten by the sweep")
-	}
+		mustConsume(t, m, NSToken, "kept", time.Hour)
+		if got := m.Len(); got != n+1 {
+			t.Fatalf("Len before expiry = %d, want %d", got, n+1)
+		}
+		time.Sleep(time.Until(expires) + 50*time.Millisecond)
+		if got := m.Len(); got != 1 {
+			t.Fatalf("Len after expiry = %d, want 1 (only the unexpired id)", got)
+		}
+		if mustConsume(t, m, NSToken, "kept", time.Hour) {
+			t.Fatal("unexpired id forgotten by the sweep")
+		}
+	})
 }
 
 func TestExpiryHeapOrder(t *testing.T) {
@@ -53,99 +57,110 @@ func TestExpiryHeapOrder(t *testing.T) {
 // Keys that share a hash are still told apart: each is consumed once, and
 // each expires on its own.
 func TestMemoryHashCollisions(t *testing.T) {
-	m := NewMemory()
-	defer m.Close()
-	m.hashOf = func(memKey) uint64 { return 42 } // every key collides
-	now := time.Now()
-	for _, id := range []string{"a", "b", "c"} {
-		if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); !ok || err != nil {
-			t.Fatalf("first consume of %q: %v %v", id, ok, err)
+	// In a synctest bubble the clock moves only when every goroutine
+	// waits, so the expiry falls exactly where the test puts it.
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMemory()
+		defer m.Close()
+		m.hashOf = func(memKey) uint64 { return 42 } // every key collides
+		now := time.Now()
+		for _, id := range []string{"a", "b", "c"} {
+			if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); !ok || err != nil {
+				t.Fatalf("first consume of %q: %v %v", id, ok, err)
+			}
 		}
-	}
-	for _, id := range []string{"a", "b", "c"} {
-		if ok, _ := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); ok {
-			t.Fatalf("replay of colliding %q accepted", id)
+		for _, id := range []string{"a", "b", "c"} {
+			if ok, _ := m.Consume(t.Context(), NSToken, id, now.Add(time.Hour)); ok {
+				t.Fatalf("replay of colliding %q accepted", id)
+			}
 		}
-	}
-	if ok, _ := m.Consume(t.Context(), NSProof, "a", now.Add(time.Hour)); !ok {
-		t.Fatal("the same id in another namespace was refused")
-	}
-	// Short-lived colliding entries expire and are forgotten.
-	if ok, _ := m.Consume(t.Context(), NSToken, "short", now.Add(20*time.Millisecond)); !ok {
-		t.Fatal("short")
-	}
-	time.Sleep(40 * time.Millisecond)
-	if n := m.Len(); n != 4 {
-		t.Fatalf("Len = %d after the short entry expired, want 4", n)
-	}
+		if ok, _ := m.Consume(t.Context(), NSProof, "a", now.Add(time.Hour)); !ok {
+			t.Fatal("the same id in another namespace was refused")
+		}
+		// Short-lived colliding entries expire and are forgotten.
+		if ok, _ := m.Consume(t.Context(), NSToken, "short", now.Add(20*time.Millisecond)); !ok {
+			t.Fatal("short")
+		}
+		time.Sleep(40 * time.Millisecond)
+		if n := m.Len(); n != 4 {
+			t.Fatalf("Len = %d after the short entry expired, want 4", n)
+		}
+	})
 }
 
 // When one of two colliding keys expires, the other stays consumed, in
 // either order of arrival.
 func TestMemoryCollidingKeyOutlivesItsNeighbour(t *testing.T) {
-	for _, shortFirst := range []bool{true, false} {
-		m := NewMemory()
-		m.hashOf = func(memKey) uint64 { return 7 }
-		now := time.Now()
-		ids := []string{"short", "long"}
-		ttl := map[string]time.Duration{"short": 100 * time.Millisecond, "long": time.Hour}
-		if !shortFirst {
-			ids[0], ids[1] = ids[1], ids[0]
-		}
-		for _, id := range ids {
-			if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(ttl[id])); !ok || err != nil {
-				t.Fatalf("first consume of %q: %v %v", id, ok, err)
+	// In a synctest bubble the clock moves only when every goroutine
+	// waits, so the expiry falls exactly where the test puts it.
+	synctest.Test(t, func(t *testing.T) {
+		for _, shortFirst := range []bool{true, false} {
+			m := NewMemory()
+			m.hashOf = func(memKey) uint64 { return 7 }
+			now := time.Now()
+			ids := []string{"short", "long"}
+			ttl := map[string]time.Duration{"short": 100 * time.Millisecond, "long": time.Hour}
+			if !shortFirst {
+				ids[0], ids[1] = ids[1], ids[0]
+			}
+			for _, id := range ids {
+				if ok, err := m.Consume(t.Context(), NSToken, id, now.Add(ttl[id])); !ok || err != nil {
+					t.Fatalf("first consume of %q: %v %v", id, ok, err)
+				}
+			}
+			time.Sleep(time.Until(now.Add(ttl["short"])) + 50*time.Millisecond)
+			if ok, _ := m.Consume(t.Context(), NSToken, "long", now.Add(time.Hour)); ok {
+				t.Fatalf("short first = %v: replay of the unexpired colliding key accepted after its neighbour expired", shortFirst)
+			}
+			if n := m.Len(); n != 1 {
+				t.Fatalf("short first = %v: Len = %d, want 1", shortFirst, n)
 			}
 		}
-		time.Sleep(time.Until(now.Add(ttl["short"])) + 50*time.Millisecond)
-		if ok, _ := m.Consume(t.Context(), NSToken, "long", now.Add(time.Hour)); ok {
-			t.Fatalf("short first = %v: replay of the unexpired colliding key accepted after its neighbour expired", shortFirst)
-		}
-		if n := m.Len(); n != 1 {
-			t.Fatalf("short first = %v: Len = %d, want 1", shortFirst, n)
-		}
-	}
+	})
 }
 
 // Expired keys leave their bytes behind until the shard compacts; after
 // compaction every unexpired key is still found, and new keys still go in.
 func TestMemoryCompaction(t *testing.T) {
-	m := NewMemory()
-	// One absolute expiry for the short-lived keys, far enough ahead that
-	// a loaded machine (the race detector) stores them all before it.
-	now := time.Now()
-	short := now.Add(time.Second)
-	for i := range 3000 {
-		exp := now.Add(time.Hour)
-		if i%3 != 0 {
-			exp = short
+	// In a synctest bubble the clock moves only when every goroutine
+	// waits, so the expiry falls exactly where the test puts it.
+	synctest.Test(t, func(t *testing.T) {
+		m := NewMemory()
+		// One absolute expiry for the short-lived keys.
+		now := time.Now()
+		short := now.Add(time.Second)
+		for i := range 3000 {
+			exp := now.Add(time.Hour)
+			if i%3 != 0 {
+				exp = short
+			}
+			if ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), exp); !ok || err != nil {
+				t.Fatalf("key-%05d: %v %v", i, ok, err)
+			}
 		}
-		if ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), exp); !ok || err != nil {
-			t.Fatalf("key-%05d: %v %v", i, ok, err)
+		time.Sleep(time.Until(short) + 50*time.Millisecond)
+		if n := m.Len(); n != 1000 {
+			t.Fatalf("Len = %d, want 1000", n)
 		}
-	}
-	time.Sleep(time.Until(short) + 50*time.Millisecond)
-	if n := m.Len(); n != 1000 {
-		t.Fatalf("Len = %d, want 1000", n)
-	}
-	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		if s.dead == 0 {
-			t.Errorf("shard %d: no dead key bytes after expiry", i)
+		for i := range m.shards {
+			s := &m.shards[i]
+			s.mu.Lock()
+			if s.dead == 0 {
+				t.Errorf("shard %d: no dead key bytes after expiry", i)
+			}
+			s.compact()
+			if s.dead != 0 {
+				t.Errorf("shard %d: %d dead bytes after compaction", i, s.dead)
+			}
+			s.mu.Unlock()
 		}
-		s.compact()
-		if s.dead != 0 {
-			t.Errorf("shard %d: %d dead bytes after compaction", i, s.dead)
+		for i := range 3000 {
+			ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), now.Add(time.Hour))
+			if err != nil || ok != (i%3 != 0) {
+				t.Fatalf("key-%05d after compaction: ok = %v (%v), want %v", i, ok, err, i%3 != 0)
+			}
 		}
-		s.mu.Unlock()
-	}
-	for i := range 3000 {
-		ok, err := m.Consume(t.Context(), NSToken, fmt.Sprintf("key-%05d", i), now.Add(time.Hour))
-		if err != nil || ok != (i%3 != 0) {
-			t.Fatalf("key-%05d after compaction: ok = %v (%v), want %v", i, ok, err, i%3 != 0)
-		}
-	}
+	})
 }
 
 func TestMemShardSize(t *testing.T) {
