@@ -263,6 +263,16 @@ func TestScalars(t *testing.T) {
 		{"args hint", head + "      args: [x]\n", `unknown field "args" (put the program and its arguments in one list`, nil},
 		{"command as a string", "gateway:\n  upstreams:\n    - command: npx -y pkg\n", `(write a YAML list, such as ["npx", "-y", "pkg"])`, nil},
 		{"no suggestion when far", "version: 1\nplugins: []\n", "unknown field \"plugins\"\n", nil},
+		{"roots is a mapping", "version: 1\ngateway:\n  a2a:\n    - delegation: {roots: 5}\n", "gateway.a2a[0].delegation.roots: expected a mapping of names to lists of strings, got the integer 5", nil},
+		{"roots", "version: 1\ngateway:\n  a2a:\n    - delegation: {roots: {alice: [\"mail:*\"]}}\n", "",
+			func(c *Config) bool {
+				return cmp.Equal(c.Gateway.A2A[0].Delegation.Roots, map[string][]string{"alice": {"mail:*"}})
+			}},
+		{"invert", "version: 1\ngateway:\n  taint: {enabled: false}\n", "", func(c *Config) bool { return c.Gateway.Taint.Disabled }},
+		{"present section", "version: 1\ngateway:\n  audit: {}\n  security: {}\n", "",
+			func(c *Config) bool {
+				return c.Gateway.Audit.Enabled && c.Gateway.Security.Enabled && c.Gateway.Security.Actions != nil
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package config
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -368,5 +372,82 @@ func TestDocsListEveryKey(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestValidatorPathsAreKeys reads validate.go and checks that every key
+// path it writes (the first argument of v.errorf and its kin, and the
+// names given to join, index and key) is one the struct tags define: a
+// renamed key cannot leave Validate reporting problems at its old name.
+func TestValidatorPathsAreKeys(t *testing.T) {
+	names := map[string]bool{}
+	var paths []string
+	for _, l := range leaves(t, reflect.TypeFor[Config](), nil, nil) {
+		p := strings.ReplaceAll(strings.Join(l.keys, "."), ".[]", "")
+		paths = append(paths, p)
+		for _, k := range l.keys {
+			names[k] = true
+		}
+	}
+	isPath := func(p string) bool {
+		return slices.ContainsFunc(paths, func(q string) bool { return q == p || strings.HasPrefix(q, p+".") })
+	}
+
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "validate.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Methods of the validator whose first argument is a path.
+	pathFirst := map[string]bool{"errorf": true, "oneOf": true, "positive": true, "list": true, "listen": true,
+		"limits": true, "audit": true, "auth": true, "security": true, "zeroTrust": true, "upstream": true,
+		"sessionCredential": true, "command": true, "literal": true, "headers": true, "exprError": true}
+	checked := 0
+	check := func(e ast.Expr, full bool) {
+		lit, ok := e.(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			return
+		}
+		s, err := strconv.Unquote(lit.Value)
+		if err != nil {
+			return
+		}
+		checked++
+		p := regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(s, "")
+		ok = full && isPath(p)
+		if !full {
+			ok = true
+			for _, k := range strings.Split(p, ".") {
+				ok = ok && names[k]
+			}
+		}
+		if !ok {
+			t.Errorf("validate.go:%d: %q is not a key of the file (no yaml tag names it)", fset.Position(lit.Pos()).Line, s)
+		}
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		switch fn := call.Fun.(type) {
+		case *ast.Ident:
+			switch fn.Name {
+			case "join":
+				check(call.Args[0], true)
+				check(call.Args[1], false)
+			case "index", "key":
+				check(call.Args[0], true)
+			}
+		case *ast.SelectorExpr:
+			if x, ok := fn.X.(*ast.Ident); ok && x.Name == "v" && pathFirst[fn.Sel.Name] {
+				check(call.Args[0], true)
+			}
+		}
+		return true
+	})
+	t.Logf("%d key paths in validate.go are keys of the file", checked)
+	if checked < 60 {
+		t.Errorf("checked %d paths in validate.go, want the validator's (over 60)", checked)
 	}
 }
