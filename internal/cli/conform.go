@@ -559,8 +559,8 @@ func runTLC(ctx context.Context, env *Env, jar, dir string, m *ir.Model) (int, e
 // replayFlags are the flags that name and complete a replay target, and
 // say where its telemetry goes.
 type replayFlags struct {
-	profile, tool, sensitive, leak, cardKeys, otlp *string
-	timeout                                        *time.Duration
+	profile, tool, sensitive, leak, credentialEnv, cardKeys, otlp *string
+	timeout                                                       *time.Duration
 }
 
 func addReplayFlags(fs *flag.FlagSet) replayFlags {
@@ -568,7 +568,9 @@ func addReplayFlags(fs *flag.FlagSet) replayFlags {
 		profile:   fs.String("profile", "", "MCP revision (2025-06-18, 2025-11-25, 2026-07-28) or A2A version (1.0, 0.3)"),
 		tool:      fs.String("tool", "echo", "MCP: a harmless tool any session may call (the lifecycle probe)"),
 		sensitive: fs.String("sensitive-tool", "", "MCP: the consequential tool called without credential or consent (default: --tool)"),
-		leak:      fs.String("leak-tool", "", "MCP: a tool known to return the server's environment (default: one named like *env*)"),
+		leak:      fs.String("leak-tool", "", "MCP: a tool that reads the server's environment, where the directive of the prompt-integrity probe is planted (default: one named like *env*)"),
+		credentialEnv: fs.String("credential-env", "", "MCP over stdio: the environment `VARIABLE` the server takes its credential from; "+
+			"passed from warden's environment, and withheld by the identity probe (without it that probe is unrealisable over stdio)"),
 		cardKeys: fs.String("card-keys", "", "A2A: a JWKS `FILE` of the keys that sign the agent's card; "+
 			"behind warden the card must then carry a valid signature (default: warden pins the first card it sees)"),
 		timeout: fs.Duration("timeout", 10*time.Second, "wait this long for each answer"),
@@ -600,7 +602,7 @@ func (rf replayFlags) spans(ctx context.Context) (*telemetry.Recorder, func(), e
 // is not nil. Progress goes to env.Stderr.
 func replayTarget(ctx context.Context, env *Env, spec string, rf replayFlags, behind bool, spans *telemetry.Recorder) (plain, guarded *replay.Report, err error) {
 	t, up, stop, err := replay.ParseTarget(spec, replay.TargetOptions{Profile: *rf.profile, Tool: *rf.tool,
-		Sensitive: *rf.sensitive, Leak: *rf.leak, CardKeys: *rf.cardKeys})
+		Sensitive: *rf.sensitive, Leak: *rf.leak, CredentialEnv: *rf.credentialEnv, CardKeys: *rf.cardKeys})
 	if err != nil {
 		return nil, nil, err
 	}

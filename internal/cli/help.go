@@ -232,7 +232,7 @@ Support/warden).
 
   warden conform replay --target TARGET [--profile REV] [--warden] [--format text|json]
                         [--tool NAME] [--sensitive-tool NAME] [--leak-tool NAME]
-                        [--card-keys FILE] [--timeout D] [--otlp URL]
+                        [--credential-env VAR] [--card-keys FILE] [--timeout D] [--otlp URL]
       Replays the counterexamples of the target's protocol model against an
       implementation and says, per property, reproduced, blocked (an
       explicit refusal), inconclusive (no answer in time, or the connection
@@ -240,9 +240,17 @@ Support/warden).
       unrealisable. TARGET: stdio:PROGRAM ARGS..., http://HOST/mcp,
       a2a+http://..., agui+http://..., or a fake: mock:mcp, mock:mcp-http,
       mock:a2a, mock:agui (-hardened / -broken variants). MCP profiles
-      2025-06-18, 2025-11-25, 2026-07-28; A2A 1.0, 0.3. --warden replays the
-      target again behind an in-process gateway: for MCP, env tools denied,
-      zero-trust on the sensitive tool, audit on; for A2A, an API key, the
+      2025-06-18, 2025-11-25, 2026-07-28; A2A 1.0, 0.3. Each MCP probe takes
+      its own principle's path: P4 plants a directive in a stdio server's
+      environment and reads it back through the tool that reads it; P5 calls
+      after initialize and asks whether the user was asked; P1 over stdio
+      starts the server without its credential variable (--credential-env;
+      MCP's stdio servers take credentials from the environment, so without
+      it P1 is unrealisable there). --warden replays the target again
+      behind an in-process gateway: for MCP, zero-trust on the sensitive
+      tool, injected instructions in results quarantined, audit on, and the
+      consent probe through a gateway that holds the tool and asks the user
+      (elicitation); for A2A, an API key, the
       card pinned (or its signature checked against --card-keys, a JWKS
       file), delegation chains checked, audit on; for AG-UI, every event
       checked, injected instructions quarantined, audit on. --otlp sends a span per

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -76,21 +77,46 @@ func TestLiveServerEverything(t *testing.T) {
 		js = target
 	}
 	canary := "canary-" + randomHex(6)
-	env := map[string]string{"SECRET_TOKEN": canary}
+	env := map[string]string{DirectiveEnv: PlantedDirective(canary)}
 	argv := []string{node, js, "stdio"}
 	tgt := &Target{Name: "server-everything", Protocol: MCP, Mode: "live", Profile: "2025-06-18", Canary: canary,
 		Harmless:  Tool{Name: "echo", Args: map[string]any{"message": "early"}},
-		Sensitive: Tool{Name: "get-sum", Args: map[string]any{"a": 1, "b": 2}}, Leak: Tool{Name: "get-env"},
-		Dial: func(context.Context) (transport.Conn, error) {
-			return transport.Command(transport.CommandSpec{Path: argv[0], Args: argv[1:], Env: env, PassEnv: []string{"PATH"},
-				Name: "server-everything", Logger: discard(nil)})
-		}}
+		Sensitive: Tool{Name: "get-sum", Args: map[string]any{"a": 1, "b": 2}}, Leak: Tool{Name: "get-env"}}
+	tgt.UseCommand(argv, env, []string{"PATH"}, nil)
 	plain, behind := runBoth(t, tgt, Upstream{Command: argv, Env: env}, true)
+	// P4 follows its counterexample: the directive planted in the
+	// environment comes back verbatim from get-env; behind warden the
+	// prompt-injection rule quarantines it, and the result still arrives.
+	// P1 over stdio: MCP's authorization does not apply, and no credential
+	// variable is named, so there is nothing to withhold. P5 is probed
+	// after initialize, not before it (that is SL's trace), and behind
+	// warden the user is asked through elicitation/create.
 	wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Reproduced, "P4_prompt_integrity": Reproduced,
-		"P1_identity": Reproduced, "WF_wire": Reproduced})
+		"P1_identity": Unrealisable, "P5_consent": Reproduced, "WF_wire": Reproduced})
 	wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P4_prompt_integrity": Blocked,
 		"P1_identity": Blocked, "P5_consent": Blocked, "WF_wire": Blocked})
+	wantEvidence(t, plain, "P1_identity", "MCP-2025-06-18-AUTH-03")
+	wantEvidence(t, plain, "P5_consent", "no elicitation/create reached the client")
+	wantEvidence(t, behind, "P4_prompt_integrity", "[warden: quarantined")
+	wantEvidence(t, behind, "P5_consent", "held for the user's consent: elicitation/create")
+	if r, _ := plain.Result("P5_consent"); len(r.Steps) == 0 || !strings.Contains(string(r.Steps[len(r.Steps)-1].Sent), `"tools/call"`) ||
+		!slices.ContainsFunc(r.Steps, func(s Step) bool { return s.Action == "C_initialize" && s.Answer != "" }) {
+		t.Errorf("the consent probe did not call after initialize: %+v", r.Steps)
+	}
+
+	// Named as the credential variable, SECRET_TOKEN is withheld from the
+	// server for the identity probe: server-everything serves get-sum
+	// without it, a reproduction the stdio clause allows to call one.
+	tgt.CredentialEnv = "SECRET_TOKEN"
+	tgt.UseCommand(argv, map[string]string{DirectiveEnv: PlantedDirective(canary), "SECRET_TOKEN": "s3cret"}, []string{"PATH"}, nil)
+	rep, err := Run(testCtx(t), tgt, modelTraces(t, "mcp"), liveOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, rep, map[string]Outcome{"P1_identity": Reproduced})
+	wantEvidence(t, rep, "P1_identity", "started without SECRET_TOKEN")
 }
+
 
 // startGoEverything runs go-sdk's everything-server on a loopback port.
 func startGoEverything(t *testing.T, stateless bool) string {
@@ -124,13 +150,12 @@ func TestLiveGoSDKEverything(t *testing.T) {
 	t.Run("stdio", func(t *testing.T) {
 		bin := testenv.GoEverythingServer(t)
 		tgt := goEverythingTarget("go-everything-stdio", "2025-11-25")
-		tgt.Dial = func(context.Context) (transport.Conn, error) {
-			return transport.Command(transport.CommandSpec{Path: bin, PassEnv: []string{"PATH"}, Name: "go-everything", Logger: discard(nil)})
-		}
+		tgt.UseCommand([]string{bin}, nil, []string{"PATH"}, nil)
 		plain, behind := runBoth(t, tgt, Upstream{Command: []string{bin}}, true)
-		wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Reproduced, "WF_wire": Reproduced,
-			"P4_prompt_integrity": Unrealisable})
-		wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Blocked, "WF_wire": Blocked})
+		wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Unrealisable, "WF_wire": Reproduced,
+			"P4_prompt_integrity": Unrealisable, "P5_consent": Reproduced})
+		wantOutcomes(t, behind, map[string]Outcome{"SL_lifecycle": Blocked, "P1_identity": Blocked, "WF_wire": Blocked,
+			"P5_consent": Blocked})
 	})
 	for _, c := range []struct {
 		profile   string
@@ -145,8 +170,8 @@ func TestLiveGoSDKEverything(t *testing.T) {
 			plain, behind := runBoth(t, tgt, Upstream{URL: url}, false)
 			// go-sdk's HTTP handler refuses duplicate members (HTTP 400),
 			// unlike its stdio transport.
-			wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "WF_wire": Blocked})
-			wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "WF_wire": Blocked})
+			wantOutcomes(t, plain, map[string]Outcome{"P1_identity": Reproduced, "WF_wire": Blocked, "P5_consent": Reproduced})
+			wantOutcomes(t, behind, map[string]Outcome{"P1_identity": Blocked, "WF_wire": Blocked, "P5_consent": Blocked})
 			if c.stateless {
 				wantOutcomes(t, plain, map[string]Outcome{"SL_lifecycle": Unrealisable})
 			} else {
@@ -162,7 +187,7 @@ func TestLiveGoSDKEverything(t *testing.T) {
 func TestLiveDemoServer(t *testing.T) {
 	canary := "canary-" + randomHex(6)
 	server := demoserver.New(demoserver.Options{Root: t.TempDir(), Ledger: demoserver.NewLedger(),
-		Env: func() []string { return []string{"WARDEN_DEMO_SECRET=" + canary} }})
+		Env: func() []string { return []string{DirectiveEnv + "=" + PlantedDirective(canary)} }})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	srv, err := loopbackServer(h)
 	if err != nil {
@@ -176,8 +201,12 @@ func TestLiveDemoServer(t *testing.T) {
 			return transport.NewHTTPClient(transport.HTTPClientOptions{URL: srv.URL}), nil
 		}}
 	plain, behind := runBoth(t, tgt, Upstream{URL: srv.URL}, false)
-	wantOutcomes(t, plain, map[string]Outcome{"P4_prompt_integrity": Reproduced, "P1_identity": Reproduced})
-	wantOutcomes(t, behind, map[string]Outcome{"P4_prompt_integrity": Blocked, "P1_identity": Blocked, "WF_wire": Blocked})
+	wantOutcomes(t, plain, map[string]Outcome{"P4_prompt_integrity": Reproduced, "P1_identity": Reproduced, "P5_consent": Reproduced})
+	wantOutcomes(t, behind, map[string]Outcome{"P4_prompt_integrity": Blocked, "P1_identity": Blocked, "WF_wire": Blocked,
+		"P5_consent": Blocked})
+	wantEvidence(t, behind, "P4_prompt_integrity", "[warden: quarantined")
+	wantEvidence(t, behind, "P1_identity", "zero-trust token")
+	wantEvidence(t, behind, "P5_consent", "elicitation/create")
 }
 
 // echoExecutor is the tiny a2a-go agent: it answers every message.

@@ -26,8 +26,13 @@ import (
 	"github.com/agentwarden/warden/internal/transport"
 )
 
-// MockCanary is the secret the fakes keep in their "environment".
+// MockCanary is the code of the directive the fake MCP server keeps in its
+// "environment" (PlantedDirective).
 const MockCanary = "canary-mock-7f3a"
+
+// MockCredentialEnv is the variable the fake MCP server's pipe form would
+// take its credential from.
+const MockCredentialEnv = "MOCK_CREDENTIAL"
 
 // fakeMCP is the logic of the fake MCP server, shared by its pipe and HTTP
 // forms. Vulnerable: answers before initialize, returns its environment
@@ -92,9 +97,9 @@ func (f *fakeMCP) handle(session string, raw []byte) []byte {
 			return fakeResult(id, textResult("Echo: "+fmt.Sprint(msg.Params.Args["message"])))
 		case "get_env":
 			if f.hardened {
-				return fakeResult(id, textResult(`{"SECRET_TOKEN":"[redacted]"}`))
+				return fakeResult(id, textResult(`{"PATH":"/usr/bin","`+DirectiveEnv+`":"[removed: instructions in data]"}`))
 			}
-			return fakeResult(id, textResult(`{"PATH":"/usr/bin","SECRET_TOKEN":"`+MockCanary+`"}`))
+			return fakeResult(id, textResult(`{"PATH":"/usr/bin","`+DirectiveEnv+`":"`+PlantedDirective(MockCanary)+`"}`))
 		case "transfer":
 			if f.hardened {
 				return fakeError(string(id), -32001, "transfer needs a credential and the user's consent")
@@ -192,6 +197,12 @@ func MockMCP(hardened, overHTTP bool, profile string) (t *Target, stop func(), e
 			go f.servePipe(server, sess)
 			return client, nil
 		}
+		// The pipe stands for stdio: the fake takes its credential from
+		// its "environment", and serves its consequential tool without it
+		// unless hardened.
+		t.CredentialEnv = MockCredentialEnv
+		dial := t.Dial
+		t.DialEnv = func(ctx context.Context, _ map[string]string, _ []string) (transport.Conn, error) { return dial(ctx) }
 		return t, func() {}, nil
 	}
 	srv, err := loopbackServer(f)

@@ -85,13 +85,30 @@ type Target struct {
 	// Dial opens a fresh MCP connection (one per probe): a child process, a
 	// streamable HTTP client, a pipe to a fake, or a session through warden.
 	Dial func(ctx context.Context) (transport.Conn, error)
+	// DialEnv starts a stdio target with the given environment (and the
+	// named variables passed from replay's own); nil for any other wire.
+	// Env is the environment Dial starts it with.
+	DialEnv func(ctx context.Context, env map[string]string, pass []string) (transport.Conn, error)
+	Env     map[string]string
+	// CredentialEnv names the variable a stdio server takes its credential
+	// from (MCP: stdio servers take credentials from the environment). The
+	// identity probe starts the server without it; "" leaves the stdio
+	// identity probe Unrealisable.
+	CredentialEnv string
+	// ConsentDial, if set, opens the connection the consent probe uses:
+	// behind warden, a gateway that holds the consequential tool for the
+	// user's approval. nil: Dial.
+	ConsentDial func(ctx context.Context) (transport.Conn, error)
 	// URL is the A2A JSON-RPC endpoint or the AG-UI run endpoint.
 	URL string
 	// HTTP sends A2A and AG-UI requests; nil means a client without redirects.
 	HTTP *http.Client
-	// Canary is the secret planted in the target's environment: the
-	// realisation of the ADV-1 step "directive planted in data the tool
-	// reads". A tool result that carries it shows unsanitised output.
+	// Canary is the code the directive planted in data the target's tools
+	// read asks for (PlantedDirective): the realisation of the ADV-1 step
+	// "directive planted in data the tool reads". On a stdio target the
+	// setup puts the directive in the server's environment (DirectiveEnv).
+	// A tool result that carries the directive shows unsanitised output.
+	// "": nothing is planted, and the P4 probe is Unrealisable.
 	Canary string
 	// Harmless is a tool any session may call (the lifecycle probe's call).
 	Harmless Tool
@@ -315,9 +332,12 @@ func Run(ctx context.Context, t *Target, traces map[string]*Trace, o Options) (*
 		end(r)
 		r.Protocol, r.Model, r.Property, r.Principle = t.Protocol, p.model, p.property, p.principle
 		r.Clauses = slices.Clone(p.clauses)
-		r.Trace = "probe"
-		if tr != nil {
+		switch {
+		case r.Trace != "": // the probe said which it followed
+		case tr != nil:
 			r.Trace = "counterexample"
+		default:
+			r.Trace = "probe"
 		}
 		rep.Results = append(rep.Results, r)
 	}

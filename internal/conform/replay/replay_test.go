@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +82,73 @@ func TestMockMCP(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestProbesTestTheirOwnPrinciple: on the fake (its pipe stands for
+// stdio) each MCP probe takes its own path and says so. The consent probe
+// calls after initialize, not before it as the lifecycle probe does; the
+// identity probe starts the server without its credential variable (MCP's
+// stdio clause); the prompt-integrity probe reads the planted directive
+// back, not a secret.
+func TestProbesTestTheirOwnPrinciple(t *testing.T) {
+	traces := modelTraces(t, "mcp")
+	for _, hardened := range []bool{false, true} {
+		tgt, stop, err := MockMCP(hardened, false, "2025-11-25")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		rep, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		consent, _ := rep.Result("P5_consent")
+		lifecycle, _ := rep.Result("SL_lifecycle")
+		if slices.Equal(sentOf(consent.Steps), sentOf(lifecycle.Steps)) || consent.Trace != "probe" {
+			t.Errorf("hardened=%v: the consent probe replays the lifecycle probe's messages: %v", hardened, sentOf(consent.Steps))
+		}
+		if !slices.ContainsFunc(consent.Steps, func(s Step) bool { return s.Action == "C_initialize" && s.Answer != "" }) {
+			t.Errorf("hardened=%v: the consent probe called without initializing: %+v", hardened, consent.Steps)
+		}
+		if !hardened {
+			wantEvidence(t, rep, "P1_identity", "started without "+MockCredentialEnv)
+			wantEvidence(t, rep, "P4_prompt_integrity", "directive planted in "+DirectiveEnv)
+			wantEvidence(t, rep, "P5_consent", "no consent step")
+		}
+	}
+	// Over stdio, with no credential variable named, the identity probe has
+	// nothing to withhold: MCP's authorization does not apply there.
+	tgt, stop, err := MockMCP(false, false, "2025-11-25")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	tgt.CredentialEnv = ""
+	rep, err := Run(testCtx(t), tgt, traces, Options{StepTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOutcomes(t, rep, map[string]Outcome{"P1_identity": Unrealisable})
+	wantEvidence(t, rep, "P1_identity", "MCP-2025-06-18-AUTH-03")
+}
+
+func sentOf(steps []Step) []string {
+	var out []string
+	for _, s := range steps {
+		if len(s.Sent) > 0 {
+			out = append(out, frameMethod(string(s.Sent)))
+		}
+	}
+	return out
+}
+
+// wantEvidence checks that a result's evidence says what the oracle saw.
+func wantEvidence(t *testing.T, rep *Report, property, want string) {
+	t.Helper()
+	r, ok := rep.Result(property)
+	if !ok || !strings.Contains(r.Evidence, want) {
+		t.Errorf("%s on %s: evidence %q lacks %q", property, rep.Target, r.Evidence, want)
 	}
 }
 

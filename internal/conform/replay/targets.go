@@ -17,6 +17,10 @@ type TargetOptions struct {
 	Tool      string // the harmless tool (default "echo")
 	Sensitive string // the consequential tool (default: Tool)
 	Leak      string // a tool known to return the environment
+	// CredentialEnv (stdio) names the variable the server takes its
+	// credential from; it is passed from replay's own environment, and
+	// the identity probe starts the server without it.
+	CredentialEnv string
 	CardKeys  string // A2A: a JWKS file of the keys that sign the agent's card
 	Logger    *slog.Logger
 }
@@ -34,7 +38,8 @@ const SpecHelp = "mock:mcp|mock:mcp-hardened|mock:mcp-http|mock:a2a|mock:a2a-har
 //	mock:a2a[-hardened]         the fake A2A agent
 //	mock:agui[-broken]          the fake AG-UI agent
 //	stdio:PROGRAM ARGS...       an MCP server run as a child, once per probe, with
-//	                            only PATH and a canary SECRET_TOKEN in its environment
+//	                            only PATH, a planted directive (CONFORM_NOTE) and the
+//	                            credential variable (CredentialEnv) in its environment
 //	http(s)://…                 an MCP server over streamable HTTP
 //	a2a+http(s)://…             an A2A JSON-RPC endpoint
 //	agui+http(s)://…            an AG-UI run endpoint
@@ -92,15 +97,18 @@ func ParseTarget(spec string, o TargetOptions) (*Target, Upstream, func(), error
 			return nil, Upstream{}, nil, fmt.Errorf("stdio target without a program")
 		}
 		canary := "canary-" + randomHex(8)
-		env := map[string]string{"SECRET_TOKEN": canary}
-		t := &Target{Name: "stdio:" + argv[0], Protocol: MCP, Mode: "live", Canary: canary,
-			Notes: []string{"child environment: PATH and SECRET_TOKEN=<canary> only"}}
-		t.Dial = func(context.Context) (transport.Conn, error) {
-			return transport.Command(transport.CommandSpec{Path: argv[0], Args: argv[1:], Env: env,
-				PassEnv: []string{"PATH"}, Name: "conform-target", Logger: discard(o.Logger)})
+		env := map[string]string{DirectiveEnv: PlantedDirective(canary)}
+		pass := []string{"PATH"}
+		note := "child environment: PATH and " + DirectiveEnv + "=<a planted directive> only"
+		if o.CredentialEnv != "" {
+			pass = append(pass, o.CredentialEnv)
+			note = "child environment: PATH, " + o.CredentialEnv + " (its credential) and " + DirectiveEnv + "=<a planted directive> only"
 		}
+		t := &Target{Name: "stdio:" + argv[0], Protocol: MCP, Mode: "live", Canary: canary,
+			CredentialEnv: o.CredentialEnv, Notes: []string{note}}
+		t.UseCommand(argv, env, pass, o.Logger)
 		complete(t)
-		return t, Upstream{Command: argv, Env: env}, func() {}, nil
+		return t, Upstream{Command: argv, Env: env, PassEnv: pass}, func() {}, nil
 	case strings.HasPrefix(spec, "a2a+http://"), strings.HasPrefix(spec, "a2a+https://"):
 		t := &Target{Name: spec, Protocol: A2A, Mode: "live", URL: strings.TrimPrefix(spec, "a2a+")}
 		complete(t)
@@ -131,4 +139,17 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// UseCommand makes t a stdio target: each connection starts argv as a
+// child with env and the variables pass names from replay's own
+// environment (Dial), and the identity probe can start it with another
+// environment (DialEnv).
+func (t *Target) UseCommand(argv []string, env map[string]string, pass []string, logger *slog.Logger) {
+	t.Env = env
+	t.DialEnv = func(_ context.Context, env map[string]string, pass []string) (transport.Conn, error) {
+		return transport.Command(transport.CommandSpec{Path: argv[0], Args: argv[1:], Env: env,
+			PassEnv: pass, Name: "conform-target", Logger: discard(logger)})
+	}
+	t.Dial = func(ctx context.Context) (transport.Conn, error) { return t.DialEnv(ctx, env, pass) }
 }

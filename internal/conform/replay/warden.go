@@ -5,8 +5,10 @@ package replay
 // way `warden gateway` builds it, with the protections the principles ask
 // for switched on:
 //
-//	tool deny list      *env* tools (the leak)                          P4
-//	zero-trust          a token per call of the consequential tool       P1, P5
+//	security processor  injected instructions in results quarantined    P4
+//	zero-trust          a token per call of the consequential tool       P1
+//	approval hold       a second gateway holds that tool for the user's  P5
+//	                    consent, asked through elicitation/create
 //	audit log           every message recorded (JSONL)                   P6
 //	strict wire layer   always on                                        WF
 //
@@ -41,16 +43,36 @@ import (
 type Upstream struct {
 	Command []string
 	Env     map[string]string
+	PassEnv []string // variables passed from warden's environment; nil: PATH
 	URL     string
 }
 
 // WardenConfig returns the gateway configuration replay uses in front of
 // up, with its data (keys, audit log) under dir.
 func WardenConfig(up Upstream, sensitive string, dir string) string {
+	return wardenConfig(up, sensitive, dir, false)
+}
+
+// WardenConsentConfig is WardenConfig with the consequential tool held for
+// the user's consent (zero_trust.hold_for_approval, asked through MCP
+// elicitation): the gateway the consent probe goes through.
+func WardenConsentConfig(up Upstream, sensitive string, dir string) string {
+	return wardenConfig(up, sensitive, dir, true)
+}
+
+func wardenConfig(up Upstream, sensitive string, dir string, consent bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\ngateway:\n  audit: {enabled: true, backend: jsonl, path: %s}\n",
 		strconv.Quote(filepath.Join(dir, "audit.jsonl")))
-	fmt.Fprintf(&b, "  zero_trust: {data_dir: %s, store: memory, subject: conform}\n", strconv.Quote(dir))
+	hold := ""
+	if consent {
+		hold = ", hold_for_approval: true, approval_channels: [elicitation]"
+	}
+	fmt.Fprintf(&b, "  zero_trust: {data_dir: %s, store: memory, subject: conform%s}\n", strconv.Quote(dir), hold)
+	// Injected instructions in results are quarantined (P4); secrets in
+	// outputs are only flagged, so that the P4 probe meets the
+	// prompt-injection rule rather than the exfiltration one.
+	b.WriteString("  security: {prompt_injection: quarantine, exfiltration: flag}\n")
 	b.WriteString("  upstreams:\n    - name: target\n")
 	if up.URL != "" {
 		fmt.Fprintf(&b, "      url: %s\n", strconv.Quote(up.URL))
@@ -59,7 +81,11 @@ func WardenConfig(up Upstream, sensitive string, dir string) string {
 		for i, a := range up.Command {
 			q[i] = strconv.Quote(a)
 		}
-		fmt.Fprintf(&b, "      command: [%s]\n      pass_env: [PATH]\n", strings.Join(q, ", "))
+		pass := up.PassEnv
+		if pass == nil {
+			pass = []string{"PATH"}
+		}
+		fmt.Fprintf(&b, "      command: [%s]\n      pass_env: [%s]\n", strings.Join(q, ", "), strings.Join(pass, ", "))
 		if len(up.Env) > 0 {
 			b.WriteString("      env:\n")
 			for k, v := range up.Env {
@@ -67,7 +93,6 @@ func WardenConfig(up Upstream, sensitive string, dir string) string {
 			}
 		}
 	}
-	b.WriteString("      tools: {deny: [\"*env*\", \"*Env*\"]}\n")
 	if sensitive != "" {
 		fmt.Fprintf(&b, "      require_token: [%s]\n", strconv.Quote(sensitive))
 	}
@@ -137,50 +162,82 @@ func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	bt := *t
+	bt.Name = t.Name + "+warden"
+	bt.BehindWarden = true
+	bt.DialEnv, bt.ConsentDial = nil, nil
+	bt.Notes = append(append([]string(nil), t.Notes...),
+		"behind warden: require_token ["+t.Sensitive.Name+"], security {prompt_injection: quarantine, exfiltration: flag}, audit log on, strict wire layer; "+
+			"the consent probe through a second gateway with zero_trust {hold_for_approval: true, approval_channels: [elicitation]}")
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	for _, consent := range []bool{false, true} {
+		d := dir
+		if consent {
+			d = filepath.Join(dir, "consent")
+		}
+		g, err := guardedGateway(wardenConfig(up, t.Sensitive.Name, d, consent), d, logger)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		dial, url, end, err := serveGateway(g, stdio, mcp.Stateless(t.Profile))
+		if err != nil {
+			g.Close()
+			stop()
+			return nil, nil, err
+		}
+		stops = append(stops, func() { end(); g.Close() })
+		if consent {
+			bt.ConsentDial = dial
+		} else {
+			bt.Dial, bt.URL = dial, url
+		}
+	}
+	return &bt, stop, nil
+}
+
+// guardedGateway makes dir (and its key ring) and builds the gateway of
+// yaml there.
+func guardedGateway(yaml, dir string, logger *slog.Logger) (*gateway.Gateway, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(dir))
 	if err == nil && len(ring.Keys()) == 0 {
 		_, err = ring.Rotate("")
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("warden key ring: %w", err)
+		return nil, fmt.Errorf("warden key ring: %w", err)
 	}
-	_, g, err := newGateway(WardenConfig(up, t.Sensitive.Name, dir), "conform-replay.yaml", logger)
-	if err != nil {
-		return nil, nil, err
-	}
-	bt := *t
-	bt.Name = t.Name + "+warden"
-	bt.BehindWarden = true
-	bt.Notes = append(append([]string(nil), t.Notes...),
-		"behind warden: tools {deny: [*env*, *Env*]}, require_token ["+t.Sensitive.Name+"], audit log on, strict wire layer")
-	stateless := mcp.Stateless(t.Profile)
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithCancel(context.Background())
+	_, g, err := newGateway(yaml, "conform-replay.yaml", logger)
+	return g, err
+}
+
+// serveGateway serves g to replay's client: over HTTP on 127.0.0.1 (url is
+// its endpoint), or, with stdio, through a pipe into Gateway.ServeConn per
+// connection, as `warden gateway --stdio` serves. end stops serving.
+func serveGateway(g *gateway.Gateway, stdio, stateless bool) (dial func(context.Context) (transport.Conn, error), url string, end func(), err error) {
 	if !stdio {
 		srv, err := loopbackServer(g.Handler())
 		if err != nil {
-			cancel()
-			g.Close()
-			return nil, nil, err
+			return nil, "", nil, err
 		}
-		url := srv.URL + "/mcp"
-		bt.URL = url
-		bt.Dial = func(context.Context) (transport.Conn, error) {
+		url = srv.URL + "/mcp"
+		return func(context.Context) (transport.Conn, error) {
 			return transport.NewHTTPClient(transport.HTTPClientOptions{URL: url}), nil
-		}
-		return &bt, func() { cancel(); srv.Close(); g.Close() }, nil
+		}, url, srv.Close, nil
 	}
-	n := 0
-	var mu sync.Mutex
-	bt.Dial = func(context.Context) (transport.Conn, error) {
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithCancel(context.Background())
+	var n atomic.Int64
+	dial = func(context.Context) (transport.Conn, error) {
 		client, relay := streamPair()
-		mu.Lock()
-		n++
-		session := fmt.Sprintf("conform-%d", n)
-		mu.Unlock()
+		session := fmt.Sprintf("conform-%d", n.Add(1))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -188,7 +245,7 @@ func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio
 		}()
 		return client, nil
 	}
-	return &bt, func() { cancel(); wg.Wait(); g.Close() }, nil
+	return dial, "", func() { cancel(); wg.Wait() }, nil
 }
 
 // Counterexamples checks every property of m (without, then with
