@@ -119,17 +119,21 @@ func activityUID(c *Call) string {
 
 // trace is the trace profile's object for c, nil without a trace. Its span
 // is there only with its start and end, which OCSF requires of a span.
-func trace(c *Call) *Trace {
+func trace(c *Call) *Trace { return traceIn(c, new(Trace), new(TraceSpan)) }
+
+// traceIn is trace, in t and its span in ts.
+func traceIn(c *Call, t *Trace, ts *TraceSpan) *Trace {
 	if c.TraceID == "" {
 		return nil
 	}
-	t := &Trace{UID: c.TraceID}
+	*t = Trace{UID: c.TraceID}
 	if c.SpanID != "" && !c.Start.IsZero() {
 		end := c.End
 		if end.IsZero() {
 			end = c.Start
 		}
-		t.Span = &TraceSpan{UID: c.SpanID, StartTime: epochMillis(c.Start), EndTime: epochMillis(end), Operation: method(c)}
+		*ts = TraceSpan{UID: c.SpanID, StartTime: epochMillis(c.Start), EndTime: epochMillis(end), Operation: method(c)}
+		t.Span = ts
 	}
 	return t
 }
@@ -142,11 +146,15 @@ func method(c *Call) string { return orDefault(c.Method, "unknown") }
 // which have no JSON-RPC id, since OCSF requires request.uid. A string id is
 // recorded as the string itself, without its JSON quotes, as OpenTelemetry's
 // jsonrpc.request.id does (so the ids "7" and 7 look alike).
-func request(c *Call) *APIRequest {
+func request(c *Call) *APIRequest { return requestIn(c, new(APIRequest)) }
+
+// requestIn is request, in r.
+func requestIn(c *Call, r *APIRequest) *APIRequest {
 	if c.RequestID == "" {
 		return nil
 	}
-	return &APIRequest{UID: RequestUID(c.RequestID), Data: c.Arguments}
+	*r = APIRequest{UID: RequestUID(c.RequestID), Data: c.Arguments}
+	return r
 }
 
 // RequestUID returns a raw JSON-RPC id as OCSF records it: a JSON string
@@ -195,18 +203,37 @@ type APIActivity struct {
 	AIModel        *AIModel        `json:"ai_model,omitempty"`
 }
 
+// activityParts are the objects an API Activity points to, allocated
+// with it in one piece (APIActivity is built once per operation).
+type activityParts struct {
+	event      APIActivity
+	user       User
+	session    Session
+	dst        Endpoint
+	service    Service
+	ctxService Service
+	context    MessageContext
+	request    APIRequest
+	response   APIResponse
+	trace      Trace
+	span       TraceSpan
+	profiles   [3]string // ai_operation, trace, and room for record_integrity (Chain.Attest)
+}
+
 // APIActivity builds the standard event for c.
 func (b Builder) APIActivity(c *Call) *APIActivity {
-	e := &APIActivity{Base: Base{
+	p := new(activityParts)
+	e := &p.event
+	*e = APIActivity{Base: Base{
 		ActivityID: ActivityOther, ActivityName: method(c),
 		CategoryUID: CategoryApplication, CategoryName: "Application Activity",
 		Class: ClassAPIActivity, ClassName: "API Activity",
 		TypeUID: ClassAPIActivity*100 + ActivityOther,
 		Time:    eventTime(c), SeverityID: SeverityInformational, Severity: "Informational",
 		StatusID: StatusSuccess, Status: "Success",
-		Metadata: Metadata{Version: b.version(), Product: b.product(), Profiles: []string{"ai_operation"},
+		Metadata: Metadata{Version: b.version(), Product: b.product(), Profiles: append(p.profiles[:0], "ai_operation"),
 			UID: activityUID(c), CorrelationUID: c.Session},
-		Trace: trace(c),
+		Trace: traceIn(c, &p.trace, &p.span),
 	}}
 	if e.Trace != nil {
 		e.Metadata.Profiles = append(e.Metadata.Profiles, "trace")
@@ -221,24 +248,29 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 	// actor: at least one attribute, always.
 	e.Actor.AppName = c.Client
 	if c.Actor != "" {
-		e.Actor.User = &User{UID: c.Actor}
+		p.user = User{UID: c.Actor}
+		e.Actor.User = &p.user
 	}
 	if c.Session != "" {
-		e.Actor.Session = &Session{UID: c.Session}
+		p.session = Session{UID: c.Session}
+		e.Actor.Session = &p.session
 	}
 	if e.Actor.AppName == "" && e.Actor.User == nil && e.Actor.Session == nil {
 		e.Actor.AppName = "unknown"
 	}
 	e.SrcEndpoint = Endpoint{Name: orDefault(c.Client, "mcp-client"), IP: c.ClientIP}
 	if c.Upstream != "" {
-		e.DstEndpoint = &Endpoint{SvcName: c.Upstream}
+		p.dst = Endpoint{SvcName: c.Upstream}
+		e.DstEndpoint = &p.dst
 	}
-	e.API = API{Operation: method(c), Request: request(c)}
+	e.API = API{Operation: method(c), Request: requestIn(c, &p.request)}
 	if c.Upstream != "" {
-		e.API.Service = &Service{Name: c.Upstream, Version: c.UpstreamVersion}
+		p.service = Service{Name: c.Upstream, Version: c.UpstreamVersion}
+		e.API.Service = &p.service
 	}
 	if c.ErrorCode != 0 || c.Result != nil || c.ToolError {
-		e.API.Response = &APIResponse{Code: c.ErrorCode, ErrorMessage: c.ErrorMessage, Data: c.Result}
+		p.response = APIResponse{Code: c.ErrorCode, ErrorMessage: c.ErrorMessage, Data: c.Result}
+		e.API.Response = &p.response
 		if c.ErrorCode != 0 {
 			e.API.Response.Error = strconv.FormatInt(c.ErrorCode, 10)
 		} else if c.ToolError {
@@ -247,8 +279,9 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 	}
 	e.StatusCode = e.API.responseCode()
 	if c.Upstream != "" || c.Session != "" {
-		e.MessageContext = &MessageContext{AIRoleID: AIRoleTool, UID: c.Session, Name: orDefault(c.Tool, c.Prompt)}
-		e.MessageContext.Service = &Service{Name: orDefault(c.Upstream, "warden")}
+		p.ctxService = Service{Name: orDefault(c.Upstream, "warden")}
+		p.context = MessageContext{AIRoleID: AIRoleTool, UID: c.Session, Name: orDefault(c.Tool, c.Prompt), Service: &p.ctxService}
+		e.MessageContext = &p.context
 	}
 	e.Unmapped = unmapped(c)
 	if e.API.Request == nil && c.Arguments != nil {

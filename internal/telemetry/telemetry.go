@@ -281,7 +281,9 @@ func (r *Recorder) Stats() RecorderStats {
 
 // end does End's work on the goroutine that calls it.
 func (r *Recorder) end(s *Span, op *Operation) {
-	b := spanBuilder{capture: r.capture, attrs: make([]attribute.KeyValue, 0, 24)}
+	// Sized for a tools/call in both conventions, so that none grows.
+	b := spanBuilder{capture: r.capture, attrs: make([]attribute.KeyValue, 0, 32),
+		seed: make([]string, 0, 16), events: make([]event, 0, 4), memo: make([]captured, 0, 4)}
 	if r.aitf {
 		r.aitfAttributes(&b, s.typ, op)
 	}
