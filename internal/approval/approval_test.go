@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -114,14 +115,19 @@ func TestDecisionNeverLost(t *testing.T) {
 }
 
 func TestListOldestFirst(t *testing.T) {
-	q := New(time.Minute)
-	a := q.Submit(req())
-	time.Sleep(time.Millisecond)
-	b := q.Submit(req())
-	l := q.List()
-	if len(l) != 2 || l[0].ID != a.ID || l[1].ID != b.ID {
-		t.Fatalf("list %+v", l)
-	}
+	// In a synctest bubble the clock moves by exactly the sleep: b is
+	// submitted a millisecond after a on any machine.
+	synctest.Test(t, func(t *testing.T) {
+		q := New(time.Minute)
+		defer q.Close()
+		a := q.Submit(req())
+		time.Sleep(time.Millisecond)
+		b := q.Submit(req())
+		l := q.List()
+		if len(l) != 2 || l[0].ID != a.ID || l[1].ID != b.ID {
+			t.Fatalf("list %+v", l)
+		}
+	})
 }
 
 // TestDecisionBeforeWaitIsKept: a person may decide before the gateway

@@ -112,25 +112,21 @@ func testQueueContract(t *testing.T, open queueMaker) {
 
 	// DecisionNeverLost: when a decision and the timeout race, Wait and
 	// Decide agree: an accepted approval is never reported as a timeout.
+	// The race is forced on each backend: the approval lands after the
+	// timer fired, just before the waiter settles the call as timed out.
 	t.Run("DecisionNeverLost", func(t *testing.T) {
-		q := open(t, 3*time.Millisecond)
-		for range 100 {
-			p := q.Submit(req())
-			var decideErr error
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				time.Sleep(3 * time.Millisecond)
-				decideErr = q.Decide(p.ID, true, "bob", "")
-			}()
-			d := q.Wait(t.Context(), p.ID)
-			<-done
-			if decideErr == nil && !d.Approved {
-				t.Fatalf("Decide accepted the approval, but Wait reported %+v", d)
-			}
-			if decideErr != nil && !errors.Is(decideErr, ErrUnknown) {
-				t.Fatal(decideErr)
-			}
+		q := open(t, time.Millisecond)
+		rb := &raceBackend{Backend: q.backend}
+		q.backend = rb // before any call reads it
+		p := q.Submit(req())
+		var decideErr error
+		rb.beforeTimeout = func() { decideErr = q.Decide(p.ID, true, "bob", "") }
+		d := q.Wait(t.Context(), p.ID)
+		if decideErr != nil {
+			t.Fatalf("Decide before the timeout settled: %v", decideErr)
+		}
+		if !d.Approved || d.TimedOut || d.Approver != "bob" {
+			t.Fatalf("Decide accepted the approval, but Wait reported %+v", d)
 		}
 	})
 
@@ -154,6 +150,9 @@ func testQueueContract(t *testing.T, open queueMaker) {
 	t.Run("ListOldestFirst", func(t *testing.T) {
 		q := open(t, time.Minute)
 		a := q.Submit(req())
+		// Kept: the backends order by the submission time on the real
+		// clock (Redis too, where no bubble reaches); a longer pause only
+		// makes the order plainer, it cannot make the test pass wrongly.
 		time.Sleep(2 * time.Millisecond)
 		b := q.Submit(req())
 		var mine []string
@@ -284,6 +283,30 @@ func TestMemoryQueueContract(t *testing.T) {
 	})
 }
 
+// loadSignal closes loaded when the queue first reads a request from its
+// backend.
+type loadSignal struct {
+	Backend
+	once   sync.Once
+	loaded chan struct{}
+}
+
+func (b *loadSignal) Load(ctx context.Context, id string) (Pending, *Decision, error) {
+	p, d, err := b.Backend.Load(ctx, id)
+	b.once.Do(func() { close(b.loaded) })
+	return p, d, err
+}
+
+// onFirstLoad returns a channel closed when q first reads a request, which
+// (after Submit) is its waiter having registered and read the request: a
+// change after that reaches the waiter only as an event or a poll. Call it
+// before anything reads q's backend.
+func onFirstLoad(q *Queue) <-chan struct{} {
+	ls := &loadSignal{Backend: q.backend, loaded: make(chan struct{})}
+	q.backend = ls
+	return ls.loaded
+}
+
 // redisQueue opens a queue on the server at url, closed at cleanup.
 func redisQueue(t *testing.T, url string, o Options) *Queue {
 	t.Helper()
@@ -318,9 +341,10 @@ func TestRedisQueueAcrossInstances(t *testing.T) {
 		if !ok || seen.Hash != p.Hash || string(seen.Arguments) != string(p.Arguments) {
 			t.Fatalf("instance B does not see the call held on A: %+v %v", seen, ok)
 		}
+		loaded := onFirstLoad(a)
 		released := make(chan Decision, 1)
 		go func() { released <- a.Wait(t.Context(), p.ID) }()
-		time.Sleep(50 * time.Millisecond) // let A start waiting: the decision must wake it
+		<-loaded // A waits, and has read no decision: only the event can wake it
 		if err := b.Decide(p.ID, true, "bob", "via B"); err != nil {
 			t.Fatal(err)
 		}
@@ -373,9 +397,10 @@ func TestRedisQueueFaults(t *testing.T) {
 			rd := testenv.StartRedis(t, aof)
 			q := redisQueue(t, rd.URL, Options{Timeout: time.Minute, Poll: 20 * time.Millisecond})
 			p := q.Submit(req())
+			loaded := onFirstLoad(q)
 			released := make(chan Decision, 1)
 			go func() { released <- q.Wait(t.Context(), p.ID) }()
-			time.Sleep(50 * time.Millisecond)
+			<-loaded // the waiter holds the call before the server goes
 			rd.Kill()
 			rd.Start(t)
 			if aof {
