@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -20,23 +21,27 @@ func consumeSince(t *testing.T, s EpochStore, id string) (bool, time.Time) {
 // A memory store remembers nothing from before it was made: its epoch is
 // its creation, so a gateway restart starts a new one.
 func TestMemoryEpoch(t *testing.T) {
-	before := time.Now().Add(-time.Millisecond)
-	a := NewMemory()
-	defer a.Close()
-	ok, e1 := consumeSince(t, a, "x")
-	// The epoch is rounded up to the millisecond: never before the creation.
-	if !ok || e1.Before(before) || e1.After(time.Now().Add(time.Millisecond)) {
-		t.Fatalf("first consume: %v, epoch %v", ok, e1)
-	}
-	if ok, e := consumeSince(t, a, "x"); ok || !e.Equal(e1) {
-		t.Fatalf("replay: %v, epoch %v (want the same epoch %v)", ok, e, e1)
-	}
-	time.Sleep(2 * time.Millisecond)
-	b := NewMemory()
-	defer b.Close()
-	if _, e2 := consumeSince(t, b, "x"); !e2.After(e1) {
-		t.Fatalf("a new store's epoch %v is not after the old one's %v", e2, e1)
-	}
+	// In a synctest bubble the clock moves by exactly the sleep, so the
+	// second store is made two milliseconds later on any machine.
+	synctest.Test(t, func(t *testing.T) {
+		before := time.Now().Add(-time.Millisecond)
+		a := NewMemory()
+		defer a.Close()
+		ok, e1 := consumeSince(t, a, "x")
+		// The epoch is rounded up to the millisecond: never before the creation.
+		if !ok || e1.Before(before) || e1.After(time.Now().Add(time.Millisecond)) {
+			t.Fatalf("first consume: %v, epoch %v", ok, e1)
+		}
+		if ok, e := consumeSince(t, a, "x"); ok || !e.Equal(e1) {
+			t.Fatalf("replay: %v, epoch %v (want the same epoch %v)", ok, e, e1)
+		}
+		time.Sleep(2 * time.Millisecond)
+		b := NewMemory()
+		defer b.Close()
+		if _, e2 := consumeSince(t, b, "x"); !e2.After(e1) {
+			t.Fatalf("a new store's epoch %v is not after the old one's %v", e2, e1)
+		}
+	})
 }
 
 // SQLite keeps its epoch in the database: reopening keeps it, a new file
@@ -49,6 +54,9 @@ func TestSQLiteEpoch(t *testing.T) {
 	}
 	_, e1 := consumeSince(t, s, "x")
 	s.Close()
+	// Kept: the epoch is stamped from the real clock in a real database
+	// file; the pause makes a reopening that wrongly took a new epoch show
+	// a different one, and the replaced file's epoch fall after e1.
 	time.Sleep(2 * time.Millisecond)
 	s, err = OpenSQLite(path)
 	if err != nil {
@@ -85,6 +93,8 @@ func TestRedisEpochAfterDataLoss(t *testing.T) {
 		t.Fatalf("replay: %v, epoch %v (want %v)", ok, e, e1)
 	}
 	rs.kill()
+	// Kept: the new epoch is stamped from the real clock by a real server;
+	// the pause puts it in a later millisecond than e1.
 	time.Sleep(2 * time.Millisecond)
 	rs.start(t) // empty: no AOF, no RDB
 	ok, e2 := consumeSince(t, r, "x")

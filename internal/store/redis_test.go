@@ -179,6 +179,9 @@ func TestRedisEpochBeginsAtOpen(t *testing.T) {
 	rs := startRedis(t, false)
 	r := openRedisT(t, rs.url)
 	opened := time.Now()
+	// Kept: the first consumption must come in a later millisecond of the
+	// real clock than the open (a real server, no bubble), so that an
+	// epoch begun there, not at the open, would show.
 	time.Sleep(20 * time.Millisecond) // a token issued after the open
 	_, epoch, err := r.ConsumeSince(t.Context(), NSToken, "first", time.Now().Add(time.Hour))
 	if err != nil {
