@@ -117,7 +117,6 @@ func TestLiveServerEverything(t *testing.T) {
 	wantEvidence(t, rep, "P1_identity", "started without SECRET_TOKEN")
 }
 
-
 // startGoEverything runs go-sdk's everything-server on a loopback port.
 func startGoEverything(t *testing.T, stateless bool) string {
 	bin := testenv.GoEverythingServer(t)

@@ -21,8 +21,8 @@ type TargetOptions struct {
 	// credential from; it is passed from replay's own environment, and
 	// the identity probe starts the server without it.
 	CredentialEnv string
-	CardKeys  string // A2A: a JWKS file of the keys that sign the agent's card
-	Logger    *slog.Logger
+	CardKeys      string // A2A: a JWKS file of the keys that sign the agent's card
+	Logger        *slog.Logger
 }
 
 // Spec forms ParseTarget accepts.
