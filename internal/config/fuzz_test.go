@@ -23,6 +23,10 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &x [*x]\n"))
 	f.Add([]byte("\xef\xbb\xbfversion: 1\n"))
 	f.Add([]byte("? ? ? a\n"))
+	// The tags the decoder reads besides yaml: present, decode and inline.
+	f.Add([]byte("version: 1\ngateway:\n  upstreams: [{name: a, url: \"http://h\", require_token: [t], session_credential: {ttl: 1m}}]\n" +
+		"  audit: {}\n  taint: {enabled: false}\n  security: {file_access: flag, rules: [{name: r, category: exfiltration, when: 'true'}]}\n" +
+		"  admin: {approvers: {1: 2}, confirm_levels: []}\n  a2a: [{name: b, url: \"http://h\", delegation: {roots: {p: [s]}}}]\ntelemetry: {}\n"))
 
 	f.Fuzz(func(t *testing.T, data []byte) {
 		cfg, err := Parse(data, "fuzz.yaml")
