@@ -294,20 +294,17 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.NewToolPolicy(config.Upstream{Tools: tools,
 				RequireToken: config.List{Allow: []config.Pattern{transfer}}}), security,
 				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, *s.taint, zt),
-			Results: security.Result,
-			Answers: s.taint.Observe,
 		}, {
 			Name:      "billing",
 			Transport: "in-process",
 			Dial: func(ctx context.Context, _ bool) (transport.Conn, error) {
 				return inprocess.Dial(ctx, s.billing.server, "billing", limits, logger)
 			},
+			// The pin stage's response half filters tools/list answers; on
+			// notifications/tools/list_changed warden lists billing's tools
+			// itself (its re-check), so a changed definition is caught even
+			// when the client does not list again.
 			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, pins),
-			Results:  pins.Result,
-			// On notifications/tools/list_changed warden lists billing's
-			// tools itself, so a changed definition is caught even when the
-			// client does not list again.
-			Recheck: pins.Recheck,
 		}},
 		Default:        "demo",
 		RequestTimeout: 30 * time.Second,

@@ -181,28 +181,6 @@ func FromConfig(cfg *config.Config, logger *slog.Logger) (_ Options, err error) 
 		if u.Transport() == config.TransportStdio {
 			up.MaxChildren = gc.Limits.MaxChildrenPerUpstream
 		}
-		var filters []ResultFilter
-		if pins != nil {
-			filters = append(filters, pins.Result) // first: what security drops is not "removed"
-			up.Recheck = pins.Recheck
-		}
-		if security != nil {
-			filters = append(filters, security.Result)
-		}
-		if len(filters) > 0 {
-			up.Results = chainResults(filters...)
-		}
-		switch {
-		case taintStage != nil && zt.Approvals != nil:
-			up.Answers = func(ctx context.Context, a Answer) {
-				taintStage.Observe(ctx, a)
-				zt.Executed(ctx, a)
-			}
-		case taintStage != nil:
-			up.Answers = taintStage.Observe
-		case zt.Approvals != nil:
-			up.Answers = zt.Executed
-		}
 		opts.Upstreams = append(opts.Upstreams, up)
 	}
 	rs, closers, err := records(cfg, logger)

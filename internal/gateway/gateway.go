@@ -45,21 +45,12 @@ type Upstream struct {
 	// Dial opens a new connection to the upstream for one session. stateless
 	// tells whether the session is a stateless (2026-07-28) request.
 	Dial func(ctx context.Context, stateless bool) (transport.Conn, error)
-	// Pipeline checks every client message bound for this upstream.
+	// Pipeline checks every client message bound for this upstream, and
+	// every answer to one (the stages' response halves).
 	Pipeline *Pipeline
 	// Close, if set, releases what Dial keeps between sessions (the child
 	// shared by stateless sessions). Gateway.Close calls it.
 	Close func()
-	// Results, if set, filters the upstream's answers (the security
-	// processor's Security.Result).
-	Results ResultFilter
-	// Recheck, if set, checks the tools/list answers warden asks for itself
-	// when the upstream sends notifications/tools/list_changed
-	// (Pins.Recheck; RelayOptions.Recheck).
-	Recheck func(ctx context.Context, upstream string, result []byte) error
-	// Answers, if set, sees each answer the client gets (Taint.Observe,
-	// ZeroTrust.Executed).
-	Answers func(context.Context, Answer)
 
 	// MaxChildren bounds the live child processes of a stdio upstream, one
 	// per stateful HTTP session; 0: no bound. A session over it is refused
@@ -367,8 +358,6 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		RequestTimeout: g.opts.RequestTimeout,
 		Observe:        g.opts.Observe,
 		Recorder:       g.opts.Recorder,
-		Results:        u.Results,
-		Recheck:        u.Recheck,
 		Unchecked:      unchecked,
 		// Stateless sessions are not exempt from the lifecycle by being
 		// stateless: a sessionless POST of an old revision must not skip
@@ -380,7 +369,6 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		OnInitialized: u.sessionless.Store,
 		Principal:     principalFrom(ctx),
 		OnResult:      u.tools.learn,
-		Answers:       u.Answers,
 		Tools:         u.tools.info(),
 		Draining:      g.draining.Load,
 		Logger:        g.log,

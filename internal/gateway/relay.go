@@ -59,13 +59,13 @@ type Relay struct {
 	timeout          time.Duration
 	observe          func(Decision)
 	recorder         Recorder
-	results          ResultFilter
+	results          ResultFilter // the pipeline's response halves; nil if none
 	onResult         func(method string, result []byte)
-	answers          func(context.Context, Answer)
+	answers          func(context.Context, Answer) // the pipeline's AnswerStages; nil if none
 	tools            ToolInfo
-	recheck          func(ctx context.Context, upstream string, result []byte) error
-	unchecked        *UncheckedLists // nil but for stateless requests
-	draining         func() bool     // nil, or whether the gateway is stopping (relay_stop.go)
+	recheck          func(ctx context.Context, upstream string, result []byte) error // the pipeline's RecheckStage; nil if none
+	unchecked        *UncheckedLists                                                 // nil but for stateless requests
+	draining         func() bool                                                     // nil, or whether the gateway is stopping (relay_stop.go)
 	onInitialized    func(sessionless bool)
 	log              *slog.Logger
 
@@ -115,6 +115,9 @@ type askedCall struct {
 type RelayOptions struct {
 	Upstream string // upstream name, for policy messages and logs
 	Session  string // session id, "" for stdio and stateless sessions
+	// Pipeline is the stage table of the session's upstream: the request
+	// halves check each client message, the response halves each answer
+	// (ResultStage, AnswerStage) and warden's own re-lists (RecheckStage).
 	Pipeline *Pipeline
 	// RequestTimeout bounds how long a client request may wait for the
 	// upstream's answer; 0 means no bound.
@@ -129,9 +132,6 @@ type RelayOptions struct {
 	// Stateless marks a 2026-07-28 stateless session: there is no
 	// initialize, so requests are not held to the session lifecycle.
 	Stateless bool
-	// Results, if set, sees every upstream answer to a client request
-	// before it is recorded and sent (the security processor).
-	Results ResultFilter
 	// Recorder, if set, keeps a record of every message handled before it
 	// leaves the gateway (the audit log, telemetry). When it fails, the
 	// message does not go through (fail-secure).
@@ -141,20 +141,13 @@ type RelayOptions struct {
 	// index learns tool schemas from tools/list this way). It must not block
 	// and must not keep result.
 	OnResult func(method string, result []byte)
-	// Answers, if set, sees every successful answer to a client request
-	// after it was recorded and before the client gets it (taint
-	// tracking). It must not keep the Answer's slices.
-	Answers func(context.Context, Answer)
 	// Tools looks up what the upstream declared about its tools (for
 	// classification rules and approvals).
 	Tools ToolInfo
-	// Recheck, if set, is the pin check of a tools/list result
-	// (Pins.Recheck). With it, notifications/tools/list_changed from the
-	// upstream makes warden list the upstream's tools itself and check
-	// them, and a tools/call waits for that check (relay_relist.go). An
-	// error means the result could not be checked.
-	Recheck func(ctx context.Context, upstream string, result []byte) error
-	// Unchecked, with Recheck, carries a failed re-list beyond this relay:
+	// Unchecked, with a pipeline that re-checks tools (RecheckStage: with
+	// it, notifications/tools/list_changed from the upstream makes warden
+	// list the upstream's tools itself and check them, and a tools/call
+	// waits for that check, relay_relist.go), carries a failed re-list beyond this relay:
 	// set for the requests of the stateless revision, each relayed apart,
 	// so that a re-list that failed on one (the client's listen stream)
 	// refuses the principal's calls on the others (relay_relist.go).
@@ -187,11 +180,11 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		timeout:       opts.RequestTimeout,
 		observe:       opts.Observe,
 		recorder:      opts.Recorder,
-		results:       opts.Results,
+		results:       opts.Pipeline.resultFilter(),
 		onResult:      opts.OnResult,
-		answers:       opts.Answers,
+		answers:       opts.Pipeline.answersHook(),
 		tools:         opts.Tools,
-		recheck:       opts.Recheck,
+		recheck:       opts.Pipeline.rechecker(),
 		unchecked:     opts.Unchecked,
 		draining:      opts.Draining,
 		onInitialized: opts.OnInitialized,

@@ -29,7 +29,7 @@ func newPinnedHarness(t *testing.T, opts RelayOptions) *harness {
 		t.Fatal(err)
 	}
 	pins := Pins{Pinner: p}
-	opts.Pipeline, opts.Results, opts.Recheck = NewPipeline(pins), pins.Result, pins.Recheck
+	opts.Pipeline = NewPipeline(pins)
 	return newHarness(t, opts)
 }
 
@@ -230,8 +230,7 @@ func TestStatelessRelistFailureRefusesOtherRequests(t *testing.T) {
 	pins := Pins{Pinner: p}
 	unchecked := &UncheckedLists{}
 	request := func(principal string) *harness {
-		return newHarness(t, RelayOptions{Principal: principal, Pipeline: NewPipeline(pins), Results: pins.Result,
-			Recheck: pins.Recheck, Unchecked: unchecked})
+		return newHarness(t, RelayOptions{Principal: principal, Pipeline: NewPipeline(pins), Unchecked: unchecked})
 	}
 	request("alice").listTools("1", relistPay)
 

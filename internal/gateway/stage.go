@@ -183,19 +183,90 @@ func (c *Call) SchemaHash() string {
 // converted with deny.Rule.
 type Denial = deny.Denial
 
+// A stage's response half. A stage that implements ResultStage also sees
+// the upstream's answer to each client request before it is recorded and
+// sent, and may replace it, add findings or withhold it (a Denial); one
+// that implements AnswerStage sees each successful answer once it is on
+// record, before the client gets it (it may not change it); one that
+// implements RecheckStage checks the tools/list answers warden asks the
+// upstream for itself, after notifications/tools/list_changed
+// (relay_relist.go). Halves run in the table's order, like the request
+// halves; the first that withholds an answer stops the others.
+type (
+	ResultStage interface {
+		Stage
+		Result(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial)
+	}
+	AnswerStage interface {
+		Stage
+		Answered(ctx context.Context, a Answer)
+	}
+	RecheckStage interface {
+		Stage
+		Recheck(ctx context.Context, upstream string, result []byte) error
+	}
+)
+
+// StageTable is the order of the pipeline's stages: each upstream's
+// pipeline has some of them, always in this order (NewPipeline refuses any
+// other), each with its request half and, for some, a response half.
+// ARCHITECTURE.md's stage table lists the same stages in the same order
+// (TestArchitectureStageTable). The zero values stand for the types.
+var StageTable = []Stage{
+	MethodPolicy{}, // every request and notification: method allow/deny lists
+	ToolPolicy{},   // tools/call: tool allow/deny lists, look-alike names
+	Pins{},         // P2: unpinned tools refused; each answer: tools/list filtered; re-lists checked
+	Security{},     // P4: the security processor on the request; each answer inspected
+	Classify{},     // CEL classification: the call's level and tier
+	Taint{},        // CS: copied answer text into sinks; each answer fingerprinted
+	ZeroTrust{},    // INV-1..6, held calls (P5), revocation (P8); each answer: the approval queue told the call ran
+}
+
+// stageRank is each table stage's position, by name.
+var stageRank = func() map[string]int {
+	m := make(map[string]int, len(StageTable))
+	for i, s := range StageTable {
+		m[s.Name()] = i
+	}
+	return m
+}()
+
 // Pipeline is an ordered list of stages. It is immutable after construction
 // and shared by every session of one upstream.
 type Pipeline struct {
 	stages   []Stage
-	mayBlock bool // a stage can wait for a person
+	results  []ResultStage // the stages with a response half, in order
+	answered []AnswerStage // the stages that see answers on record, in order
+	recheck  RecheckStage  // the stage that checks warden's own re-lists, if any
+	mayBlock bool          // a stage can wait for a person
 }
 
-// NewPipeline returns a pipeline running stages in the order given.
+// NewPipeline returns a pipeline running stages in the order given, which
+// must be StageTable's for the stages it names (a stage of another name,
+// as tests use, may come anywhere). It panics otherwise: the order is a
+// security property (the zero-trust stage needs the classify stage's
+// level, taint the tier), not a choice of the caller.
 func NewPipeline(stages ...Stage) *Pipeline {
 	p := &Pipeline{stages: stages}
+	last := -1
 	for _, s := range stages {
+		if r, ok := stageRank[s.Name()]; ok {
+			if r < last {
+				panic("gateway: stage " + s.Name() + " out of StageTable's order")
+			}
+			last = r
+		}
 		if b, ok := s.(interface{ MayBlock() bool }); ok && b.MayBlock() {
 			p.mayBlock = true
+		}
+		if r, ok := s.(ResultStage); ok {
+			p.results = append(p.results, r)
+		}
+		if a, ok := s.(AnswerStage); ok {
+			p.answered = append(p.answered, a)
+		}
+		if r, ok := s.(RecheckStage); ok && p.recheck == nil {
+			p.recheck = r
 		}
 	}
 	return p
@@ -215,7 +286,8 @@ func (p *Pipeline) Stages() []string {
 	return names
 }
 
-// Check runs every stage on c and returns the first denial, or nil.
+// Check runs every stage's request half on c and returns the first denial,
+// or nil.
 func (p *Pipeline) Check(ctx context.Context, c *Call) *Denial {
 	for _, s := range p.stages {
 		if d := s.Check(ctx, c); d != nil {
@@ -226,6 +298,60 @@ func (p *Pipeline) Check(ctx context.Context, c *Call) *Denial {
 		}
 	}
 	return nil
+}
+
+// resultFilter returns the response halves as one ResultFilter, nil when
+// no stage has one.
+func (p *Pipeline) resultFilter() ResultFilter {
+	if len(p.results) == 0 {
+		return nil
+	}
+	return p.Result
+}
+
+// Result runs the response halves on an upstream's answer to a client
+// request (method and tool are the request's): it returns the message to
+// send instead (msg itself to let it pass), every finding, and the denial
+// of the first stage that withheld the answer, which stops the others.
+func (p *Pipeline) Result(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+	var all []secproc.Finding
+	for _, s := range p.results {
+		var findings []secproc.Finding
+		var d *Denial
+		msg, findings, d = s.Result(ctx, upstream, session, method, tool, msg)
+		all = append(all, findings...)
+		if d != nil {
+			if d.Stage == "" {
+				d.Stage = s.Name()
+			}
+			return msg, all, d
+		}
+	}
+	return msg, all, nil
+}
+
+// answersHook returns Answered, nil when no stage sees answers.
+func (p *Pipeline) answersHook() func(context.Context, Answer) {
+	if len(p.answered) == 0 {
+		return nil
+	}
+	return p.Answered
+}
+
+// Answered shows a successful answer, on record, to every stage that sees
+// answers.
+func (p *Pipeline) Answered(ctx context.Context, a Answer) {
+	for _, s := range p.answered {
+		s.Answered(ctx, a)
+	}
+}
+
+// rechecker returns the re-check of warden's own tools/list, nil if none.
+func (p *Pipeline) rechecker() func(ctx context.Context, upstream string, result []byte) error {
+	if p.recheck == nil {
+		return nil
+	}
+	return p.recheck.Recheck
 }
 
 // Decision is what the gateway reports about every message it handled, for
@@ -275,10 +401,11 @@ type Decision struct {
 	Open any
 }
 
-// A ResultFilter sees an upstream's answer to a client request (method and
-// tool are the request's) before it is recorded and sent, and returns the
-// message to send instead (msg itself to let it pass), its findings, and
-// the denial when it withheld the answer.
+// A ResultFilter is the signature of ResultStage.Result: it sees an
+// upstream's answer to a client request (method and tool are the
+// request's) before it is recorded and sent, and returns the message to
+// send instead (msg itself to let it pass), its findings, and the denial
+// when it withheld the answer.
 type ResultFilter func(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial)
 
 // A Recorder keeps a record of every message the relay handles (the audit

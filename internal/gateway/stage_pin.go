@@ -98,21 +98,3 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
-
-// chainResults runs filters in order on an answer; the first that withholds
-// it (returns a denial) stops the chain.
-func chainResults(filters ...ResultFilter) ResultFilter {
-	return func(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
-		var all []secproc.Finding
-		for _, f := range filters {
-			var findings []secproc.Finding
-			var d *Denial
-			msg, findings, d = f(ctx, upstream, session, method, tool, msg)
-			all = append(all, findings...)
-			if d != nil {
-				return msg, all, d
-			}
-		}
-		return msg, all, nil
-	}
-}

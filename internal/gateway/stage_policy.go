@@ -2,9 +2,9 @@ package gateway
 
 import (
 	"context"
-	"github.com/agentwarden/warden/internal/deny"
 	"strconv"
 
+	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/mcp"
 )
 

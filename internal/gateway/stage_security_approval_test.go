@@ -53,7 +53,7 @@ gateway:
 		t.Fatal("hold_for_approval with the admin channel gave no approval queue")
 	}
 	u := opts.Upstreams[0]
-	return opts.Approvals, newHarness(t, RelayOptions{Upstream: u.Name, Pipeline: u.Pipeline, Results: u.Results})
+	return opts.Approvals, newHarness(t, RelayOptions{Upstream: u.Name, Pipeline: u.Pipeline})
 }
 
 // exfilCall is a call the security processor finds sends data to a host

@@ -32,7 +32,7 @@ func TestSecurityQuarantineLeavesRuleErrorsToDeny(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := Security{Processor: p, Quarantine: quarantine}
-			h := newHarness(t, RelayOptions{Upstream: "web", Pipeline: NewPipeline(s), Results: s.Result})
+			h := newHarness(t, RelayOptions{Upstream: "web", Pipeline: NewPipeline(s)})
 			h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fetch_page","arguments":{}}}`)
 			h.recv(h.upstream)
 			h.send(h.upstream, injected)

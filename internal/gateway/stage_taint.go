@@ -102,8 +102,9 @@ func (s Taint) Check(_ context.Context, c *Call) *Denial {
 	return nil
 }
 
-// Observe records an MCP answer as untrusted (an Answers hook).
-func (s Taint) Observe(_ context.Context, a Answer) {
+// Answered is the taint stage's response half (AnswerStage): it records an
+// MCP answer as untrusted.
+func (s Taint) Answered(_ context.Context, a Answer) {
 	switch a.Method {
 	case mcp.MethodToolsCall, mcp.MethodResourcesRead, mcp.MethodPromptsGet:
 	default:
@@ -152,7 +153,7 @@ func auditRef(id string) string {
 	return " (audit record " + id + ")"
 }
 
-// Answer is what the relay shows an Answers hook of each upstream answer to
+// Answer is what the relay shows an AnswerStage of each upstream answer to
 // a client request: the request's method, tool, classification and
 // arguments, and the answer's result and audit record. Approval is the
 // approval id of a held call that was approved, "" otherwise.

@@ -423,12 +423,13 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	return nil
 }
 
-// Executed is an Answers hook: when the upstream answered an approved held
+// Answered is the zero-trust stage's response half (AnswerStage): when
+// the upstream answered an approved held
 // call without error, it tells the approval queue that the call ran, so
 // that the console compares later calls with what really ran. A call that
 // never got an answer, got a JSON-RPC error, or a result with isError true
 // is not marked.
-func (z ZeroTrust) Executed(ctx context.Context, a Answer) {
+func (z ZeroTrust) Answered(ctx context.Context, a Answer) {
 	if z.Approvals == nil || a.Approval == "" {
 		return
 	}

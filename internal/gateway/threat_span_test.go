@@ -25,7 +25,7 @@ func newSecuritySpans(t *testing.T) (*harness, *tracetest.SpanRecorder) {
 	s := Security{Processor: p}
 	sr := tracetest.NewSpanRecorder()
 	rec := telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))})
-	h := newHarness(t, RelayOptions{Upstream: "files", Pipeline: NewPipeline(s), Results: s.Result,
+	h := newHarness(t, RelayOptions{Upstream: "files", Pipeline: NewPipeline(s),
 		Recorder: &Records{Spans: rec, Transport: telemetry.TransportStdio}})
 	return h, sr
 }
