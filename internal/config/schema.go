@@ -193,7 +193,9 @@ func checkSchema(t reflect.Type) error {
 func decodable(t reflect.Type, what string) (reflect.Type, error) {
 	switch {
 	case t == durationType, t == patternsType, t == stringsType, t == stringMapType, t == stringListsType,
-		t.Kind() == reflect.String, t.Kind() == reflect.Int, t.Kind() == reflect.Bool:
+		t == reflect.TypeFor[string](), t == reflect.TypeFor[int](), t == reflect.TypeFor[bool]():
+		// Exactly these: decoder.value hands the helpers a *string, *int
+		// or *bool.
 		return nil, nil
 	case t.Kind() == reflect.Struct:
 		return t, nil
