@@ -30,6 +30,7 @@ func TestSchema(t *testing.T) {
 		Untagged string
 		NoWhat   []item          `yaml:"no_what"`
 		Float    float64         `yaml:"float"`
+		Named    time.Month      `yaml:"named"`
 		Twice    string          `yaml:"a"`
 		Again    string          `yaml:"a"`
 		Options  string          `yaml:"opt,omitempty"`
@@ -47,6 +48,7 @@ func TestSchema(t *testing.T) {
 		"bad.Untagged: no yaml tag",
 		"bad.NoWhat: a list of mappings or numbers needs a what tag",
 		"bad.Float: the decoder has no way to read a float64",
+		"bad.Named: the decoder has no way to read a time.Month",
 		`bad.Again: key "a" is used twice`,
 		`bad.Options: yaml tag "opt,omitempty"`,
 		`bad.Decoder: unknown decoder "nosuch"`,
