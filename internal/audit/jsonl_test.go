@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,4 +111,48 @@ func TestJSONLAnchorFollowsWhileIdle(t *testing.T) {
 	if err != nil || rep.Problem == nil || rep.Problem.Kind != ProblemTruncated || rep.Problem.Seq != 4 {
 		t.Errorf("Verify after cutting records 4 and 5 = %+v, %v; want truncated at 4", rep.Problem, err)
 	}
+}
+
+// TestDefaultKindKeepsExistingLogs checks the default backend (KindAuto,
+// the config's default): a new log is the group-commit JSONL file, and a
+// log of either kind written before goes on in its own format, its chain
+// continued, and verifies.
+func TestDefaultKindKeepsExistingLogs(t *testing.T) {
+	t.Run("new", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "audit.db") // the name does not decide
+		l, err := Open(context.Background(), KindAuto, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustAppend(t, l, sample(1))
+		l.Close()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte(`{"seq":1,`)) {
+			t.Errorf("a new default log begins %q, want a JSON line", b[:min(len(b), 20)])
+		}
+	})
+	forEachBackend(t, func(t *testing.T, be backend) {
+		path := be.path(t)
+		l := openLog(t, be, path)
+		first := mustAppend(t, l, sample(1))
+		l.Close()
+		if k, err := DetectKind(path); err != nil || k != be.kind {
+			t.Fatalf("DetectKind = %q, %v; want %q", k, err, be.kind)
+		}
+		l, err := Open(context.Background(), KindAuto, path, Options{})
+		if err != nil {
+			t.Fatalf("Open with the default kind: %v", err)
+		}
+		second := mustAppend(t, l, sample(2))
+		l.Close()
+		if second.Seq != 2 || second.PrevHash != first.Hash {
+			t.Errorf("append through the default kind: seq %d prev %s, want 2 after %s", second.Seq, second.PrevHash, first.Hash)
+		}
+		if rep := mustVerify(t, openBackend(t, be, path)); rep.Records != 2 {
+			t.Errorf("Verify read %d records, want 2", rep.Records)
+		}
+	})
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,22 +116,57 @@ type appendReply struct {
 // Kind names a backend for Open.
 type Kind string
 
-// The backends Open knows.
+// The backends Open knows. KindAuto opens an existing SQLite database as
+// KindSQLite, and anything else (a JSONL log, an empty or new file) as
+// KindJSONL: the group-commit file is the default, and a log written
+// before it was goes on in its own format.
 const (
-	KindSQLite Kind = "sqlite"
+	KindAuto   Kind = ""
 	KindJSONL  Kind = "jsonl"
+	KindSQLite Kind = "sqlite"
 )
 
-// OpenBackend opens the backend of kind at path ("" kind means sqlite),
+// sqliteMagic begins every SQLite database file.
+const sqliteMagic = "SQLite format 3\x00"
+
+// DetectKind is the backend of the log at path for KindAuto: KindSQLite
+// if the file begins as an SQLite database does, else KindJSONL (a
+// missing or empty file included).
+func DetectKind(path string) (Kind, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return KindJSONL, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("audit: %w", err)
+	}
+	defer f.Close()
+	var head [len(sqliteMagic)]byte
+	if _, err := io.ReadFull(f, head[:]); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return "", fmt.Errorf("audit: %w", err)
+	}
+	if string(head[:]) == sqliteMagic {
+		return KindSQLite, nil
+	}
+	return KindJSONL, nil
+}
+
+// OpenBackend opens the backend of kind at path (KindAuto: DetectKind),
 // without checking the chain: for verify and export.
 func OpenBackend(kind Kind, path string) (Backend, error) {
+	if kind == KindAuto {
+		var err error
+		if kind, err = DetectKind(path); err != nil {
+			return nil, err
+		}
+	}
 	switch kind {
-	case KindSQLite, "":
+	case KindSQLite:
 		return NewSQLite(path)
 	case KindJSONL:
 		return NewJSONL(path)
 	}
-	return nil, fmt.Errorf("audit: unknown backend %q (want sqlite or jsonl)", kind)
+	return nil, fmt.Errorf("audit: unknown backend %q (want jsonl or sqlite)", kind)
 }
 
 // Open opens the log of kind at path for appending; see New.

@@ -20,7 +20,7 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 	sub := args[0]
 	fs := newFlags(env, "audit "+sub, "FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE] [--format jsonl|ocsf] [--integrity]")
-	backend := fs.String("backend", "", "the log's `backend`: sqlite or jsonl (default: by the file name, .jsonl is jsonl)")
+	backend := fs.String("backend", "", "the log's `backend`: jsonl or sqlite (default: by the file's content, an SQLite database is sqlite)")
 	head := fs.String("head", "", "verify: a head recorded earlier, `SEQ:HASH`; the log must contain it unchanged")
 	var keyFiles fileList
 	fs.Var(&keyFiles, "key", "verify: a public audit key (`PUB`, from warden keys audit); checks every checkpoint and names the unattested records; repeat for keys used before a rotation")
@@ -41,13 +41,7 @@ func runAudit(ctx context.Context, env *Env, args []string) (int, error) {
 	if code, err := parseNoArgs(fs, fs.Args()[1:]); err != nil {
 		return code, err
 	}
-	kind := audit.Kind(*backend)
-	if kind == "" {
-		kind = audit.KindSQLite
-		if strings.HasSuffix(path, ".jsonl") {
-			kind = audit.KindJSONL
-		}
-	}
+	kind := audit.Kind(*backend) // "": by the file's content (audit.DetectKind)
 	if _, err := os.Stat(path); err != nil {
 		return ExitConfig, err // opening would create an empty log
 	}

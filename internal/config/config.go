@@ -429,10 +429,13 @@ func (s SecurityConfig) Processor() (secproc.Config, error) {
 // and a message whose record cannot be written does not go through.
 type AuditConfig struct {
 	Enabled bool `yaml:"enabled" present:"true"`
-	// Backend is "sqlite" (default) or "jsonl".
+	// Backend is "jsonl" (the group-commit file) or "sqlite"; "" (the
+	// default) is jsonl, except that an existing SQLite log at the path
+	// goes on as sqlite (audit.KindAuto).
 	Backend string `yaml:"backend"`
-	// Path is the log file; "" means DATA_DIR/audit.db (audit.jsonl for
-	// jsonl), DATA_DIR being zero_trust.data_dir or the default data dir.
+	// Path is the log file; "" means DATA_DIR/audit.jsonl (audit.db for
+	// sqlite, and for the default backend when DATA_DIR/audit.db exists),
+	// DATA_DIR being zero_trust.data_dir or the default data dir.
 	Path string `yaml:"path"`
 	// SigningKey is the private audit key (a JWK file, `warden keys
 	// audit`) that signs checkpoints; "" writes none, and the log can then
@@ -905,7 +908,7 @@ func Default() *Config {
 			},
 			ZeroTrust: ZeroTrustConfig{Store: StoreSQLite, Skew: DefaultSkew, StoreTimeout: DefaultStoreTimeout},
 			Admin:     AdminConfig{Addr: DefaultAdminAddr},
-			Audit:     AuditConfig{Backend: "sqlite"},
+			Audit:     AuditConfig{},
 		},
 		Telemetry: TelemetryConfig{Capture: "redacted", Propagate: true,
 			Spans: ExporterConfig{Exporter: "none"}, OCSF: ExporterConfig{Exporter: "none", Profile: "standard"}},

@@ -145,7 +145,7 @@ func TestDefaults(t *testing.T) {
 			}},
 			ZeroTrust: ZeroTrustConfig{Store: "sqlite", Skew: 5 * time.Second, StoreTimeout: 500 * time.Millisecond},
 			Admin:     AdminConfig{Addr: "127.0.0.1:8788"},
-			Audit:     AuditConfig{Backend: "sqlite"},
+			Audit:     AuditConfig{},
 		},
 		Telemetry: TelemetryConfig{Capture: "redacted", Propagate: true,
 			Spans: ExporterConfig{Exporter: "none"}, OCSF: ExporterConfig{Exporter: "none", Profile: "standard"}},
@@ -773,8 +773,8 @@ telemetry:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := cfg.Gateway.Audit; !a.Enabled || a.Backend != "sqlite" || a.Path != "./a.db" {
-		t.Errorf("audit %+v: a present section turns it on, on sqlite", a)
+	if a := cfg.Gateway.Audit; !a.Enabled || a.Backend != "" || a.Path != "./a.db" {
+		t.Errorf("audit %+v: a present section turns it on, with the default backend (\"\": jsonl, or an SQLite log already at the path)", a)
 	}
 	if tc := cfg.Telemetry; tc.Capture != "redacted" || !tc.Propagate || tc.OCSF.Profile != "aitf" {
 		t.Errorf("telemetry %+v: want the defaults redacted and propagate", tc)

@@ -225,7 +225,9 @@ func (v *validator) gateway() {
 	v.listen("gateway.listen", g.Listen)
 	v.limits("gateway.limits", g.Limits)
 	v.list("gateway.methods", g.Methods)
-	v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
+	if g.Audit.Backend != "" {
+		v.oneOf("gateway.audit.backend", "the audit backend", g.Audit.Backend, []string{"sqlite", "jsonl"})
+	}
 	v.audit("gateway.audit", g.Audit)
 	if t := g.Taint; t.Action != "" {
 		v.oneOf("gateway.taint.action", "the taint action", t.Action, TaintActions)

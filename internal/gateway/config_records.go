@@ -135,12 +135,8 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 	if a.Enabled {
 		path := a.Path
 		if path == "" {
-			name := "audit.db"
-			if a.Backend == "jsonl" {
-				name = "audit.jsonl"
-			}
 			var err error
-			if path, err = inDataDir(name); err != nil {
+			if path, err = inDataDir(defaultAuditFile(a.Backend, inDataDir)); err != nil {
 				return fail(fmt.Errorf("gateway.audit: %w", err))
 			}
 		}
@@ -159,6 +155,24 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		closers = append(closers, l) // last: after every record is in
 	}
 	return rs, closers, nil
+}
+
+// defaultAuditFile is the audit log's name in the data directory:
+// audit.jsonl, or audit.db for backend sqlite, and for the default backend
+// when an audit.db is there (the default until the group-commit file was:
+// audit.Open then goes on with it as SQLite).
+func defaultAuditFile(backend string, inDataDir func(string) (string, error)) string {
+	switch backend {
+	case "sqlite":
+		return "audit.db"
+	case "":
+		if p, err := inDataDir("audit.db"); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				return "audit.db"
+			}
+		}
+	}
+	return "audit.jsonl"
 }
 
 // checkpointOptions loads the audit key and opens the witnesses of a; the
