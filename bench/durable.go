@@ -2,7 +2,7 @@ package main
 
 // The floor of a durable record: a group-commit append-only file. Appenders
 // queue their encoded record; one writer writes every queued record in one
-// write(2), calls fdatasync(2) once, and only then releases the appenders
+// pwrite(2) at the end of the records, calls fdatasync(2) once, and only then releases the appenders
 // whose records that sync covered. warden's audit log (the backend the
 // configuration defaults to) appends the same records from the same number
 // of goroutines, in the same process, and CPU per record is compared.
@@ -21,12 +21,21 @@ import (
 	"github.com/agentwarden/warden/internal/config"
 )
 
-// groupFile is the floor: a group-commit append-only file.
+// groupFile is the floor: a group-commit append-only file. It grows in
+// pre-zeroed steps of growStep, written and synced with the batch that needs
+// them, so that most syncs carry data only: an append past the end changes
+// the file's size, and fdatasync(2) then commits metadata too, which a log
+// that preallocates avoids.
 type groupFile struct {
 	f    *os.File
 	reqs chan groupReq
 	done chan struct{}
+
+	// owned by writer
+	pos, size int64
 }
+
+const growStep = 1 << 20
 
 type groupReq struct {
 	line []byte
@@ -37,7 +46,7 @@ type groupReq struct {
 const maxGroup = 1024
 
 func openGroupFile(path string) (*groupFile, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -65,14 +74,31 @@ func (g *groupFile) writer() {
 				break drain
 			}
 		}
-		_, err := g.f.Write(buf)
+		err := g.grow(int64(len(buf)))
+		if err == nil {
+			_, err = g.f.WriteAt(buf, g.pos)
+		}
 		if err == nil {
 			err = syscall.Fdatasync(int(g.f.Fd()))
+		}
+		if err == nil {
+			g.pos += int64(len(buf))
 		}
 		for _, a := range acks {
 			a <- err
 		}
 	}
+}
+
+// grow zero-fills the file ahead of pos until n more bytes fit.
+func (g *groupFile) grow(n int64) error {
+	for g.pos+n > g.size {
+		if _, err := g.f.WriteAt(make([]byte, growStep), g.size); err != nil {
+			return err
+		}
+		g.size += growStep
+	}
+	return nil
 }
 
 // append queues line and returns once a sync covered it.
@@ -101,7 +127,15 @@ func encodeFloorRecord(b []byte, seq uint64, now time.Time) []byte {
 // floorsDurable compares warden's durable audit append with the floor at
 // 1, 8 and 64 appenders, interleaved.
 func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int) error {
-	backend := config.Default().Gateway.Audit.Backend
+	kind := audit.Kind(config.Default().Gateway.Audit.Backend)
+	backend := string(kind)
+	if kind == audit.KindAuto { // a new log: name the backend it gets
+		k, err := audit.DetectKind(filepath.Join(dir, "no-such-log"))
+		if err != nil {
+			return err
+		}
+		backend = string(k)
+	}
 	type side struct{ floor, log []float64 }
 	byN := map[int]*side{}
 	appenders := []int{1, 8, 64}
@@ -119,7 +153,7 @@ func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int
 				return err
 			}
 			runLog := func() error {
-				c, err := durableLogRun(ctx, audit.Kind(backend), filepath.Join(dir, fmt.Sprintf("audit-%d-%d", round, n)), n, records)
+				c, err := durableLogRun(ctx, kind, filepath.Join(dir, fmt.Sprintf("audit-%d-%d", round, n)), n, records)
 				s.log = append(s.log, c)
 				return err
 			}
@@ -139,7 +173,7 @@ func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int
 		s := byN[n]
 		r := Result{Name: fmt.Sprintf("durable record CPU per record, group-commit file floor, %d appenders", n), Unit: "µs"}
 		if n == 1 {
-			r.Note = "appenders queue a hand-encoded JSON line; one writer writes the batch in one write(2), calls fdatasync(2) once and then releases them; CPU of the whole bench process (utime + stime) over the appends"
+			r.Note = "appenders queue a hand-encoded JSON line; one writer writes the batch in one pwrite(2), calls fdatasync(2) once and then releases them; the file grows in pre-zeroed 1 MiB steps so most syncs carry data only; CPU of the whole bench process (utime + stime, getrusage) over the appends"
 		}
 		add(spread(r, s.floor))
 		r = Result{Name: fmt.Sprintf("durable audit CPU per record (%s), %d appenders", backend, n), Unit: "µs"}
@@ -152,7 +186,7 @@ func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int
 			ratios = append(ratios, s.log[i]/s.floor[i])
 		}
 		add(judge(spread(Result{Name: fmt.Sprintf("durable audit CPU per record ÷ group-commit file floor, %d appenders", n), Unit: "×", Target: "≤ 1.1"}, ratios),
-			median(ratios) <= 1.1, "the audit log also hashes the chain and writes through its backend's own commit (SQLite: a WAL transaction per group); the floor only writes and syncs"))
+			median(ratios) <= 1.1, "the audit log also hashes the chain, encodes every field and commits through its backend (SQLite: a WAL transaction per group); the floor only encodes a short line, writes and syncs"))
 	}
 	return nil
 }

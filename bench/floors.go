@@ -96,7 +96,7 @@ func runFloors(ctx context.Context, add func(Result), procs *scaleProcs, rounds,
 	if err := floorsStdio(ctx, add, bin, self, root, rounds, perWorker/2); err != nil {
 		return err
 	}
-	if err := floorsBridge(ctx, add, procs, bin, dir, root, rounds, workers, perWorker/6); err != nil {
+	if err := floorsBridge(ctx, add, procs, bin, dir, root, rounds, workers, perWorker/8); err != nil {
 		return err
 	}
 	return floorsDurable(ctx, add, dir, rounds)
@@ -135,7 +135,7 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 	for _, c := range []struct{ name, extra, top string }{
 		{"warden", "", ""},
 		{"telemetry", "", telemetry("telemetry")},
-		{"recorded", fmt.Sprintf("  audit: {path: %q}\n", filepath.Join(dir, "audit.db")), telemetry("recorded")},
+		{"recorded", fmt.Sprintf("  audit: {path: %q}\n", filepath.Join(dir, "audit.log")), telemetry("recorded")},
 	} {
 		url, proc, err := procs.startWarden(ctx, bin, dir, c.name, fmt.Sprintf("  upstreams: [{name: demo, url: %q}]\n", upURL)+c.extra, c.top)
 		if err != nil {
@@ -147,7 +147,11 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 	for round := range rounds {
 		for k := range relays {
 			r := relays[(k+round)%len(relays)]
-			run, err := httpLoad(ctx, r, workers, perWorker, calls)
+			lat := calls // the added p50 rows need direct, floor and warden only
+			if r.name == "telemetry" || r.name == "recorded" {
+				lat = 0
+			}
+			run, err := httpLoad(ctx, r, workers, perWorker, lat)
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
 			}
@@ -219,7 +223,7 @@ func httpLoad(ctx context.Context, r httpRelay, workers, perWorker, calls int) (
 	var run relayRun
 	var err error
 	run.tp, run.relay, err = loadSessions(ctx, func() (mcp.Transport, *exec.Cmd) { return httpTransport(r.url), nil }, r.pids, workers, perWorker)
-	if err != nil {
+	if err != nil || calls == 0 {
 		return run, err
 	}
 	cs, err := connectE(ctx, httpTransport(r.url))
@@ -246,25 +250,40 @@ func httpLoad(ctx context.Context, r httpRelay, workers, perWorker, calls int) (
 // transport runs a command, those commands' processes, read from /proc
 // after the sessions are open and before they close.
 func loadSessions(ctx context.Context, newT func() (mcp.Transport, *exec.Cmd), pids []int, workers, perWorker int) (tp, cpuPerCall float64, err error) {
-	sessions := make([]*mcp.ClientSession, 0, workers)
+	// Sessions open and close all at once, outside the measurement: a
+	// bridge starts a server process for each, which takes a while.
+	sessions := make([]*mcp.ClientSession, workers)
 	defer func() {
+		var wg sync.WaitGroup
 		for _, cs := range sessions {
-			cs.Close()
+			if cs != nil {
+				wg.Go(func() { cs.Close() })
+			}
 		}
+		wg.Wait()
 	}()
+	cmds := make([]*exec.Cmd, workers)
+	openErrs := make([]error, workers)
+	var opening sync.WaitGroup
+	for i := range sessions {
+		opening.Go(func() {
+			t, cmd := newT()
+			cs, err := connectE(ctx, t)
+			if err == nil {
+				sessions[i], cmds[i] = cs, cmd
+				err = echoE(ctx, cs)
+			}
+			openErrs[i] = err
+		})
+	}
+	opening.Wait()
+	if err := errors.Join(openErrs...); err != nil {
+		return 0, 0, err
+	}
 	pids = slices.Clone(pids)
-	for range workers {
-		t, cmd := newT()
-		cs, err := connectE(ctx, t)
-		if err != nil {
-			return 0, 0, err
-		}
-		sessions = append(sessions, cs)
+	for _, cmd := range cmds {
 		if cmd != nil {
 			pids = append(pids, cmd.Process.Pid)
-		}
-		if err := echoE(ctx, cs); err != nil {
-			return 0, 0, err
 		}
 	}
 	c0, err := procsCPU(pids)
