@@ -318,17 +318,23 @@ func TestTaintedTextCannotReachASinkTool(t *testing.T) {
 	}
 }
 
+// waitHeld returns the one call held on q, woken by the queue's change
+// signal rather than by polling.
 func waitHeld(t *testing.T, q *approval.Queue) approval.Pending {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	changed, cancel := q.Subscribe()
+	defer cancel()
+	timeout := time.After(30 * time.Second)
+	for {
 		if l := q.List(); len(l) == 1 {
 			return l[0]
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("nothing held after 30 s; queue: %+v", q.List())
+		}
 	}
-	t.Fatalf("nothing held; queue: %+v", q.List())
-	return approval.Pending{}
 }
 
 // TestA2AConsent (AASM P5 for A2A): a method listed in require_approval is
