@@ -6,7 +6,8 @@ package gateway
 // exact arguments (and, when it was obtained through a session, to that
 // session), and usable once.
 //
-//	token from params._meta["io.agentwarden/token"]
+//	token from params._meta["io.agentwarden/token"], or, if none, from
+//	warden for a mandate or an approval (P5, stage_approval.go)
 //	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+upstream+tool and
 //	     session, persona, INV-2 time, INV-3 parameters_hash over the
 //	     call's arguments
@@ -16,6 +17,7 @@ package gateway
 //	     key the token names (a stolen token with the thief's proof fails)
 //	  ─► INV-6 client signature, for the tools in Signatures: the client's
 //	     pinned key signed this jti, tool and parameters_hash
+//	  ─► P8 revocation: jti, subject, session (stage_revoke.go)
 //	  ─► store.Consume(proof jti, then token jti)   LAST (D4): nobody can burn
 //	                          a token they could not use; a store error denies
 //	     each with its own deadline (StoreTimeout, store.Guard): past it the
@@ -149,35 +151,6 @@ type ZeroTrust struct {
 // expire. One set serves all stages because ids are random and single-use
 // everywhere; it bounds the memory per process.
 var undecided = store.NewGuard(store.DefaultGuardSize)
-
-// checkRevoked refuses a token that was revoked (P8), or that the registry
-// cannot decide on (fail-secure).
-// session is the session the call is bound to (bindingSession): a token
-// bound to a session verified only on it, so it is also the token's.
-func (z ZeroTrust) checkRevoked(ctx context.Context, session string, claims *zerotrust.Claims) *Denial {
-	if z.Revocations == nil {
-		return nil
-	}
-	revoked, reason, err := z.Revocations.Check(ctx, revoke.Token{ID: claims.ID, Subject: claims.Subject,
-		IssuedAt: time.Unix(claims.IssuedAt, 0), Session: session})
-	switch {
-	case err != nil:
-		return &Denial{Rule: deny.RuleRevocationStore, Reason: "P8 credential revocation: the revocation registry could not decide, so the call is refused", Cause: err.Error()}
-	case revoked:
-		return &Denial{Rule: deny.RuleRevoked, Reason: "P8 credential revocation: " + reason}
-	}
-	return nil
-}
-
-// EndSession is AASM P8 for a session that closed (DELETE, idle timeout,
-// the upstream's exit): its held calls are cancelled, on every instance,
-// and its credentials revoked.
-func (z ZeroTrust) EndSession(ctx context.Context, session string) error {
-	return endSession(ctx, z.Approvals, z.Revocations, session)
-}
-
-// MandateKey is the key of a pre-approved invocation in ZeroTrust.Mandates.
-func MandateKey(tool, hash string) string { return tool + "\x00" + hash }
 
 // MayBlock reports whether Check can wait for a person: the relay then runs
 // each request on its own goroutine.
@@ -347,98 +320,6 @@ func storeDenial(what string, err error) *Denial {
 	return &Denial{Rule: deny.RuleStore, Reason: "the replay store could not decide, so the call is refused", Cause: err.Error()}
 }
 
-// tokenFor finds a token for a call that brought none: warden issues one
-// for a pre-approved invocation (a mandate), or holds the call for a
-// person's approval; otherwise the call is refused.
-func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
-	if z.Signer != nil && len(z.Mandates) > 0 {
-		if hash, canonical, err := c.Hashed(); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
-			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-				Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
-				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
-			if err != nil {
-				return "", &Denial{Rule: deny.RuleIssue, Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
-			}
-			return token, nil
-		}
-	}
-	if z.MayBlock() {
-		return z.hold(ctx, c, sub, session)
-	}
-	return "", &Denial{Rule: deny.RuleTokenMissing,
-		Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
-}
-
-// hold submits the call for approval and waits. On approval it returns a
-// token warden issued for exactly the arguments the approver saw, on this
-// upstream and session.
-func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
-	hash, canonical, err := c.Hashed()
-	if err != nil {
-		return "", &Denial{Rule: deny.RuleINV3, Reason: "INV-3 parameter integrity: the arguments cannot be hashed: " + err.Error()}
-	}
-	if d := z.approve(ctx, c, sub, hash, canonical); d != nil {
-		return "", d
-	}
-	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-		Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
-	if err != nil {
-		return "", &Denial{Rule: deny.RuleIssue, Reason: "approved, but warden could not issue the token", Cause: err.Error()}
-	}
-	return token, nil
-}
-
-// approve submits the call (its canonical arguments and their hash) for a
-// person's decision and waits for it. It sets c.Approver to whoever decided
-// (approved or denied); on approval it also sets c.Approval and returns
-// nil.
-func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canonical []byte) *Denial {
-	askUser := z.ElicitApproval && c.Elicit != nil
-	if !z.AdminApproval && !askUser {
-		return &Denial{Rule: deny.RuleApprovalUnavailable,
-			Reason: "tool " + quote(c.Tool) + " needs approval, and the client cannot be asked: it did not declare elicitation"}
-	}
-	c.Held = time.Now()
-	p := z.Approvals.Submit(approval.Request{Upstream: c.Upstream, Session: c.Session, Subject: sub,
-		Tool: c.Tool, Arguments: canonical, Hash: hash, Description: c.Description(),
-		Classification: c.Level, Tier: policy.TierOf(c.Level), ClassRule: c.ClassRule, Findings: findingLines(c.Findings)})
-	if askUser {
-		actx, cancel := context.WithCancel(ctx)
-		defer cancel() // a decision made elsewhere withdraws the question
-		go z.askUser(actx, c, p, !z.AdminApproval)
-	}
-	d := z.Approvals.Wait(ctx, p.ID)
-	c.Decided = time.Now()
-	c.Approver = d.Approver // the record names whoever decided, a denial too
-	switch {
-	case d.TimedOut:
-		return &Denial{Rule: deny.RuleApprovalTimeout, Reason: "no approval for this call (" + p.ID + "): " + d.Reason, Cause: d.Cause}
-	case !d.Approved && d.Approver != "":
-		return &Denial{Rule: deny.RuleApprovalDenied, Reason: "denied by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"}
-	case !d.Approved:
-		return &Denial{Rule: deny.RuleApprovalCancelled, Reason: d.Reason + " (" + p.ID + ")", Cause: d.Cause}
-	}
-	c.Approval = "approved by " + d.Approver + reasonSuffix(d.Reason) + " (" + p.ID + ")"
-	c.ApprovalID = p.ID
-	return nil
-}
-
-// Answered is the zero-trust stage's response half (AnswerStage): when
-// the upstream answered an approved held
-// call without error, it tells the approval queue that the call ran, so
-// that the console compares later calls with what really ran. A call that
-// never got an answer, got a JSON-RPC error, or a result with isError true
-// is not marked.
-func (z ZeroTrust) Answered(ctx context.Context, a Answer) {
-	if z.Approvals == nil || a.Approval == "" {
-		return
-	}
-	if v, ok := jsonrpc.Lookup(a.Result, "isError"); ok && string(v) == "true" {
-		return
-	}
-	_ = z.Approvals.MarkExecuted(context.WithoutCancel(ctx), a.Approval) // the queue logs a store that failed
-}
-
 // presented returns what the client sent in params._meta[metaKey] or in the
 // HTTP header; "" if neither. Two different values, or the header twice,
 // are refused: warden will not guess which one the client meant.
@@ -472,13 +353,6 @@ func tierReason(c *Call) string {
 		return fmt.Sprintf(" for Tier %d%s", t, classSuffix(c))
 	}
 	return ""
-}
-
-func reasonSuffix(r string) string {
-	if r == "" {
-		return ""
-	}
-	return ": " + r
 }
 
 // verifyDenial turns a token verification failure into a denial that names
