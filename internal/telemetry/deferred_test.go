@@ -26,13 +26,13 @@ type spanView struct {
 func viewOf(s sdktrace.ReadOnlySpan) spanView {
 	v := spanView{Name: s.Name(), Kind: s.SpanKind().String(), Status: fmt.Sprint(s.Status()), Start: s.StartTime(), End: s.EndTime()}
 	for _, a := range s.Attributes() {
-		v.Attrs = append(v.Attrs, string(a.Key)+"="+a.Value.Emit())
+		v.Attrs = append(v.Attrs, string(a.Key)+"="+a.Value.String())
 	}
 	slices.Sort(v.Attrs)
 	for _, e := range s.Events() {
 		ev := e.Name + "@" + e.Time.Format(time.RFC3339Nano)
 		for _, a := range e.Attributes {
-			ev += " " + string(a.Key) + "=" + a.Value.Emit()
+			ev += " " + string(a.Key) + "=" + a.Value.String()
 		}
 		v.Events = append(v.Events, ev)
 	}
