@@ -221,3 +221,18 @@ func TestMarkdownRows(t *testing.T) {
 		t.Errorf("results.json row %s: min, median, max not 1, 2, 3", data)
 	}
 }
+
+// Without the peers installed, and with no deps.sh to install them, the
+// bridge rows are skipped with a reason that names what is missing.
+func TestPeersMissingGiveAReason(t *testing.T) {
+	deps := t.TempDir()
+	t.Setenv("WARDEN_DEPS_DIR", deps)
+	for _, v := range []string{"WARDEN_NODE22", "WARDEN_MCP_PROXY_BIN", "WARDEN_SUPERGATEWAY_BIN"} {
+		t.Setenv(v, "")
+	}
+	t.Chdir(t.TempDir()) // no scripts/deps.sh here
+	node, _, _, reason := peerPaths()
+	if node != "" || !strings.Contains(reason, "not installed") || !strings.Contains(reason, filepath.Join(deps, "mcp-proxy")) {
+		t.Errorf("node %q, reason %q: want no paths and a reason naming the missing mcp-proxy", node, reason)
+	}
+}
