@@ -55,12 +55,26 @@ type JSONLWriter struct {
 // WriteEvents implements EventWriter. An event that cannot be encoded
 // fails the batch, and nothing of it is written.
 func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
-	buf, err := appendJSONL(make([]byte, 0, 2048*len(events)), events)
+	bp := batchBuffers.Get().(*[]byte)
+	defer putBatchBuffer(bp)
+	buf, err := appendJSONL((*bp)[:0], events)
+	*bp = buf
 	if err != nil {
 		return err
 	}
 	_, err = j.W.Write(buf)
 	return err
+}
+
+// batchBuffers hold the bytes of a batch of events between batches, so
+// that a batch's encoding does not allocate (and clear) its buffer anew.
+var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+// putBatchBuffer returns bp to batchBuffers, unless a huge batch grew it.
+func putBatchBuffer(bp *[]byte) {
+	if cap(*bp) <= 4<<20 {
+		batchBuffers.Put(bp)
+	}
 }
 
 // appendJSONL appends events to dst, one JSON object and newline each.

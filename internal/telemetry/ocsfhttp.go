@@ -57,7 +57,9 @@ func NewHTTPWriter(rawURL string) (*HTTPWriter, error) {
 
 // WriteEvents implements EventWriter.
 func (h *HTTPWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
-	body, contentType, err := h.body(events)
+	// Not from batchBuffers: the client may still read the body after Do
+	// returns.
+	body, contentType, err := h.body(make([]byte, 0, 1024*len(events)), events)
 	if err != nil {
 		return err
 	}
@@ -93,8 +95,7 @@ func (h *HTTPWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error
 
 // body is the request body of events: a JSON array, or with NDJSON one
 // event per line, each encoded by ocsf.AppendJSON.
-func (h *HTTPWriter) body(events []ocsf.Event) (body []byte, contentType string, err error) {
-	body = make([]byte, 0, 2048*len(events))
+func (h *HTTPWriter) body(body []byte, events []ocsf.Event) (_ []byte, contentType string, err error) {
 	if h.NDJSON {
 		body, err = appendJSONL(body, events)
 		return body, "application/x-ndjson", err
@@ -105,7 +106,7 @@ func (h *HTTPWriter) body(events []ocsf.Event) (body []byte, contentType string,
 			body = append(body, ',')
 		}
 		if body, err = ocsf.AppendJSON(body, e); err != nil {
-			return nil, "", err
+			return body, "", err
 		}
 	}
 	return append(body, ']', '\n'), "application/json", nil
