@@ -72,7 +72,14 @@ func main() {
 	floor := flag.String("floor", "", "run as a floor relay process instead (`kind` http or stdio; started by the floors section)")
 	floorListen := flag.String("listen", "", "-floor http: the loopback `address` to listen on")
 	floorUpstream := flag.String("upstream", "", "-floor http: the upstream's base `URL`")
+	render := flag.Bool("render", false, "measure nothing: rewrite the readable report from the results.json in -out (after a change to the report's text)")
 	flag.Parse()
+	if *render {
+		if err := rerender(*out, *doc, *rounds, *calls, *workers, *perWorker); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	if *floor != "" {
 		os.Exit(runFloor(*floor, *floorListen, *floorUpstream, flag.Args()))
 	}
@@ -272,6 +279,20 @@ func writeReports(rep *report, out, doc string, rounds, calls, workers, perWorke
 	if err := os.WriteFile(doc, []byte(markdown(rep, rounds, calls, workers, perWorker)), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// rerender writes doc again from out/results.json, with the report's
+// current text around the recorded rows.
+func rerender(out, doc string, rounds, calls, workers, perWorker int) error {
+	data, err := os.ReadFile(filepath.Join(out, "results.json"))
+	if err != nil {
+		return err
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(out, "results.json"), err)
+	}
+	return os.WriteFile(doc, []byte(markdown(&rep, rounds, calls, workers, perWorker)), 0o644)
 }
 
 func target(r Result, met bool) Result { r.Met = &met; return r }
