@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,9 +57,18 @@ gateway:
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); g.Close() })
 
+	const n = 3000
 	var got atomic.Int64
+	first, all := make(chan struct{}), make(chan struct{}) // closed at the first and the n-th notification
 	flooded := mcp.NewClient(&mcp.Implementation{Name: "flooded", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { got.Add(1) },
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			switch got.Add(1) {
+			case 1:
+				close(first)
+			case n:
+				close(all)
+			}
+		},
 	})
 	a, err := flooded.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/flood"}, nil)
 	if err != nil {
@@ -70,17 +78,15 @@ gateway:
 	b, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/demo"}, "2025-11-25")
 	c, _ := connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/flood"}, "2025-11-25")
 
-	const n = 3000
 	done := make(chan error, 1)
 	go func() {
 		_, err := a.CallTool(ctx, &mcp.CallToolParams{Name: "flood", Arguments: floodArgs{Count: n}, Meta: mcp.Meta{"progressToken": "a"}})
 		done <- err
 	}()
-	for got.Load() == 0 { // the flood is on
-		if ctx.Err() != nil {
-			t.Fatal("no notification arrived")
-		}
-		time.Sleep(time.Millisecond)
+	select { // the flood is on
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("no notification arrived")
 	}
 	others := func(when string) {
 		for i := range 20 {
@@ -97,11 +103,10 @@ gateway:
 	if err := <-done; err != nil {
 		t.Fatalf("the flooded call: %v", err)
 	}
-	for got.Load() < n { // go-sdk hands notifications to the handler apart from the answer
-		if ctx.Err() != nil {
-			t.Fatalf("the flooded client got %d of %d notifications", got.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
+	select { // go-sdk hands notifications to the handler apart from the answer
+	case <-all:
+	case <-ctx.Done():
+		t.Fatalf("the flooded client got %d of %d notifications", got.Load(), n)
 	}
 
 	// A client that floods itself and reads nothing: its stream's events
