@@ -197,7 +197,9 @@ func floorsBridge(ctx context.Context, add func(Result), procs *scaleProcs, bin,
 		}
 		r := Result{Name: name, Unit: "calls/s"}
 		if p.name == "warden" {
-			r.Note = fmt.Sprintf("client ──HTTP──▶ bridge ──stdio──▶ warden demo-server, one per session; %d sessions × %d calls per round; Node 22 runs the peers, at the versions scripts/deps.sh pins", workers, perWorker)
+			r.Note = fmt.Sprintf("client ──HTTP──▶ bridge ──stdio──▶ warden demo-server, one per session; %d sessions × %d calls per round; "+
+				"Node 22 runs the peers, at the versions scripts/deps.sh pins, with their defaults except: streamable HTTP only (mcp-proxy --server stream), "+
+				"sessions (supergateway --stateful; without it, it starts a server per request), and 127.0.0.1 (supergateway has no host option: a preloaded hook binds its listener there)", workers, perWorker)
 		}
 		add(spread(r, tps))
 	}
