@@ -30,7 +30,7 @@ func init() {
 	testChildren["term"] = childTerm
 	testChildren["stubborn"] = childStubborn
 	testChildren["grandchild"] = childGrandchild
-	testChildren["sleep"] = func() int { time.Sleep(time.Minute); return 0 }
+	testChildren["sleep"] = func() int { time.Sleep(time.Minute); return 0 } // kept: a child that outlives the test unless killed
 }
 
 // Child modes. Those that handle signals announce "ready" once their handlers
@@ -88,7 +88,7 @@ func childTerm() int {
 	onTermMarker()
 	childReady()
 	io.Copy(io.Discard, os.Stdin)
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // kept: the child's own behaviour, it lives until SIGTERM
 	return 0
 }
 
@@ -97,7 +97,7 @@ func childStubborn() int {
 	signal.Ignore(syscall.SIGTERM)
 	childReady()
 	io.Copy(io.Discard, os.Stdin)
-	time.Sleep(time.Minute)
+	time.Sleep(time.Minute) // kept: the child's own behaviour, it lives until SIGKILL
 	return 0
 }
 
@@ -118,7 +118,7 @@ func childGrandchild() int {
 	fmt.Printf(`{"jsonrpc":"2.0","method":"ready","params":{"grandchild":%d}}`+"\n", gc.Process.Pid)
 	io.Copy(io.Discard, os.Stdin)
 	if os.Getenv("WARDEN_TEST_LEADER") == "stubborn" {
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // kept: the child's own behaviour, it outlives its stdin
 	}
 	return 0
 }
@@ -558,7 +558,7 @@ func TestCommandCloseEndsGrandchildren(t *testing.T) {
 				t.Errorf("Close took %v", elapsed)
 			}
 			// The grandchild was signalled before Close returned; its reaper
-			// (not warden) may take a moment.
+			// (not warden) may take a moment, which no event shows: poll.
 			deadline := time.Now().Add(2 * time.Second)
 			for !processGone(gc) {
 				if time.Now().After(deadline) {

@@ -305,7 +305,7 @@ func testPushContract(t *testing.T, newPair func(t *testing.T) (a, b Conn)) {
 		p := b.(Pusher)
 		got := make(chan string, 16)
 		if !p.Push(func(m *jsonrpc.Message) {
-			time.Sleep(time.Millisecond) // a slow deliver holds the next message back
+			time.Sleep(time.Millisecond) // kept: the consumer's own slowness, which holds the next message back
 			got <- string(m.Raw)
 		}) {
 			t.Fatal("Push on a fresh Conn reported false")

@@ -476,7 +476,7 @@ func TestHTTPClientStandaloneGETBeforeNextRequest(t *testing.T) {
 	ts, _ := serveHCFunc(t, func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.Method == http.MethodGet:
-			time.Sleep(100 * time.Millisecond) // a slow GET: the race is wide open
+			time.Sleep(100 * time.Millisecond) // kept: the upstream's own slowness; a slow GET opens the race wide
 			note("GET answered")
 			hcSSEHeaders(w)
 			w.(http.Flusher).Flush()

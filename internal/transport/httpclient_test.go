@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -649,6 +650,8 @@ func TestHTTPClientBackpressure(t *testing.T) {
 	c := newHC(t, ts.URL, HTTPClientOptions{})
 	hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/call", nil))
 	hcWaitFor(t, "the queue to fill", func() bool { return len(c.in) == cap(c.in) })
+	// Kept: a negative check. Nothing may be buffered beyond the full
+	// queue; a window is the only way to see that nothing more arrives.
 	time.Sleep(50 * time.Millisecond) // the stream goroutine is now blocked, not buffering elsewhere
 	if len(c.in) != cap(c.in) {
 		t.Errorf("queue holds %d, want it full at %d", len(c.in), cap(c.in))
@@ -663,7 +666,7 @@ func TestHTTPClientBackpressure(t *testing.T) {
 
 	c2 := newHC(t, ts.URL+"?hang", HTTPClientOptions{})
 	hcWrite(t, c2, jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/call", nil))
-	time.Sleep(100 * time.Millisecond)
+	hcWaitFor(t, "the second queue to fill", func() bool { return len(c2.in) == cap(c2.in) })
 	done := make(chan struct{})
 	go func() {
 		var wg sync.WaitGroup
@@ -751,22 +754,32 @@ func TestHTTPClientSlowCallDoesNotBlockWrites(t *testing.T) {
 }
 
 func TestHTTPClientCloseUnblocksRead(t *testing.T) {
-	c := NewHTTPClient(HTTPClientOptions{URL: "http://127.0.0.1:1/"})
-	errc := make(chan error, 1)
-	go func() {
-		_, err := c.Read(context.Background())
-		errc <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	c.Close()
-	select {
-	case err := <-errc:
-		if !errors.Is(err, ErrClosed) {
-			t.Fatalf("Read = %v, want ErrClosed", err)
+	// Nothing is sent, so no socket is opened: in a synctest bubble,
+	// synctest.Wait returns once Read is blocked.
+	synctest.Test(t, func(t *testing.T) {
+		c := NewHTTPClient(HTTPClientOptions{URL: "http://127.0.0.1:1/"})
+		errc := make(chan error, 1)
+		go func() {
+			_, err := c.Read(context.Background())
+			errc <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-errc:
+			t.Fatalf("Read returned before Close: %v", err)
+		default:
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Close did not unblock Read")
-	}
+		c.Close()
+		synctest.Wait()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("Read = %v, want ErrClosed", err)
+			}
+		default:
+			t.Fatal("Close did not unblock Read")
+		}
+	})
 }
 
 // hcCountingConn counts the writes made on a connection.
@@ -795,7 +808,7 @@ func TestHTTPClientKeepAlive(t *testing.T) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		WriteEvent(w, Event{Data: jsonrpc.NewResult(m.ID, []byte(`{}`)).Raw})
 		http.NewResponseController(w).Flush()
-		time.Sleep(5 * time.Millisecond) // the end of the stream comes later
+		time.Sleep(5 * time.Millisecond) // kept: the upstream's own behaviour, the end of the stream comes later
 	}))
 	ts.Config.ConnState = func(_ net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -820,6 +833,8 @@ func TestHTTPClientKeepAlive(t *testing.T) {
 	for i := range int64(calls) {
 		hcWrite(t, c, hcCallEcho(i+1, "x", ""))
 		hcResponse(t, c, jsonrpc.IntID(i+1))
+		// Kept: the client returns the connection to its pool when it
+		// reads the stream's end, which nothing outside net/http shows.
 		time.Sleep(20 * time.Millisecond) // past the end of the stream
 	}
 	if n := writes.Load(); n != calls {
@@ -873,6 +888,8 @@ func TestHTTPClientWritesInOrder(t *testing.T) {
 	go func() {
 		done <- c.Write(context.Background(), jsonrpc.NewNotification("notifications/cancelled", []byte(`{"requestId":1}`)))
 	}()
+	// Kept: a negative check. While the call is held, the notification
+	// must not be sent; a window is the only way to see that it is not.
 	time.Sleep(50 * time.Millisecond)
 	if got := rt.seen(); !slices.Equal(got, []string{"tools/call"}) {
 		t.Fatalf("requests sent while the call was held: %v", got)

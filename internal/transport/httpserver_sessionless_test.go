@@ -34,7 +34,9 @@ func TestHTTPServerShowsSessionlessUpstream(t *testing.T) {
 	l := newHSListener(t, HTTPServerOptions{HoldInitialize: true, OpenWait: time.Nanosecond})
 	answered := l.postAsync(t, initializeBody, nil)
 	s := l.session(t)
-	time.Sleep(20 * time.Millisecond) // far beyond OpenWait: the stream still waits for the answer
+	// Kept: OpenWait runs on the real clock of a real listener; 20 ms is
+	// far beyond it, and the stream must still wait for the answer.
+	time.Sleep(20 * time.Millisecond)
 	answerInitialize(t, s, true)
 	resp := answered()
 	defer resp.Body.Close()
