@@ -69,14 +69,14 @@ func benchFloors(ctx context.Context, add func(Result), rounds, workers, perWork
 }
 
 func runFloors(ctx context.Context, add func(Result), procs *scaleProcs, rounds, workers, perWorker, calls int) error {
+	bin := buildWarden() // before any child starts or any folder is made: it exits on failure
+	defer os.RemoveAll(filepath.Dir(bin))
 	dir, err := os.MkdirTemp("", "warden-bench-floors-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	defer procs.stopAll() // before dir goes
-	bin := buildWarden()  // before any child starts: it exits on failure
-	defer os.RemoveAll(filepath.Dir(bin))
 	self, err := os.Executable()
 	if err != nil {
 		return err

@@ -446,6 +446,7 @@ func buildWarden() string {
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/warden")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
+		os.RemoveAll(dir)
 		log.Fatalf("building warden: %v", err)
 	}
 	return bin
