@@ -322,7 +322,7 @@ func (r *run) summary() string {
 func readAudit(t *testing.T, path string) []audit.Record {
 	t.Helper()
 	ctx := context.Background()
-	b, err := audit.OpenBackend(audit.KindSQLite, path)
+	b, err := audit.OpenBackend(audit.KindAuto, path)
 	if err != nil {
 		t.Fatalf("audit log: %v", err)
 	}

@@ -151,7 +151,7 @@ gateway:
 	g.Close()
 	closed = true
 
-	l, err := audit.Open(context.Background(), audit.KindSQLite, auditPath, audit.Options{})
+	l, err := audit.Open(context.Background(), audit.KindAuto, auditPath, audit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestSIGTERMDrainsStdio(t *testing.T) {
 	}
 }
 
-// answerRecords reads the SQLite audit log at path and returns, by request
+// answerRecords reads the audit log at path (of the default backend) and returns, by request
 // id, the records of what each request got ("decision direction
 // stage/rule"): the upstream's answer or warden's refusal or error. The
 // record of a client's request that was let through is not an answer, nor
@@ -172,7 +172,7 @@ func TestSIGTERMDrainsStdio(t *testing.T) {
 // (dropped, never sent).
 func answerRecords(t *testing.T, path string) map[string][]string {
 	t.Helper()
-	b, err := audit.OpenBackend(audit.KindSQLite, path)
+	b, err := audit.OpenBackend(audit.KindAuto, path)
 	if err != nil {
 		t.Fatal(err)
 	}

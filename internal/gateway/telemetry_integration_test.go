@@ -66,7 +66,7 @@ telemetry:
 	closed = true
 
 	// The audit log: every message of the session, in a chain that verifies.
-	l, err := audit.Open(context.Background(), audit.KindSQLite, auditPath, audit.Options{})
+	l, err := audit.Open(context.Background(), audit.KindAuto, auditPath, audit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
