@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,31 @@ import (
 
 	"github.com/agentwarden/warden/internal/demoserver"
 )
+
+// readyWriter is warden gateway's stderr: it keeps what is written and
+// closes ready when the gateway says it listens.
+type readyWriter struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), "warden gateway listening on ") {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
@@ -58,27 +84,28 @@ gateway:
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gwDone := make(chan int, 1)
-	var gwErr bytes.Buffer
+	gwErr := &readyWriter{ready: make(chan struct{})}
 	go func() {
 		gwDone <- Run(ctx, []string{"gateway", "--config", cfg, "--log-level", "error"},
-			&Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &gwErr, Getenv: func(string) string { return "" }})
+			&Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: gwErr, Getenv: func(string) string { return "" }})
 	}()
 	defer func() { cancel(); <-gwDone }()
 
+	// The gateway says it listens once its listener and admin API are up.
+	select {
+	case <-gwErr.ready:
+	case code := <-gwDone:
+		gwDone <- code
+		t.Fatalf("warden gateway exited with %d before listening:\n%s", code, gwErr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("warden gateway did not listen within 30 s:\n%s", gwErr)
+	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
-	var cs *mcp.ClientSession
-	for i := 0; ; i++ {
-		var err error
-		cs, err = mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(cctx,
-			&mcp.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err == nil {
-			break
-		}
-		if i > 100 {
-			t.Fatalf("gateway did not come up: %v\n%s", err, gwErr.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(cctx,
+		&mcp.StreamableClientTransport{Endpoint: "http://" + listen + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connecting to the gateway that said it listens: %v\n%s", err, gwErr)
 	}
 	defer cs.Close()
 
@@ -94,16 +121,18 @@ gateway:
 		}()
 		return done
 	}
+	// pendingID polls warden approve list, as a person would: the call
+	// is held in another goroutine's request, which shows nowhere else.
 	pendingID := func() (string, string) {
-		for range 200 {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(25 * time.Millisecond) {
 			_, out, _ := run(t, "approve", "list", "--admin", "http://"+admin, "--data-dir", dir)
 			if m := regexp.MustCompile(`apr_\w+`).FindString(out); m != "" {
 				return m, out
 			}
-			time.Sleep(25 * time.Millisecond)
+			if time.Now().After(deadline) {
+				t.Fatalf("no held call appeared in warden approve list within 30 s:\n%s", out)
+			}
 		}
-		t.Fatal("no held call appeared in warden approve list")
-		return "", ""
 	}
 
 	done := transfer(2500)
