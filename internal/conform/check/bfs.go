@@ -83,11 +83,19 @@ type Result struct {
 	Elapsed     time.Duration
 }
 
+// succ is a new state found by a worker; its words are in the worker's
+// buffer at the same index.
 type succ struct {
-	k      key
+	hash   uint64
 	parent uint32
 	act    uint16
 	bad    bool
+}
+
+// succBuf is one worker's output for a level.
+type succBuf struct {
+	words []uint64 // succs[i]'s state is words[i*W : (i+1)*W]
+	succs []succ
 }
 
 // Check explores p breadth-first and reports whether property (an id of
@@ -141,10 +149,11 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 	start := time.Now()
 	lastReport := start
 
-	st := &store{visited: make(map[key]uint32, 1024)}
-	st.add(p.init, noParent, 0)
+	W := p.words
+	st := newStore(W)
+	st.add(p.init, hashWords(p.init), noParent, 0)
 	finish := func(status Status, reason string, depth int) (*Result, error) {
-		res.Status, res.Reason, res.States, res.Depth = status, reason, len(st.keys), depth
+		res.Status, res.Reason, res.States, res.Depth = status, reason, st.len(), depth
 		res.Elapsed = time.Since(start)
 		if opts.Progress != nil {
 			el := res.Elapsed
@@ -153,13 +162,13 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		}
 		return res, nil
 	}
-	if inv != nil && inv(&p.init) == 0 {
+	if inv != nil && inv(p.init) == 0 {
 		res.Trace = p.trace(st, 0, property)
 		return finish(Violated, "", 0)
 	}
 
 	frontier := []uint32{0}
-	bufs := make([][]succ, workers)
+	bufs := make([]succBuf, workers)
 	for depth := 0; len(frontier) > 0; depth++ {
 		if err := ctx.Err(); err != nil {
 			return finish(Incomplete, "cancelled", depth)
@@ -180,14 +189,14 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		fired := make([][]int, n)
 		for w := 0; w < n; w++ {
 			lo, hi := w*chunk, min((w+1)*chunk, len(frontier))
-			bufs[w] = bufs[w][:0]
+			bufs[w].words, bufs[w].succs = bufs[w].words[:0], bufs[w].succs[:0]
 			fired[w] = make([]int, len(trans))
 			if lo >= hi {
 				continue
 			}
 			expand := func(w int) {
 				buf := bufs[w]
-				var next key
+				next := make([]uint64, W)
 				for i, si := range frontier[lo:hi] {
 					if i&4095 == 4095 && ctx.Err() != nil {
 						mu.Lock()
@@ -195,17 +204,19 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 						mu.Unlock()
 						break
 					}
-					cur := st.keys[si]
+					cur := st.state(si)
 					for ti := range trans {
-						if !trans[ti].fire(&cur, &next) {
+						if !trans[ti].fire(cur, next) {
 							continue
 						}
 						edges[w]++
 						fired[w][ti]++
-						if _, seen := st.visited[next]; seen {
+						h := hashWords(next)
+						if st.find(next, h) {
 							continue
 						}
-						buf = append(buf, succ{k: next, parent: si, act: actIndex[ti], bad: inv != nil && inv(&next) == 0})
+						buf.words = append(buf.words, next...)
+						buf.succs = append(buf.succs, succ{hash: h, parent: si, act: actIndex[ti], bad: inv != nil && inv(next) == 0})
 					}
 				}
 				bufs[w] = buf
@@ -233,16 +244,17 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		// Merge in chunk order: the order of a sequential BFS.
 		next := make([]uint32, 0, len(frontier))
 		for w := 0; w < n; w++ {
-			for _, s := range bufs[w] {
-				if _, seen := st.visited[s.k]; seen {
+			for i, s := range bufs[w].succs {
+				k := bufs[w].words[i*W : (i+1)*W]
+				if st.find(k, s.hash) {
 					continue
 				}
-				idx := st.add(s.k, s.parent, s.act)
+				idx := st.add(k, s.hash, s.parent, s.act)
 				if s.bad {
 					res.Trace = p.trace(st, idx, property)
 					return finish(Violated, "", depth+1)
 				}
-				if len(st.keys) >= maxStates {
+				if st.len() >= maxStates {
 					return finish(Incomplete, "max states", depth+1)
 				}
 				next = append(next, idx)
@@ -250,37 +262,16 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		}
 		frontier = next
 		if len(frontier) > 0 {
-			res.States = len(st.keys)
+			res.States = st.len()
 			if opts.Progress != nil && time.Since(lastReport) >= every {
 				lastReport = time.Now()
 				el := time.Since(start)
-				opts.Progress(Progress{States: len(st.keys), Queue: len(frontier), Depth: depth + 1, Elapsed: el,
-					Rate: float64(len(st.keys)) / max(el.Seconds(), 1e-9)})
+				opts.Progress(Progress{States: st.len(), Queue: len(frontier), Depth: depth + 1, Elapsed: el,
+					Rate: float64(st.len()) / max(el.Seconds(), 1e-9)})
 			}
 		} else {
 			return finish(Holds, "", depth)
 		}
 	}
 	return finish(Holds, "", 0)
-}
-
-const noParent = ^uint32(0)
-
-// store holds every visited state once: its key, the state it was first
-// reached from, and the transition that reached it. Only the merging
-// goroutine writes it; workers read visited between merges.
-type store struct {
-	visited map[key]uint32
-	keys    []key
-	parents []uint32
-	acts    []uint16
-}
-
-func (s *store) add(k key, parent uint32, act uint16) uint32 {
-	idx := uint32(len(s.keys))
-	s.visited[k] = idx
-	s.keys = append(s.keys, k)
-	s.parents = append(s.parents, parent)
-	s.acts = append(s.acts, act)
-	return idx
 }

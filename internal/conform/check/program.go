@@ -2,16 +2,12 @@ package check
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
 )
 
-// key is a packed state: every variable's value, offset by its minimum,
-// in a fixed bit field of one of two 64-bit words. Two states are equal
-// exactly when their keys are.
-type key [2]uint64
-
-// slot is where one variable lives in a key.
+// slot is where one variable lives in a packed state (see store.go).
 type slot struct {
 	word  int
 	shift uint
@@ -20,13 +16,13 @@ type slot struct {
 	typ   ir.Type
 }
 
-func (s slot) get(k *key) int { return int((k[s.word]>>s.shift)&s.mask) + s.min }
+func (s slot) get(k []uint64) int { return int((k[s.word]>>s.shift)&s.mask) + s.min }
 
-func (s slot) set(k *key, v int) {
+func (s slot) set(k []uint64, v int) {
 	k[s.word] = k[s.word]&^(s.mask<<s.shift) | (uint64(v-s.min)&s.mask)<<s.shift
 }
 
-type evalFn func(k *key) int
+type evalFn func(k []uint64) int
 
 type cwrite struct {
 	slot slot
@@ -45,29 +41,30 @@ type ctrans struct {
 type Program struct {
 	model *ir.Model
 	slots []slot
-	init  key
+	init  []uint64
 	trans []ctrans
 	props map[string]evalFn
-	words int // 1 or 2: how many words of the key the model uses
+	words int // how many 64-bit words a packed state has (at least 1)
 }
 
 // Model returns the model p was compiled from.
 func (p *Program) Model() *ir.Model { return p.model }
 
 // Compile packs m's variables and compiles its expressions. m must have no
-// Lint errors.
+// Lint errors. The state vector has no width limit: a model of more than
+// 128 bits packs into as many words as it needs.
 func Compile(m *ir.Model) (*Program, error) {
 	p := &Program{model: m, props: map[string]evalFn{}, words: 1}
 	bit := 0
 	for _, v := range m.Vars {
 		w := v.Type.Bits()
+		if w > 64 {
+			return nil, fmt.Errorf("model %s: variable %s needs %d bits; a value is at most 64", m.Name, v.Name, w)
+		}
 		word := bit / 64
 		if bit%64+w > 64 { // a field never straddles two words
 			bit = (word + 1) * 64
 			word++
-		}
-		if word > 1 {
-			return nil, fmt.Errorf("model %s: the state vector does not fit in %d bits", m.Name, ir.MaxStateBits)
 		}
 		p.words = max(p.words, word+1)
 		s := slot{word: word, shift: uint(bit % 64), mask: uint64(1)<<w - 1, min: 0, typ: v.Type}
@@ -75,8 +72,11 @@ func Compile(m *ir.Model) (*Program, error) {
 			s.min = v.Type.Min
 		}
 		p.slots = append(p.slots, s)
-		s.set(&p.init, v.Init)
 		bit += w
+	}
+	p.init = make([]uint64, p.words)
+	for i, v := range m.Vars {
+		p.slots[i].set(p.init, v.Init)
 	}
 	for i := range m.Transitions {
 		t := &m.Transitions[i]
@@ -104,57 +104,128 @@ func b2i(b bool) int {
 	return 0
 }
 
-func (p *Program) compile(e *ir.Expr) evalFn {
+func (p *Program) compile(e *ir.Expr) evalFn { return p.compileIn(e, nil) }
+
+// compileIn compiles e with the bound variables of env fixed: a
+// quantifier is expanded into one closure per value of its domain, and an
+// array read becomes a read of the cell its indices name.
+func (p *Program) compileIn(e *ir.Expr, env ir.Env) evalFn {
 	switch e.Op {
+	case ir.OpBound:
+		v, _ := env.Lookup(e.Name)
+		return func([]uint64) int { return v }
+	case ir.OpIndex:
+		cell, err := p.model.Cell(e, env)
+		if err != nil {
+			panic(fmt.Sprintf("check: %v", err)) // Parse checked the indices' domains
+		}
+		return p.compileIn(&ir.Expr{Op: ir.OpVar, Var: cell, Type: e.Type}, env)
+	case ir.OpForall, ir.OpExists:
+		var body []evalFn
+		for _, v := range e.Dom.Type.Elems() {
+			body = append(body, p.compileIn(e.Args[0], env.With(e.Name, v)))
+		}
+		if e.Op == ir.OpForall {
+			return func(k []uint64) int {
+				for _, b := range body {
+					if b(k) == 0 {
+						return 0
+					}
+				}
+				return 1
+			}
+		}
+		return func(k []uint64) int {
+			for _, b := range body {
+				if b(k) != 0 {
+					return 1
+				}
+			}
+			return 0
+		}
+	case ir.OpSetLit:
+		elem := *e.Type.Elem
+		var parts []evalFn
+		for _, a := range e.Args {
+			parts = append(parts, p.compileIn(a, env))
+		}
+		return func(k []uint64) int {
+			v := 0
+			for _, f := range parts {
+				v |= 1 << elem.Bit(f(k))
+			}
+			return v
+		}
+	case ir.OpCard:
+		a := p.compileIn(e.Args[0], env)
+		return func(k []uint64) int { return bits.OnesCount(uint(a(k))) }
+	case ir.OpIn:
+		el, set := p.compileIn(e.Args[0], env), p.compileIn(e.Args[1], env)
+		elem := *e.Args[1].Type.Elem
+		return func(k []uint64) int {
+			b := elem.Bit(el(k))
+			if b < 0 || b >= 62 { // an integer outside the element domain is in no set
+				return 0
+			}
+			return set(k) >> b & 1
+		}
 	case ir.OpConst:
 		v := e.Val
-		return func(*key) int { return v }
+		return func([]uint64) int { return v }
 	case ir.OpVar:
 		s := p.slots[e.Var]
 		if s.min == 0 {
 			word, shift, mask := s.word, s.shift, s.mask
-			return func(k *key) int { return int((k[word] >> shift) & mask) }
+			return func(k []uint64) int { return int((k[word] >> shift) & mask) }
 		}
 		return s.get
 	case ir.OpNot:
-		a := p.compile(e.Args[0])
-		return func(k *key) int { return 1 - a(k) }
+		a := p.compileIn(e.Args[0], env)
+		return func(k []uint64) int { return 1 - a(k) }
 	case ir.OpNeg:
-		a := p.compile(e.Args[0])
-		return func(k *key) int { return -a(k) }
+		a := p.compileIn(e.Args[0], env)
+		return func(k []uint64) int { return -a(k) }
 	case ir.OpIte:
-		c, a, b := p.compile(e.Args[0]), p.compile(e.Args[1]), p.compile(e.Args[2])
-		return func(k *key) int {
+		c, a, b := p.compileIn(e.Args[0], env), p.compileIn(e.Args[1], env), p.compileIn(e.Args[2], env)
+		return func(k []uint64) int {
 			if c(k) != 0 {
 				return a(k)
 			}
 			return b(k)
 		}
 	}
-	a, b := p.compile(e.Args[0]), p.compile(e.Args[1])
+	a, b := p.compileIn(e.Args[0], env), p.compileIn(e.Args[1], env)
 	switch e.Op {
+	case ir.OpSubset:
+		return func(k []uint64) int { return b2i(a(k)&^b(k) == 0) }
+	case ir.OpUnion:
+		return func(k []uint64) int { return a(k) | b(k) }
+	case ir.OpInter:
+		return func(k []uint64) int { return a(k) & b(k) }
+	case ir.OpDiff:
+		return func(k []uint64) int { return a(k) &^ b(k) }
 	case ir.OpAnd:
-		return func(k *key) int { return b2i(a(k) != 0 && b(k) != 0) }
+		return func(k []uint64) int { return b2i(a(k) != 0 && b(k) != 0) }
 	case ir.OpOr:
-		return func(k *key) int { return b2i(a(k) != 0 || b(k) != 0) }
+		return func(k []uint64) int { return b2i(a(k) != 0 || b(k) != 0) }
 	case ir.OpImplies:
-		return func(k *key) int { return b2i(a(k) == 0 || b(k) != 0) }
+		return func(k []uint64) int { return b2i(a(k) == 0 || b(k) != 0) }
 	case ir.OpEq:
-		return func(k *key) int { return b2i(a(k) == b(k)) }
+		return func(k []uint64) int { return b2i(a(k) == b(k)) }
 	case ir.OpNe:
-		return func(k *key) int { return b2i(a(k) != b(k)) }
+		return func(k []uint64) int { return b2i(a(k) != b(k)) }
 	case ir.OpLt:
-		return func(k *key) int { return b2i(a(k) < b(k)) }
+		return func(k []uint64) int { return b2i(a(k) < b(k)) }
 	case ir.OpLe:
-		return func(k *key) int { return b2i(a(k) <= b(k)) }
+		return func(k []uint64) int { return b2i(a(k) <= b(k)) }
 	case ir.OpGt:
-		return func(k *key) int { return b2i(a(k) > b(k)) }
+		return func(k []uint64) int { return b2i(a(k) > b(k)) }
 	case ir.OpGe:
-		return func(k *key) int { return b2i(a(k) >= b(k)) }
+		return func(k []uint64) int { return b2i(a(k) >= b(k)) }
 	case ir.OpAdd:
-		return func(k *key) int { return a(k) + b(k) }
+		return func(k []uint64) int { return a(k) + b(k) }
 	case ir.OpSub:
-		return func(k *key) int { return a(k) - b(k) }
+		return func(k []uint64) int { return a(k) - b(k) }
 	}
 	panic(fmt.Sprintf("check: unknown operator %d", e.Op))
 }
@@ -162,11 +233,11 @@ func (p *Program) compile(e *ir.Expr) evalFn {
 // fire computes the successor of k by transition t. It reports false when
 // t is disabled: its guard is false, or a write would leave its variable's
 // domain (a bounded counter at its bound). All writes read the old state.
-func (ct *ctrans) fire(k *key, out *key) bool {
+func (ct *ctrans) fire(k, out []uint64) bool {
 	if ct.guard != nil && ct.guard(k) == 0 {
 		return false
 	}
-	*out = *k
+	copy(out, k)
 	for i := range ct.writes {
 		w := &ct.writes[i]
 		v := w.eval(k)
@@ -179,10 +250,10 @@ func (ct *ctrans) fire(k *key, out *key) bool {
 }
 
 // values decodes k into one value per variable.
-func (p *Program) values(k key) []int {
+func (p *Program) values(k []uint64) []int {
 	vs := make([]int, len(p.slots))
 	for i, s := range p.slots {
-		vs[i] = s.get(&k)
+		vs[i] = s.get(k)
 	}
 	return vs
 }

@@ -73,7 +73,7 @@ func (p *Program) trace(st *store, idx uint32, property string) *Trace {
 		if st.parents[i] != noParent {
 			act = int(st.acts[i])
 		}
-		steps = append(steps, Step{Action: act, Values: p.values(st.keys[i])})
+		steps = append(steps, Step{Action: act, Values: p.values(st.state(i))})
 		if st.parents[i] == noParent {
 			break
 		}
@@ -134,9 +134,13 @@ const ITFFormat = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 func (t *Trace) ITF() ([]byte, error) {
 	m := t.Model
 	pr, _ := m.Property(t.Property)
-	vars := make([]string, len(m.Vars))
-	for i, v := range m.Vars {
-		vars[i] = v.Name
+	var vars []string
+	for _, v := range m.Vars {
+		if v.Index == nil {
+			vars = append(vars, v.Name)
+		} else if a := &m.Arrays[v.Array]; !slices.Contains(vars, a.Name) {
+			vars = append(vars, a.Name)
+		}
 	}
 	meta := obj{
 		{"format", "ITF"},
@@ -158,7 +162,15 @@ func (t *Trace) ITF() ([]byte, error) {
 		sm := obj{{"index", i}}
 		if s.Action >= 0 {
 			tr := &m.Transitions[s.Action]
-			sm = append(sm, member{"action", tr.ID}, member{"kind", string(tr.Kind)})
+			sm = append(sm, member{"action", tr.ID})
+			if len(tr.Args) > 0 {
+				args := obj{}
+				for _, a := range tr.Args {
+					args = append(args, member{a.Name, itfValue(a.Type, a.Val)})
+				}
+				sm = append(sm, member{"args", args})
+			}
+			sm = append(sm, member{"kind", string(tr.Kind)})
 			if tr.Adversary != "" {
 				sm = append(sm, member{"adversary", tr.Adversary})
 			}
@@ -180,7 +192,13 @@ func (t *Trace) ITF() ([]byte, error) {
 		}
 		st := obj{{"#meta", sm}}
 		for vi, v := range m.Vars {
-			st = append(st, member{v.Name, itfValue(v.Type, s.Values[vi])})
+			switch {
+			case v.Index == nil:
+				st = append(st, member{v.Name, itfValue(v.Type, s.Values[vi])})
+			case m.Arrays[v.Array].First == vi:
+				a := &m.Arrays[v.Array]
+				st = append(st, member{a.Name, itfArray(a, a.Index, s.Values[a.First:a.First+a.Cells()])})
+			}
 		}
 		states[i] = st
 	}
@@ -210,8 +228,30 @@ func itfValue(t ir.Type, v int) any {
 		return v != 0
 	case ir.Enum:
 		return t.Values[v]
+	case ir.Set:
+		elems := []any{}
+		for _, e := range t.Elem.Elems() {
+			if v>>t.Elem.Bit(e)&1 == 1 {
+				elems = append(elems, itfValue(*t.Elem, e))
+			}
+		}
+		return obj{{"#set", elems}}
 	}
 	return v
+}
+
+// itfArray renders an array's cells (row-major, dims the remaining index
+// domains) as ITF maps from index to value, nested one per index.
+func itfArray(a *ir.Array, dims []ir.Type, cells []int) any {
+	if len(dims) == 0 {
+		return itfValue(a.Elem, cells[0])
+	}
+	per := len(cells) / dims[0].Size()
+	pairs := []any{}
+	for i, x := range dims[0].Elems() {
+		pairs = append(pairs, []any{itfValue(dims[0], x), itfArray(a, dims[1:], cells[i*per:(i+1)*per])})
+	}
+	return obj{{"#map", pairs}}
 }
 
 // Message is the concrete message for transition tr at step index id: a

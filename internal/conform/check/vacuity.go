@@ -53,7 +53,7 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		}
 		ws = append(ws, w)
 	}
-	visit := func(k *key) {
+	visit := func(k []uint64) {
 		for _, w := range ws {
 			if w.whole(k) == 0 {
 				w.broken = true
@@ -66,51 +66,54 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 			}
 		}
 	}
-	visited := map[key]bool{p.init: true}
-	frontier := []key{p.init}
-	visit(&p.init)
-	for len(frontier) > 0 {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		var next []key
-		for i := range frontier {
-			for ti := range p.trans {
-				var out key
-				if !p.trans[ti].fire(&frontier[i], &out) || visited[out] {
-					continue
-				}
-				if len(visited) >= maxStates {
-					return nil, nil // too large to tell
-				}
-				visited[out] = true
-				visit(&out)
-				next = append(next, out)
+	visited := newStore(p.words)
+	visited.add(p.init, hashWords(p.init), noParent, 0)
+	visit(p.init)
+	out := make([]uint64, p.words)
+	// The store's states are in BFS order, so walking it by index is the
+	// search itself.
+	for i := 0; i < visited.len(); i++ {
+		if i&4095 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
 			}
 		}
-		frontier = next
+		for ti := range p.trans {
+			if !p.trans[ti].fire(visited.state(uint32(i)), out) {
+				continue
+			}
+			h := hashWords(out)
+			if visited.find(out, h) {
+				continue
+			}
+			if visited.len() >= maxStates {
+				return nil, nil // too large to tell
+			}
+			visited.add(out, h, uint32(i), uint16(ti))
+			visit(out)
+		}
 	}
-	var out []Vacuous
+	var found []Vacuous
 	for _, w := range ws {
 		if w.broken {
 			continue
 		}
 		switch {
 		case w.premise != nil && !w.premOK:
-			out = append(out, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
+			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
 				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so the implication holds vacuously",
-					w.prop.Expr.Args[0], len(visited))})
+					w.prop.Expr.Args[0], visited.len())})
 		case len(w.atoms) > 0 && allConstant(w.seen):
 			var vals []string
 			for i, a := range w.atoms {
 				vals = append(vals, fmt.Sprintf("%s is always %v", a, w.seen[i][1]))
 			}
-			out = append(out, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
+			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
 				Why: fmt.Sprintf("every condition it reads is constant over the %d reachable states (%s), so it holds whatever the protocol does",
-					len(visited), strings.Join(vals, ", "))})
+					visited.len(), strings.Join(vals, ", "))})
 		}
 	}
-	return out, nil
+	return found, nil
 }
 
 // collectAtoms appends e's conditions: the maximal sub-formulas not built

@@ -2,6 +2,7 @@ package ir
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -107,11 +108,16 @@ type diags struct {
 	list Diagnostics
 }
 
+// add records an error. The same error at the same place is recorded once:
+// a transition with parameters is read once per binding.
 func (d *diags) add(p Pos, code, format string, args ...any) {
 	if p.File == "" {
 		p.File = d.file
 	}
-	d.list = append(d.list, Diagnostic{Pos: p, Severity: Error, Code: code, Msg: fmt.Sprintf(format, args...)})
+	dg := Diagnostic{Pos: p, Severity: Error, Code: code, Msg: fmt.Sprintf(format, args...)}
+	if !slices.Contains(d.list, dg) {
+		d.list = append(d.list, dg)
+	}
 }
 
 func (d *diags) warn(p Pos, code, format string, args ...any) {

@@ -26,11 +26,24 @@ const (
 	OpAdd                   // a + b
 	OpSub                   // a - b
 	OpIte                   // if a then b else c
+	OpBound                 // a variable bound by a quantifier (Name)
+	OpIndex                 // Name[Args...]: a cell of the array Var (index into Model.Arrays)
+	OpSetLit                // {Args...}
+	OpIn                    // a in S
+	OpSubset                // S subseteq T
+	OpUnion                 // S union T
+	OpInter                 // S inter T
+	OpDiff                  // S \ T
+	OpCard                  // card(S)
+	OpForall                // forall Name in Dom: Args[0]
+	OpExists                // exists Name in Dom: Args[0]
 )
 
 var opText = map[Op]string{
 	OpNot: "!", OpNeg: "-", OpAnd: "&&", OpOr: "||", OpImplies: "=>", OpEq: "==", OpNe: "!=",
 	OpLt: "<", OpLe: "<=", OpGt: ">", OpGe: ">=", OpAdd: "+", OpSub: "-",
+	OpIn: "in", OpSubset: "subseteq", OpUnion: "union", OpInter: "inter", OpDiff: "\\",
+	OpForall: "forall", OpExists: "exists",
 }
 
 // Text is the operator as written in a model.
@@ -42,10 +55,11 @@ func (o Op) Text() string { return opText[o] }
 type Expr struct {
 	Op   Op
 	Args []*Expr
-	Name string // OpVar: the variable; OpConst of an enum: the value's name
-	Var  int    // OpVar: index into Model.Vars
-	Val  int    // OpConst: 0/1 for bool, the index for enum, the integer for int
+	Name string // OpVar: the variable; OpConst of an enum: the value's name; OpBound, OpForall, OpExists: the bound variable; OpIndex: the array
+	Var  int    // OpVar: index into Model.Vars; OpIndex: index into Model.Arrays
+	Val  int    // OpConst: 0/1 for bool, the index for enum, the integer for int, the bit-vector for a set
 	Type Type
+	Dom  *Domain // OpForall, OpExists: the domain the bound variable ranges over
 	Pos  Pos
 }
 
@@ -63,11 +77,36 @@ func (e *Expr) String() string {
 		return e.Op.Text() + e.Args[0].String()
 	case OpIte:
 		return fmt.Sprintf("(if %s then %s else %s)", e.Args[0], e.Args[1], e.Args[2])
+	case OpBound:
+		return e.Name
+	case OpIndex:
+		var b strings.Builder
+		b.WriteString(e.Name)
+		for _, a := range e.Args {
+			b.WriteString("[" + a.String() + "]")
+		}
+		return b.String()
+	case OpSetLit:
+		parts := make([]string, len(e.Args))
+		for i, a := range e.Args {
+			parts[i] = a.String()
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case OpCard:
+		return "card(" + e.Args[0].String() + ")"
+	case OpForall, OpExists:
+		dom := "?"
+		if e.Dom != nil {
+			dom = e.Dom.Name
+		}
+		return fmt.Sprintf("(%s %s in %s: %s)", e.Op.Text(), e.Name, dom, e.Args[0])
 	}
 	return fmt.Sprintf("(%s %s %s)", e.Args[0], e.Op.Text(), e.Args[1])
 }
 
-// Vars calls fn for every variable e reads.
+// Vars calls fn for every variable e names. An array read at an index
+// that depends on a bound variable (OpIndex) may read any of the array's
+// cells; Model.Reads includes them.
 func (e *Expr) Vars(fn func(int)) {
 	if e == nil {
 		return
@@ -96,7 +135,7 @@ func lex(src string) ([]token, int, error) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case c == '(' || c == ')':
+		case strings.ContainsRune("()[]{},:", rune(c)):
 			toks = append(toks, token{string(c), string(c), i})
 			i++
 		case isLetter(c):
@@ -115,9 +154,10 @@ func lex(src string) ([]token, int, error) {
 			i = j
 		default:
 			matched := false
-			for _, op := range []string{"&&", "||", "=>", "==", "!=", "<=", ">=", "<", ">", "!", "+", "-"} {
+			for _, op := range []string{"&&", "||", "=>", "==", "!=", "<=", ">=", "<", ">", "!", "+", "-", "\\",
+				"∈", "⊆", "∪", "∩", "∀", "∃", "≠", "⇒", "∧", "∨", "¬"} {
 				if strings.HasPrefix(src[i:], op) {
-					toks = append(toks, token{"op", op, i})
+					toks = append(toks, token{"op", unicodeOps[op], i})
 					i += len(op)
 					matched = true
 					break
@@ -129,6 +169,15 @@ func lex(src string) ([]token, int, error) {
 		}
 	}
 	return append(toks, token{"eof", "", len(src)}), 0, nil
+}
+
+// unicodeOps maps the mathematical spelling of an operator to the ASCII
+// one; ASCII operators map to themselves.
+var unicodeOps = map[string]string{
+	"&&": "&&", "||": "||", "=>": "=>", "==": "==", "!=": "!=", "<=": "<=", ">=": ">=", "<": "<", ">": ">",
+	"!": "!", "+": "+", "-": "-", "\\": "\\",
+	"∈": "in", "⊆": "subseteq", "∪": "union", "∩": "inter", "∀": "forall", "∃": "exists",
+	"≠": "!=", "⇒": "=>", "∧": "&&", "∨": "||", "¬": "!",
 }
 
 func isLetter(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
@@ -196,6 +245,22 @@ func (p *exprParser) isOp(text string) bool {
 	return t.kind == "op" && t.text == text
 }
 
+// isWord reports whether the next token is the keyword operator text,
+// spelt as a word (in) or as its symbol (∈).
+func (p *exprParser) isWord(text string) bool {
+	t := p.peek()
+	return (t.kind == "op" || t.kind == "id") && t.text == text
+}
+
+func (p *exprParser) expect(kind string) bool {
+	if p.peek().kind != kind {
+		p.fail("expected %q", kind)
+		return false
+	}
+	p.next()
+	return true
+}
+
 func (p *exprParser) binary(op Op, l, r *Expr, off int) *Expr {
 	return &Expr{Op: op, Args: []*Expr{l, r}, Pos: p.pos(off)}
 }
@@ -237,20 +302,72 @@ func (p *exprParser) cmp() *Expr {
 			return p.binary(op, l, p.sum(), t.off)
 		}
 	}
+	for word, op := range map[string]Op{"in": OpIn, "subseteq": OpSubset} {
+		if p.isWord(word) {
+			t := p.next()
+			return p.binary(op, l, p.sum(), t.off)
+		}
+	}
 	return l
 }
 
+var sumOps = map[string]Op{"+": OpAdd, "-": OpSub, "\\": OpDiff, "union": OpUnion, "inter": OpInter}
+
 func (p *exprParser) sum() *Expr {
 	l := p.unary()
-	for p.err == nil && (p.isOp("+") || p.isOp("-")) {
-		t := p.next()
-		op := OpAdd
-		if t.text == "-" {
-			op = OpSub
+	for p.err == nil {
+		t := p.peek()
+		op, ok := sumOps[t.text]
+		if !ok || (t.kind != "op" && t.kind != "id") || (t.kind == "id" && op != OpUnion && op != OpInter) {
+			return l
 		}
+		p.next()
 		l = p.binary(op, l, p.unary(), t.off)
 	}
 	return l
+}
+
+// quantifier parses "x in D, y in D: body" after forall or exists; several
+// binders nest, outermost first.
+func (p *exprParser) quantifier(op Op, off int) *Expr {
+	type binder struct {
+		name, dom string
+		off       int
+	}
+	var bs []binder
+	for {
+		t := p.peek()
+		if t.kind != "id" {
+			p.fail("expected the name of a bound variable")
+			return nil
+		}
+		p.next()
+		if !p.isWord("in") {
+			p.fail("expected \"in\" after %q", t.text)
+			return nil
+		}
+		p.next()
+		d := p.peek()
+		if d.kind != "id" {
+			p.fail("expected the name of a domain")
+			return nil
+		}
+		p.next()
+		bs = append(bs, binder{t.text, d.text, t.off})
+		if p.peek().kind != "," {
+			break
+		}
+		p.next()
+	}
+	if !p.expect(":") {
+		return nil
+	}
+	body := p.implies()
+	for i := len(bs) - 1; i >= 0; i-- {
+		body = &Expr{Op: op, Name: bs[i].name, Dom: &Domain{Name: bs[i].dom}, Args: []*Expr{body}, Pos: p.pos(off)}
+		off = bs[i].off
+	}
+	return body
 }
 
 func (p *exprParser) unary() *Expr {
@@ -276,9 +393,47 @@ func (p *exprParser) primary() *Expr {
 			return nil
 		}
 		return &Expr{Op: OpConst, Val: v, Type: Type{Kind: Int, Min: v, Max: v}, Pos: p.pos(t.off)}
+	case "{":
+		p.next()
+		e := &Expr{Op: OpSetLit, Pos: p.pos(t.off)}
+		for p.err == nil && p.peek().kind != "}" {
+			e.Args = append(e.Args, p.sum())
+			if p.peek().kind != "," {
+				break
+			}
+			p.next()
+		}
+		if !p.expect("}") {
+			return nil
+		}
+		return e
+	case "op":
+		if t.text == "forall" || t.text == "exists" {
+			p.next()
+			return p.quantifier(map[string]Op{"forall": OpForall, "exists": OpExists}[t.text], t.off)
+		}
+		p.fail("unexpected %q", t.text)
+		return nil
 	case "id":
 		p.next()
 		switch t.text {
+		case "forall":
+			return p.quantifier(OpForall, t.off)
+		case "exists":
+			return p.quantifier(OpExists, t.off)
+		case "card":
+			if p.peek().kind != "(" {
+				break // a variable named card
+			}
+			p.next()
+			a := p.implies()
+			if !p.expect(")") {
+				return nil
+			}
+			return &Expr{Op: OpCard, Args: []*Expr{a}, Pos: p.pos(t.off)}
+		case "in", "subseteq", "union", "inter":
+			p.fail("unexpected %q", t.text)
+			return nil
 		case "true", "false":
 			v := 0
 			if t.text == "true" {
@@ -304,6 +459,17 @@ func (p *exprParser) primary() *Expr {
 			p.fail("unexpected %q", t.text)
 			return nil
 		}
+		if p.peek().kind == "[" {
+			e := &Expr{Op: OpIndex, Name: t.text, Var: -1, Pos: p.pos(t.off)}
+			for p.err == nil && p.peek().kind == "[" {
+				p.next()
+				e.Args = append(e.Args, p.sum())
+				if !p.expect("]") {
+					return nil
+				}
+			}
+			return e
+		}
 		return &Expr{Op: OpVar, Name: t.text, Var: -1, Pos: p.pos(t.off)}
 	case "(":
 		p.next()
@@ -321,3 +487,8 @@ func (p *exprParser) primary() *Expr {
 	}
 	return nil
 }
+
+// Keywords are the words the expression language reserves.
+// (card is a function only when "(" follows it, so a variable may be named
+// card.)
+var Keywords = []string{"true", "false", "if", "then", "else", "in", "subseteq", "union", "inter", "forall", "exists"}

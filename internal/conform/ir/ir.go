@@ -20,7 +20,11 @@
 // writes that stand for what the gateway enforces.
 package ir
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
 
 // Version is the version of the IR format this package reads; models say
 // `ir_version: 1`. schema.json describes it.
@@ -58,14 +62,23 @@ const (
 	Bool TypeKind = iota + 1
 	Enum
 	Int
+	Set // a subset of a finite element domain (Elem), encoded as a bit-vector
 )
 
-// Type is a finite domain: bool, an enumeration, or a bounded integer.
-// Expression types may be int ranges wider than any variable's (a sum).
+// MaxSetElems is the largest element domain of a set: a set value is a
+// bit-vector that fits a 32-bit signed integer (Promela's int).
+const MaxSetElems = 30
+
+// Type is a finite domain: bool, an enumeration, a bounded integer, or the
+// subsets of an enumeration or bounded integer. Expression types may be int
+// ranges wider than any variable's (a sum).
 type Type struct {
 	Kind     TypeKind
 	Values   []string // Enum: the values, in order; a value's index is its encoding
 	Min, Max int      // Int: the inclusive range
+	// Elem is a Set's element domain, an Enum or an Int. Element i of the
+	// domain (enum index i, integer Min+i) is bit i of the set's encoding.
+	Elem *Type
 }
 
 // Size is the number of values in the domain.
@@ -77,12 +90,14 @@ func (t Type) Size() int {
 		return len(t.Values)
 	case Int:
 		return t.Max - t.Min + 1
+	case Set:
+		return 1 << t.Elem.Size()
 	}
 	return 0
 }
 
-// Contains reports whether v (an encoded value: 0/1, enum index, integer)
-// is in the domain.
+// Contains reports whether v (an encoded value: 0/1, enum index, integer,
+// bit-vector) is in the domain.
 func (t Type) Contains(v int) bool {
 	switch t.Kind {
 	case Bool:
@@ -91,11 +106,35 @@ func (t Type) Contains(v int) bool {
 		return v >= 0 && v < len(t.Values)
 	case Int:
 		return v >= t.Min && v <= t.Max
+	case Set:
+		return v >= 0 && v < 1<<t.Elem.Size()
 	}
 	return false
 }
 
-// Format renders an encoded value for people: true, ready, 3.
+// Bit is the position in a set's bit-vector of element v (encoded) of the
+// element domain t.
+func (t Type) Bit(v int) int {
+	if t.Kind == Int {
+		return v - t.Min
+	}
+	return v
+}
+
+// Elems lists the encoded values of an Enum or Int domain, in order.
+func (t Type) Elems() []int {
+	out := make([]int, 0, t.Size())
+	for i := range t.Size() {
+		if t.Kind == Int {
+			out = append(out, t.Min+i)
+		} else {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// Format renders an encoded value for people: true, ready, 3, {read, exec}.
 func (t Type) Format(v int) string {
 	switch t.Kind {
 	case Bool:
@@ -104,6 +143,14 @@ func (t Type) Format(v int) string {
 		if v >= 0 && v < len(t.Values) {
 			return t.Values[v]
 		}
+	case Set:
+		var parts []string
+		for _, e := range t.Elem.Elems() {
+			if v>>t.Elem.Bit(e)&1 == 1 {
+				parts = append(parts, t.Elem.Format(e))
+			}
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
 }
@@ -116,6 +163,8 @@ func (t Type) String() string {
 		return fmt.Sprintf("enum%v", t.Values)
 	case Int:
 		return fmt.Sprintf("int[%d..%d]", t.Min, t.Max)
+	case Set:
+		return "set of " + t.Elem.String()
 	}
 	return "invalid"
 }
@@ -125,27 +174,71 @@ func compatible(a, b Type) bool {
 	if a.Kind != b.Kind {
 		return false
 	}
-	if a.Kind != Enum {
-		return true
-	}
-	if len(a.Values) != len(b.Values) {
-		return false
-	}
-	for i := range a.Values {
-		if a.Values[i] != b.Values[i] {
-			return false
-		}
+	switch a.Kind {
+	case Set:
+		return compatible(*a.Elem, *b.Elem) && (a.Elem.Kind != Int || a.Elem.Min == b.Elem.Min && a.Elem.Max == b.Elem.Max)
+	case Enum:
+		return slices.Equal(a.Values, b.Values)
 	}
 	return true
 }
 
-// Var is a state variable.
-type Var struct {
+// Domain is a named finite domain (`domains:`): an enumeration or an
+// integer range whose bounds may be constants. Quantifiers, transition
+// parameters, set elements and array indices range over domains.
+type Domain struct {
 	Name string
-	Type Type
-	Init int // encoded initial value
+	Type Type // Enum or Int
 	Doc  string
 	Pos  Pos
+}
+
+// Array is a function from one or more finite domains to a scalar type
+// (`type: "Agent -> Agent -> set Cap"`). Its cells are ordinary variables
+// of the model, Model.Vars[First : First+Cells()], in row-major order, so
+// the checker and the Promela printer see scalars; the TLA+ printer prints
+// the array as one function-valued variable.
+type Array struct {
+	Name  string
+	Index []Type // the domains of the indices, outermost first
+	Elem  Type
+	First int // index in Model.Vars of the first cell
+	Doc   string
+	Pos   Pos
+}
+
+// Cells is the number of cells of a.
+func (a *Array) Cells() int {
+	n := 1
+	for _, t := range a.Index {
+		n *= t.Size()
+	}
+	return n
+}
+
+// Cell returns the index in Model.Vars of the cell at the given encoded
+// indices, and false when an index is outside its domain.
+func (a *Array) Cell(idx []int) (int, bool) {
+	off := 0
+	for i, t := range a.Index {
+		if !t.Contains(idx[i]) {
+			return 0, false
+		}
+		off = off*t.Size() + t.Bit(idx[i])
+	}
+	return a.First + off, true
+}
+
+// Var is a state variable: a scalar, or one cell of an array (Index is not
+// nil; its Name is then the array's name with the indices, "caps[a1]").
+type Var struct {
+	Name  string
+	Type  Type
+	Init  int // encoded initial value
+	Doc   string
+	Pos   Pos
+	Array int   // a cell's array: index into Model.Arrays
+	Index []int // a cell's encoded indices; nil for a scalar
 }
 
 // Assign is one state write: Var := Expr, evaluated in the old state
@@ -175,9 +268,12 @@ type Warden struct {
 	Pos    Pos
 }
 
-// Transition is one action of the model.
+// Transition is one action of the model. A transition with parameters
+// (`params:`) is expanded when parsed into one Transition per binding, all
+// with the same ID; Args says which binding each is.
 type Transition struct {
 	ID          string
+	Args        []Arg
 	Kind        Kind
 	Adversary   string // ADV-1..3 or DY, for Kind == Adversary
 	Actor       string
@@ -191,6 +287,25 @@ type Transition struct {
 	Message     *Message
 	Warden      *Warden
 	Pos         Pos
+}
+
+// Arg is the value of one parameter of a transition instance.
+type Arg struct {
+	Name string
+	Val  int // encoded
+	Type Type
+}
+
+// Label is the transition's id with its arguments, "A_amplify(ag=2, c=exec)".
+func (t *Transition) Label() string {
+	if len(t.Args) == 0 {
+		return t.ID
+	}
+	parts := make([]string, len(t.Args))
+	for i, a := range t.Args {
+		parts[i] = a.Name + "=" + a.Type.Format(a.Val)
+	}
+	return t.ID + "(" + strings.Join(parts, ", ") + ")"
 }
 
 // Property is an invariant: a state predicate that must hold in every
@@ -227,6 +342,8 @@ type Model struct {
 	Title       string
 	Description string
 	Constants   []Constant // their values after any override
+	Domains     []Domain
+	Arrays      []Array
 	Vars        []Var
 	Transitions []Transition
 	Properties  []Property
@@ -240,10 +357,20 @@ func (m *Model) IsGuarded() bool { return m.guarded }
 // IsComposition reports whether m composes protocols through a bridge.
 func (m *Model) IsComposition() bool { return m.Pattern > 0 }
 
-// VarIndex returns the index of the variable named name, or -1.
+// VarIndex returns the index of the scalar variable named name, or -1.
 func (m *Model) VarIndex(name string) int {
 	for i, v := range m.Vars {
-		if v.Name == name {
+		if v.Name == name && v.Index == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// ArrayIndex returns the index of the array named name, or -1.
+func (m *Model) ArrayIndex(name string) int {
+	for i, a := range m.Arrays {
+		if a.Name == name {
 			return i
 		}
 	}

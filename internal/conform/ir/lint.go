@@ -5,10 +5,6 @@ import (
 	"slices"
 )
 
-// MaxStateBits is the widest state vector the checker packs (two 64-bit
-// words).
-const MaxStateBits = 128
-
 // Bits is the number of bits a value of t occupies in a packed state.
 func (t Type) Bits() int { return bits.Len(uint(t.Size() - 1)) }
 
@@ -21,6 +17,29 @@ func (m *Model) StateBits() int {
 	return n
 }
 
+// Reads calls fn for every variable e may read: the variables it names, and
+// every cell of an array it reads at an index that depends on a bound
+// variable.
+func (m *Model) Reads(e *Expr, fn func(int)) {
+	if e == nil {
+		return
+	}
+	switch e.Op {
+	case OpVar:
+		fn(e.Var)
+	case OpIndex:
+		if e.Var >= 0 && e.Var < len(m.Arrays) {
+			a := &m.Arrays[e.Var]
+			for c := a.First; c < a.First+a.Cells(); c++ {
+				fn(c)
+			}
+		}
+	}
+	for _, a := range e.Args {
+		m.Reads(a, fn)
+	}
+}
+
 // LintOptions configures Lint.
 type LintOptions struct {
 	// Clause reports whether a clause id exists in the catalog. Nil skips
@@ -31,7 +50,7 @@ type LintOptions struct {
 // Lint returns every problem of m that Parse does not see: ids used twice,
 // transitions and properties that trace to nothing, references to clauses
 // the catalog does not have, an adversary action without its capability,
-// a state vector too wide to pack, and variables nobody reads.
+// and variables nobody reads.
 func Lint(m *Model, opts LintOptions) Diagnostics {
 	d := &diags{file: m.File}
 	refs := func(p Pos, owner string, ids []string) {
@@ -54,12 +73,9 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 	if len(m.Transitions) == 0 {
 		d.add(Pos{Line: 1, Col: 1}, "missing", "the model has no transitions")
 	}
-	if b := m.StateBits(); b > MaxStateBits {
-		d.add(Pos{Line: 1, Col: 1}, "state-width", "the state vector is %d bits; the checker packs at most %d", b, MaxStateBits)
-	}
 	read := make([]bool, len(m.Vars))
 	mark := func(e *Expr) {
-		e.Vars(func(i int) {
+		m.Reads(e, func(i int) {
 			if i >= 0 && i < len(read) {
 				read[i] = true
 			}
@@ -67,7 +83,7 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 	}
 	ids := map[string]Pos{}
 	for _, t := range m.Transitions {
-		if prev, dup := ids[t.ID]; dup && t.ID != "" {
+		if prev, dup := ids[t.ID]; dup && t.ID != "" && prev != t.Pos { // instances of one transition share its id
 			d.add(t.Pos, "duplicate-id", "transition id %q is also used at %s", t.ID, prev)
 		}
 		if m.VarIndex(t.ID) >= 0 {
@@ -128,15 +144,23 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 		mark(p.Expr)
 		if p.Expr != nil {
 			n := 0
-			p.Expr.Vars(func(int) { n++ })
+			m.Reads(p.Expr, func(int) { n++ })
 			if n == 0 {
 				d.warn(p.Pos, "constant-property", "property %q reads no variable, so it is constant", p.ID)
 			}
 		}
 	}
+	arrayRead := make([]bool, len(m.Arrays))
 	for i, v := range m.Vars {
-		if !read[i] {
+		if v.Index != nil {
+			arrayRead[v.Array] = arrayRead[v.Array] || read[i]
+		} else if !read[i] {
 			d.warn(v.Pos, "unused-variable", "variable %q is never read by a guard, a write or a property", v.Name)
+		}
+	}
+	for i, a := range m.Arrays {
+		if !arrayRead[i] {
+			d.warn(a.Pos, "unused-variable", "array %q is never read by a guard, a write or a property", a.Name)
 		}
 	}
 	slices.SortStableFunc(d.list, func(a, b Diagnostic) int {

@@ -17,8 +17,15 @@ import "strings"
 // "w_len", "WF_wire" → "w_WF_wire", "w_x" → "w_w_x". Escaping every name
 // that starts with the prefix keeps the mapping injective: two different
 // model names never print as the same identifier.
+//
+// An array is printed under its own name in TLA+ (one function-valued
+// variable); in Promela each cell is a variable of its own, named after the
+// array and its indices ("delegation_1_2"), made unique against every
+// other printed name. Instances of a transition with parameters are named
+// after the transition and their arguments ("A_amplify_2_1_exec").
 type Names struct {
-	Vars        []string // indexed like Model.Vars
+	Vars        []string // indexed like Model.Vars; for a cell, its Promela variable
+	Arrays      []string // indexed like Model.Arrays
 	Transitions []string // indexed like Model.Transitions
 	Properties  []string // indexed like Model.Properties
 }
@@ -39,20 +46,65 @@ func Ident(name string) string {
 func (m *Model) PrintNames() Names {
 	n := Names{
 		Vars:        make([]string, len(m.Vars)),
+		Arrays:      make([]string, len(m.Arrays)),
 		Transitions: make([]string, len(m.Transitions)),
 		Properties:  make([]string, len(m.Properties)),
 	}
+	used := map[string]bool{}
 	for i, v := range m.Vars {
-		n.Vars[i] = Ident(v.Name)
+		if v.Index == nil {
+			n.Vars[i] = Ident(v.Name)
+			used[n.Vars[i]] = true
+		}
+	}
+	for i, a := range m.Arrays {
+		n.Arrays[i] = Ident(a.Name)
+		used[n.Arrays[i]] = true
+	}
+	for _, t := range m.Transitions {
+		if len(t.Args) == 0 {
+			used[Ident(t.ID)] = true
+		}
+	}
+	for _, p := range m.Properties {
+		used[Ident(p.ID)] = true
+	}
+	unique := func(s string) string {
+		for used[s] {
+			s += "_"
+		}
+		used[s] = true
+		return s
+	}
+	for i, v := range m.Vars {
+		if v.Index != nil {
+			a := &m.Arrays[v.Array]
+			name := n.Arrays[v.Array]
+			for d, x := range v.Index {
+				name += "_" + identPart(a.Index[d].Format(x))
+			}
+			n.Vars[i] = unique(name)
+		}
 	}
 	for i, t := range m.Transitions {
-		n.Transitions[i] = Ident(t.ID)
+		if len(t.Args) == 0 {
+			n.Transitions[i] = Ident(t.ID)
+			continue
+		}
+		name := Ident(t.ID)
+		for _, a := range t.Args {
+			name += "_" + identPart(a.Type.Format(a.Val))
+		}
+		n.Transitions[i] = unique(name)
 	}
 	for i, p := range m.Properties {
 		n.Properties[i] = Ident(p.ID)
 	}
 	return n
 }
+
+// identPart makes a value printable inside an identifier: -1 → m1.
+func identPart(s string) string { return strings.ReplaceAll(s, "-", "m") }
 
 // reservedIdent are the words Ident escapes: keywords and built-in names
 // of TLA+ (with the operators of its Integers module), of TLC's

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -50,6 +51,7 @@ func ParseWith(data []byte, file string, opts ParseOptions) (*Model, Diagnostics
 		root = root.Content[0]
 	}
 	m := &Model{File: file}
+	p.m = m
 	p.model(root, m)
 	return m, p.d.list
 }
@@ -77,6 +79,8 @@ type parser struct {
 	d       diags
 	defines map[string]int
 	consts  map[string]int // the model's constants, after Defines
+	m       *Model
+	fixed   []boundVar // the parameters of the transition instance being read
 }
 
 func (p *parser) pos(n *yaml.Node) Pos { return Pos{File: p.d.file, Line: n.Line, Col: n.Column} }
@@ -184,7 +188,13 @@ func (p *parser) exprPos(n *yaml.Node) Pos {
 	return pos
 }
 
-func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
+// expr parses and types an expression over the model's state, with the
+// transition parameters being expanded (p.fixed) bound.
+func (p *parser) expr(n *yaml.Node, want *Type) *Expr {
+	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, domains: p.m.Domains, bound: p.fixed}, want)
+}
+
+func (p *parser) exprIn(n *yaml.Node, sc *scope, want *Type) *Expr {
 	if n.Kind != yaml.ScalarNode {
 		p.d.add(p.pos(n), "yaml", "an expression must be a string")
 		return nil
@@ -195,8 +205,8 @@ func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
 		p.d.list = append(p.d.list, *diag)
 		return nil
 	}
-	p.substConstants(e, vars)
-	t := resolve(e, vars, want, &p.d)
+	p.substConstants(e, sc)
+	t := resolve(e, sc, want, &p.d)
 	if want != nil && t.Kind != 0 && !compatible(*want, t) {
 		p.d.add(e.Pos, "type-mismatch", "expected %s, not %s", want, t)
 	}
@@ -205,18 +215,21 @@ func (p *parser) expr(n *yaml.Node, vars []Var, want *Type) *Expr {
 
 // substConstants replaces every identifier that names a constant (and no
 // variable) with the constant's value.
-func (p *parser) substConstants(e *Expr, vars []Var) {
+func (p *parser) substConstants(e *Expr, sc *scope) {
 	if e == nil {
 		return
 	}
 	if e.Op == OpVar {
-		if v, ok := p.consts[e.Name]; ok && !slices.ContainsFunc(vars, func(x Var) bool { return x.Name == e.Name }) {
+		if v, ok := p.consts[e.Name]; ok && !sc.taken(e.Name) {
 			*e = Expr{Op: OpConst, Val: v, Type: Type{Kind: Int, Min: v, Max: v}, Pos: e.Pos}
 		}
 		return
 	}
+	if _, ok := p.consts[e.Name]; ok && (e.Op == OpForall || e.Op == OpExists) {
+		p.d.add(e.Pos, "name", "bound variable %q has the name of a constant", e.Name)
+	}
 	for _, a := range e.Args {
-		p.substConstants(a, vars)
+		p.substConstants(a, sc)
 	}
 }
 
@@ -253,7 +266,7 @@ func (p *parser) constant(n *yaml.Node, m *Model) {
 }
 
 func (p *parser) model(n *yaml.Node, m *Model) {
-	var varsNode, transNode, propsNode, constNode *yaml.Node
+	var varsNode, transNode, propsNode, constNode, domNode *yaml.Node
 	versionSeen := false
 	p.fields(n, "the model", map[string]func(*yaml.Node){
 		"ir_version": func(v *yaml.Node) {
@@ -270,6 +283,7 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 		"title":        func(v *yaml.Node) { p.str(v, &m.Title) },
 		"description":  func(v *yaml.Node) { p.str(v, &m.Description) },
 		"constants":    func(v *yaml.Node) { constNode = v },
+		"domains":      func(v *yaml.Node) { domNode = v },
 		"variables":    func(v *yaml.Node) { varsNode = v },
 		"transitions":  func(v *yaml.Node) { transNode = v },
 		"properties":   func(v *yaml.Node) { propsNode = v },
@@ -288,6 +302,9 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 		if _, ok := p.consts[name]; !ok {
 			p.d.add(p.pos(n), "unknown-constant", "-D %s: the model declares no constant %q", name, name)
 		}
+	}
+	if domNode != nil {
+		p.list(domNode, "domains", func(c *yaml.Node) { p.domain(c, m) })
 	}
 	if varsNode != nil {
 		p.list(varsNode, "variables", func(c *yaml.Node) { p.variable(c, m) })
@@ -313,76 +330,238 @@ func (p *parser) list(n *yaml.Node, what string, fn func(*yaml.Node)) {
 	}
 }
 
+// typeSpec is what a variable or domain declaration says about its type.
+type typeSpec struct {
+	typ            string // bool, enum, int, a domain, "set D", "D1 -> ... -> T"
+	values         []string
+	min, max       int
+	minSet, maxSet bool
+}
+
+// scalarType resolves a type that is not an array: bool, enum, int, a
+// declared domain, or "set D". what names the declaration in messages.
+func (p *parser) scalarType(typ string, ts *typeSpec, what string, pos Pos) (Type, bool) {
+	fields := strings.Fields(typ)
+	switch {
+	case typ == "bool":
+		return Type{Kind: Bool}, true
+	case typ == "enum":
+		t := Type{Kind: Enum, Values: ts.values}
+		if len(t.Values) < 1 {
+			p.d.add(pos, "domain", "enum %s needs at least one value", what)
+		}
+		for i, val := range t.Values {
+			if slices.Index(t.Values, val) != i {
+				p.d.add(pos, "domain", "enum %s lists %q twice", what, val)
+			}
+			if !validIdent(val) {
+				p.d.add(pos, "domain", "enum value %q of %s must be an identifier", val, what)
+			}
+			if _, ok := p.consts[val]; ok {
+				p.d.add(pos, "duplicate-id", "enum value %q of %s has the name of a constant", val, what)
+			}
+		}
+		return t, len(t.Values) > 0
+	case typ == "int":
+		t := Type{Kind: Int, Min: ts.min, Max: ts.max}
+		if !ts.minSet || !ts.maxSet || t.Min > t.Max {
+			p.d.add(pos, "domain", "int %s needs min <= max", what)
+			return t, false
+		} else if t.Max-t.Min > 1<<16 {
+			p.d.add(pos, "domain", "int %s has more than 65536 values; bound it more tightly", what)
+			return t, false
+		}
+		return t, true
+	case len(fields) == 2 && fields[0] == "set":
+		dom := p.domainType(fields[1], pos)
+		if dom == nil {
+			return Type{}, false
+		}
+		if dom.Size() > MaxSetElems {
+			p.d.add(pos, "domain", "set %s ranges over %d elements; at most %d", what, dom.Size(), MaxSetElems)
+			return Type{}, false
+		}
+		return Type{Kind: Set, Elem: dom}, true
+	case len(fields) == 1 && validIdent(typ):
+		if dom := p.domainType(typ, pos); dom != nil {
+			return *dom, true
+		}
+		return Type{}, false
+	}
+	p.d.add(pos, "invalid-type", "type %q of %s is not bool, enum, int, a domain, \"set D\" or \"D -> T\"", typ, what)
+	return Type{}, false
+}
+
+func (p *parser) domainType(name string, pos Pos) *Type {
+	for _, d := range p.m.Domains {
+		if d.Name == name {
+			t := d.Type
+			return &t
+		}
+	}
+	p.d.add(pos, "unknown-domain", "unknown domain %q (declare it under domains:)", name)
+	return nil
+}
+
+func (p *parser) typeFields(ts *typeSpec) map[string]func(*yaml.Node) {
+	return map[string]func(*yaml.Node){
+		"type":   func(x *yaml.Node) { p.str(x, &ts.typ) },
+		"values": func(x *yaml.Node) { p.strList(x, &ts.values) },
+		"min":    func(x *yaml.Node) { ts.minSet = p.integer(x, &ts.min) },
+		"max":    func(x *yaml.Node) { ts.maxSet = p.integer(x, &ts.max) },
+	}
+}
+
+// domain reads one entry of domains: a named enum or int range.
+func (p *parser) domain(n *yaml.Node, m *Model) {
+	d := Domain{Pos: p.pos(n)}
+	var ts typeSpec
+	fields := p.typeFields(&ts)
+	fields["name"] = func(x *yaml.Node) { p.str(x, &d.Name) }
+	fields["doc"] = func(x *yaml.Node) { p.str(x, &d.Doc) }
+	p.fields(n, "a domain", fields)
+	switch {
+	case !validIdent(d.Name):
+		p.d.add(d.Pos, "name", "domain name %q must be an identifier", d.Name)
+		return
+	case ts.typ != "enum" && ts.typ != "int":
+		p.d.add(d.Pos, "invalid-type", "domain %s is an enum or an int range, not %q", d.Name, ts.typ)
+		return
+	case slices.ContainsFunc(m.Domains, func(x Domain) bool { return x.Name == d.Name }):
+		p.d.add(d.Pos, "duplicate-id", "domain %q is declared twice", d.Name)
+		return
+	}
+	t, ok := p.scalarType(ts.typ, &ts, "domain "+d.Name, d.Pos)
+	if !ok {
+		return
+	}
+	d.Type = t
+	m.Domains = append(m.Domains, d)
+}
+
 func (p *parser) variable(n *yaml.Node, m *Model) {
 	v := Var{Pos: p.pos(n)}
-	var typ string
+	var ts typeSpec
 	var initNode *yaml.Node
-	var minSet, maxSet bool
-	p.fields(n, "a variable", map[string]func(*yaml.Node){
-		"name":   func(x *yaml.Node) { p.str(x, &v.Name) },
-		"type":   func(x *yaml.Node) { p.oneOf(x, &typ, "type", []string{"bool", "enum", "int"}) },
-		"values": func(x *yaml.Node) { p.strList(x, &v.Type.Values) },
-		"min":    func(x *yaml.Node) { minSet = p.integer(x, &v.Type.Min) },
-		"max":    func(x *yaml.Node) { maxSet = p.integer(x, &v.Type.Max) },
-		"init":   func(x *yaml.Node) { initNode = x },
-		"doc":    func(x *yaml.Node) { p.str(x, &v.Doc) },
-	})
-	switch typ {
-	case "bool":
-		v.Type.Kind = Bool
-	case "enum":
-		v.Type.Kind = Enum
-		if len(v.Type.Values) < 1 {
-			p.d.add(v.Pos, "domain", "enum %q needs at least one value", v.Name)
-		}
-		for i, val := range v.Type.Values {
-			if slices.Index(v.Type.Values, val) != i {
-				p.d.add(v.Pos, "domain", "enum %q lists %q twice", v.Name, val)
-			}
-			if _, err := ParseExpr(val, Pos{}); err != nil || !isLetter(val[0]) || val == "true" || val == "false" {
-				p.d.add(v.Pos, "domain", "enum value %q of %q must be an identifier", val, v.Name)
-			}
-		}
-	case "int":
-		v.Type.Kind = Int
-		if !minSet || !maxSet || v.Type.Min > v.Type.Max {
-			p.d.add(v.Pos, "domain", "int %q needs min <= max", v.Name)
-		} else if v.Type.Max-v.Type.Min > 1<<16 {
-			p.d.add(v.Pos, "domain", "int %q has more than 65536 values; bound it more tightly", v.Name)
-		}
-	case "":
-		p.d.add(v.Pos, "missing", "variable %q needs a type", v.Name)
-	}
+	fields := p.typeFields(&ts)
+	fields["name"] = func(x *yaml.Node) { p.str(x, &v.Name) }
+	fields["init"] = func(x *yaml.Node) { initNode = x }
+	fields["doc"] = func(x *yaml.Node) { p.str(x, &v.Doc) }
+	p.fields(n, "a variable", fields)
+	what := fmt.Sprintf("%q", v.Name)
 	if v.Name == "" {
 		p.d.add(v.Pos, "missing", "a variable needs a name")
 	} else if !validIdent(v.Name) {
 		p.d.add(v.Pos, "name", "variable name %q must be an identifier", v.Name)
-	} else if m.VarIndex(v.Name) >= 0 {
+	} else if m.VarIndex(v.Name) >= 0 || m.ArrayIndex(v.Name) >= 0 {
 		p.d.add(v.Pos, "duplicate-id", "variable %q is declared twice", v.Name)
 	} else if _, ok := p.consts[v.Name]; ok {
 		p.d.add(v.Pos, "duplicate-id", "variable %q has the name of a constant", v.Name)
 	}
-	for _, val := range v.Type.Values {
-		if _, ok := p.consts[val]; ok {
-			p.d.add(v.Pos, "duplicate-id", "enum value %q of %q has the name of a constant", val, v.Name)
-		}
-	}
-	if typ != "enum" && len(v.Type.Values) > 0 {
+	if ts.typ != "enum" && len(ts.values) > 0 {
 		p.d.add(v.Pos, "domain", "only enum variables have values")
 	}
-	v.Init = v.Type.Min
-	if initNode != nil && v.Type.Kind != 0 {
-		e := p.expr(initNode, nil, &v.Type)
-		if val, ok := constValue(e); ok {
-			v.Init = val
-			if !v.Type.Contains(val) {
-				p.d.add(e.Pos, "out-of-domain", "initial value %d is outside %s", val, v.Type)
-			}
-		} else if e != nil {
-			p.d.add(p.pos(initNode), "init", "the initial value must be a constant")
-		}
+	if ts.typ == "" {
+		p.d.add(v.Pos, "missing", "variable %s needs a type", what)
+		m.Vars = append(m.Vars, v)
+		return
+	}
+	if strings.Contains(ts.typ, "->") {
+		p.arrayVar(v, &ts, initNode, m)
+		return
+	}
+	t, ok := p.scalarType(ts.typ, &ts, what, v.Pos)
+	v.Type = t
+	if t.Kind == Int {
+		v.Init = t.Min
+	}
+	if ok && initNode != nil {
+		v.Init = p.initValue(initNode, t, nil)
 	}
 	m.Vars = append(m.Vars, v)
+}
+
+// arrayVar declares an array "D1 -> ... -> T": one cell variable per
+// index tuple, named name[i1][i2]. Its init is one expression for every
+// cell, which may read the indices when the type names them:
+// type "ag: Agent -> set Cap", init "if ag == 1 then {read} else {}".
+func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
+	parts := strings.Split(ts.typ, "->")
+	a := Array{Name: v.Name, Doc: v.Doc, Pos: v.Pos, First: len(m.Vars)}
+	ok := true
+	var names []string
+	for _, ix := range parts[:len(parts)-1] {
+		ix = strings.TrimSpace(ix)
+		// An index may be named for the init expression: "ag: Agent".
+		name := ""
+		if k, dom, found := strings.Cut(ix, ":"); found {
+			name, ix = strings.TrimSpace(k), strings.TrimSpace(dom)
+		}
+		names = append(names, name)
+		d := p.domainType(ix, v.Pos)
+		if d == nil {
+			ok = false
+			continue
+		}
+		a.Index = append(a.Index, *d)
+	}
+	elem, eok := p.scalarType(strings.TrimSpace(parts[len(parts)-1]), ts, fmt.Sprintf("%q's cells", v.Name), v.Pos)
+	if !ok || !eok {
+		return
+	}
+	a.Elem = elem
+	if a.Cells() > 1<<12 {
+		p.d.add(v.Pos, "domain", "array %q has %d cells; at most 4096", v.Name, a.Cells())
+		return
+	}
+	ai := len(m.Arrays)
+	m.Arrays = append(m.Arrays, a)
+	idx := make([]int, len(a.Index))
+	var cells func(dim int)
+	cells = func(dim int) {
+		if dim == len(a.Index) {
+			c := Var{Name: v.Name, Type: elem, Doc: v.Doc, Pos: v.Pos, Array: ai, Index: slices.Clone(idx)}
+			var bound []boundVar
+			for i, t := range a.Index {
+				c.Name += "[" + t.Format(idx[i]) + "]"
+				if names[i] != "" {
+					bound = append(bound, boundVar{name: names[i], typ: t, fixed: true, val: idx[i]})
+				}
+			}
+			if elem.Kind == Int {
+				c.Init = elem.Min
+			}
+			if initNode != nil {
+				c.Init = p.initValue(initNode, elem, bound)
+			}
+			m.Vars = append(m.Vars, c)
+			return
+		}
+		for _, x := range a.Index[dim].Elems() {
+			idx[dim] = x
+			cells(dim + 1)
+		}
+	}
+	cells(0)
+}
+
+// initValue is the value of an init expression: a constant once the
+// array's named indices (bound) have their values.
+func (p *parser) initValue(n *yaml.Node, t Type, bound []boundVar) int {
+	before := len(p.d.list)
+	e := p.exprIn(n, &scope{domains: p.m.Domains, bound: bound}, &t)
+	if e == nil || len(p.d.list) > before {
+		return 0
+	}
+	val, err := EvalConst(e, nil)
+	if err != nil {
+		p.d.add(p.pos(n), "init", "the initial value must be a constant: %v", err)
+		return 0
+	}
+	if !t.Contains(val) {
+		p.d.add(e.Pos, "out-of-domain", "initial value %s is outside %s", t.Format(val), t)
+	}
+	return val
 }
 
 // constValue is the value of a constant expression: a literal, or a
@@ -403,7 +582,7 @@ func constValue(e *Expr) (int, bool) {
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validIdent(s string) bool {
-	return identRE.MatchString(s) && s != "true" && s != "false" && s != "if" && s != "then" && s != "else"
+	return identRE.MatchString(s) && !slices.Contains(Keywords, s)
 }
 
 func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
@@ -426,17 +605,33 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 		}
 		seen[k.Value] = true
 		idx := m.VarIndex(k.Value)
-		if idx < 0 {
+		if strings.Contains(k.Value, "[") {
+			// An array cell: its indices are constants once the
+			// transition's parameters have values.
+			lv := p.expr(k, nil)
+			if lv == nil || lv.Type.Kind == 0 {
+				continue
+			}
+			if lv.Op != OpVar || m.Vars[lv.Var].Index == nil {
+				p.d.add(p.pos(k), "write", "%q is not an array cell with constant indices", k.Value)
+				continue
+			}
+			idx = lv.Var
+			if slices.ContainsFunc(*dst, func(a Assign) bool { return a.Var == idx }) {
+				p.d.add(p.pos(k), "duplicate-key", "%s is written twice", m.Vars[idx].Name)
+				continue
+			}
+		} else if idx < 0 {
 			p.d.add(p.pos(k), "unknown-variable", "write to unknown variable %q", k.Value)
 			continue
 		}
 		t := m.Vars[idx].Type
-		e := p.expr(v, m.Vars, &t)
+		e := p.expr(v, &t)
 		if e == nil {
 			continue
 		}
 		if e.Op == OpConst && !t.Contains(e.Val) {
-			p.d.add(e.Pos, "out-of-domain", "constant %d is outside the domain of %s (%s)", e.Val, k.Value, t)
+			p.d.add(e.Pos, "out-of-domain", "constant %s is outside the domain of %s (%s)", t.Format(e.Val), k.Value, t)
 		}
 		*dst = append(*dst, Assign{Var: idx, Expr: e, Pos: p.pos(k)})
 	}
@@ -444,18 +639,87 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 
 var boolType = Type{Kind: Bool}
 
+// transition reads one transition; one with params: is read once per
+// binding of its parameters, in order (the first parameter varies
+// slowest), each instance with its arguments fixed.
 func (p *parser) transition(n *yaml.Node, m *Model) {
-	t := Transition{Pos: p.pos(n)}
+	var params []boundVar
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "params" {
+				params = p.params(n.Content[i+1])
+				if params == nil {
+					return
+				}
+			}
+		}
+	}
+	if params == nil {
+		p.transitionOnce(n, m, nil)
+		return
+	}
+	var expand func(i int)
+	expand = func(i int) {
+		if i == len(params) {
+			p.fixed = slices.Clone(params)
+			var args []Arg
+			for _, b := range params {
+				args = append(args, Arg{Name: b.name, Val: b.val, Type: b.typ})
+			}
+			p.transitionOnce(n, m, args)
+			p.fixed = nil
+			return
+		}
+		for _, v := range params[i].typ.Elems() {
+			params[i].val = v
+			expand(i + 1)
+		}
+	}
+	expand(0)
+}
+
+// params reads `params: {name: Domain, ...}`; nil when it is invalid.
+func (p *parser) params(n *yaml.Node) []boundVar {
+	if !p.ok(n) || n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		p.d.add(p.pos(n), "yaml", "params must be a mapping from parameter name to domain")
+		return nil
+	}
+	var out []boundVar
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name := k.Value
+		sc := &scope{vars: p.m.Vars, arrays: p.m.Arrays}
+		_, isConst := p.consts[name]
+		switch {
+		case !validIdent(name):
+			p.d.add(p.pos(k), "name", "parameter name %q must be an identifier", name)
+			return nil
+		case sc.taken(name) || isConst || slices.ContainsFunc(out, func(b boundVar) bool { return b.name == name }):
+			p.d.add(p.pos(k), "name", "parameter %q has the name of a variable, a constant or another parameter", name)
+			return nil
+		}
+		d := p.domainType(v.Value, p.pos(v))
+		if d == nil {
+			return nil
+		}
+		out = append(out, boundVar{name: name, typ: *d, fixed: true})
+	}
+	return out
+}
+
+func (p *parser) transitionOnce(n *yaml.Node, m *Model, args []Arg) {
+	t := Transition{Pos: p.pos(n), Args: args}
 	var kind string
 	p.fields(n, "a transition", map[string]func(*yaml.Node){
-		"id":   func(x *yaml.Node) { p.str(x, &t.ID) },
-		"kind": func(x *yaml.Node) { p.oneOf(x, &kind, "kind", []string{"Protocol", "Environment", "Adversary"}) },
+		"params": func(*yaml.Node) {},
+		"id":     func(x *yaml.Node) { p.str(x, &t.ID) },
+		"kind":   func(x *yaml.Node) { p.oneOf(x, &kind, "kind", []string{"Protocol", "Environment", "Adversary"}) },
 		"adversary": func(x *yaml.Node) {
 			p.oneOf(x, &t.Adversary, "adversary", AdversaryCaps)
 		},
 		"actor":       func(x *yaml.Node) { p.str(x, &t.Actor) },
 		"trigger":     func(x *yaml.Node) { p.str(x, &t.Trigger) },
-		"guard":       func(x *yaml.Node) { t.Guard = p.expr(x, m.Vars, &boolType) },
+		"guard":       func(x *yaml.Node) { t.Guard = p.expr(x, &boolType) },
 		"writes":      func(x *yaml.Node) { p.writes(x, m, &t.Writes) },
 		"modality":    func(x *yaml.Node) { p.oneOf(x, &t.Modality, "modality", Modalities) },
 		"source_refs": func(x *yaml.Node) { p.strList(x, &t.SourceRefs) },
@@ -528,7 +792,7 @@ func (p *parser) noAnchors(n *yaml.Node) bool {
 func (p *parser) warden(n *yaml.Node, m *Model) *Warden {
 	w := &Warden{Pos: p.pos(n)}
 	p.fields(n, "a warden block", map[string]func(*yaml.Node){
-		"guard":  func(x *yaml.Node) { w.Guard = p.expr(x, m.Vars, &boolType) },
+		"guard":  func(x *yaml.Node) { w.Guard = p.expr(x, &boolType) },
 		"writes": func(x *yaml.Node) { p.writes(x, m, &w.Writes) },
 		"rule":   func(x *yaml.Node) { p.str(x, &w.Rule) },
 	})
@@ -544,7 +808,7 @@ func (p *parser) property(n *yaml.Node, m *Model) {
 		"id":          func(x *yaml.Node) { p.str(x, &pr.ID) },
 		"principle":   func(x *yaml.Node) { p.oneOf(x, &pr.Principle, "principle", Principles) },
 		"class":       func(x *yaml.Node) { p.oneOf(x, &pr.Class, "class", Classes) },
-		"expr":        func(x *yaml.Node) { pr.Expr = p.expr(x, m.Vars, &boolType) },
+		"expr":        func(x *yaml.Node) { pr.Expr = p.expr(x, &boolType) },
 		"source_refs": func(x *yaml.Node) { p.strList(x, &pr.SourceRefs) },
 		"description": func(x *yaml.Node) { p.str(x, &pr.Description) },
 	})

@@ -1,11 +1,73 @@
 package ir
 
-// resolve types e against the model's variables, turning identifiers into
-// variables or enum literals. hint is the type the context expects (the
+// scope is what a name in an expression may stand for: a state variable,
+// an array, a domain (after forall/exists), or a bound variable. A bound
+// variable is fixed (a transition parameter, whose value is known when the
+// transition is expanded) or quantified.
+type scope struct {
+	vars    []Var
+	arrays  []Array
+	domains []Domain
+	bound   []boundVar // innermost last
+}
+
+type boundVar struct {
+	name  string
+	typ   Type
+	fixed bool
+	val   int
+}
+
+func (sc *scope) lookupBound(name string) (boundVar, bool) {
+	for i := len(sc.bound) - 1; i >= 0; i-- {
+		if sc.bound[i].name == name {
+			return sc.bound[i], true
+		}
+	}
+	return boundVar{}, false
+}
+
+func (sc *scope) scalar(name string) int {
+	for i, v := range sc.vars {
+		if v.Name == name && v.Index == nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func (sc *scope) array(name string) int {
+	for i, a := range sc.arrays {
+		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (sc *scope) domain(name string) *Domain {
+	for i := range sc.domains {
+		if sc.domains[i].Name == name {
+			return &sc.domains[i]
+		}
+	}
+	return nil
+}
+
+// taken reports whether name already means something in sc.
+func (sc *scope) taken(name string) bool {
+	_, b := sc.lookupBound(name)
+	return b || sc.scalar(name) >= 0 || sc.array(name) >= 0
+}
+
+// resolve types e in sc, turning identifiers into variables, bound
+// variables or enum literals, and array reads with constant indices into
+// the cell variable they read. hint is the type the context expects (the
 // other side of a comparison, the variable written), which is how an enum
-// literal such as `ready` gets its type. Problems go to d; the returned type
-// has Kind 0 when e is invalid (and that has been reported).
-func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
+// literal such as `ready` or a set literal such as `{}` gets its type.
+// Problems go to d; the returned type has Kind 0 when e is invalid (and
+// that has been reported).
+func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 	if e == nil {
 		return Type{}
 	}
@@ -13,11 +75,24 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 	case OpConst:
 		return e.Type
 	case OpVar:
-		for i, v := range vars {
-			if v.Name == e.Name {
-				e.Var, e.Type = i, v.Type
-				return e.Type
+		if b, ok := sc.lookupBound(e.Name); ok {
+			if b.fixed {
+				*e = Expr{Op: OpConst, Val: b.val, Type: b.typ, Pos: e.Pos}
+				if b.typ.Kind == Enum {
+					e.Name = b.typ.Values[b.val]
+				}
+			} else {
+				e.Op, e.Type = OpBound, b.typ
 			}
+			return e.Type
+		}
+		if i := sc.scalar(e.Name); i >= 0 {
+			e.Var, e.Type = i, sc.vars[i].Type
+			return e.Type
+		}
+		if sc.array(e.Name) >= 0 {
+			d.add(e.Pos, "type-mismatch", "array %q is read one cell at a time: %s[...]", e.Name, e.Name)
+			return Type{}
 		}
 		if hint != nil && hint.Kind == Enum {
 			for i, val := range hint.Values {
@@ -31,12 +106,83 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 		}
 		d.add(e.Pos, "unknown-variable", "unknown variable %q", e.Name)
 		return Type{}
+	case OpIndex:
+		return resolveIndex(e, sc, d)
+	case OpSetLit:
+		return resolveSetLit(e, sc, hint, d)
+	case OpIn:
+		el, set := e.Args[0], e.Args[1]
+		var et, st Type
+		if needsHint(set, sc) && !needsHint(el, sc) {
+			et = resolve(el, sc, nil, d)
+			if et.Kind == Enum || et.Kind == Int {
+				st = resolve(set, sc, &Type{Kind: Set, Elem: &et}, d)
+			} else {
+				st = resolve(set, sc, nil, d)
+			}
+		} else {
+			st = resolve(set, sc, nil, d)
+			var eh *Type
+			if st.Kind == Set {
+				eh = st.Elem
+			}
+			et = resolve(el, sc, eh, d)
+		}
+		e.Type = Type{Kind: Bool}
+		if expectKind(set, st, Set, "right side of in", d) && et.Kind != 0 && !compatible(et, *st.Elem) {
+			d.add(e.Pos, "type-mismatch", "%s is not an element type of %s", et, st)
+		}
+	case OpSubset, OpUnion, OpInter, OpDiff:
+		l, r := e.Args[0], e.Args[1]
+		var lt, rt Type
+		if needsHint(l, sc) && !needsHint(r, sc) {
+			rt = resolve(r, sc, hint, d)
+			lt = resolve(l, sc, typeOr(typeHint(rt), hint), d)
+		} else {
+			lt = resolve(l, sc, hint, d)
+			rt = resolve(r, sc, typeOr(typeHint(lt), hint), d)
+		}
+		okL := expectKind(l, lt, Set, "operand of "+e.Op.Text(), d)
+		okR := expectKind(r, rt, Set, "operand of "+e.Op.Text(), d)
+		if okL && okR && !compatible(lt, rt) {
+			d.add(e.Pos, "type-mismatch", "%s needs sets of one type, not %s and %s", e.Op.Text(), lt, rt)
+			return Type{}
+		}
+		if e.Op == OpSubset {
+			e.Type = Type{Kind: Bool}
+		} else if okL && okR {
+			e.Type = lt
+		} else {
+			return Type{}
+		}
+	case OpCard:
+		t := resolve(e.Args[0], sc, nil, d)
+		e.Type = Type{Kind: Int}
+		if expectKind(e.Args[0], t, Set, "operand of card", d) {
+			e.Type.Max = t.Elem.Size()
+		}
+	case OpForall, OpExists:
+		dom := sc.domain(e.Dom.Name)
+		if dom == nil {
+			d.add(e.Pos, "unknown-domain", "unknown domain %q (declare it under domains:)", e.Dom.Name)
+			return Type{}
+		}
+		if sc.taken(e.Name) {
+			d.add(e.Pos, "name", "bound variable %q hides a variable, an array or another bound variable", e.Name)
+			return Type{}
+		}
+		e.Dom = dom
+		sc.bound = append(sc.bound, boundVar{name: e.Name, typ: dom.Type})
+		t := resolve(e.Args[0], sc, nil, d)
+		sc.bound = sc.bound[:len(sc.bound)-1]
+		expectKind(e.Args[0], t, Bool, "body of "+e.Op.Text(), d)
+		e.Type = Type{Kind: Bool}
 	case OpNot:
-		t := resolve(e.Args[0], vars, nil, d)
+		t := resolve(e.Args[0], sc, nil, d)
 		expectKind(e.Args[0], t, Bool, "operand of !", d)
 		e.Type = Type{Kind: Bool}
 	case OpNeg:
-		t := resolve(e.Args[0], vars, nil, d)
+		t := resolve(e.Args[0], sc, nil, d)
 		if expectKind(e.Args[0], t, Int, "operand of unary -", d) {
 			e.Type = Type{Kind: Int, Min: -t.Max, Max: -t.Min}
 		} else {
@@ -44,13 +190,13 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 		}
 	case OpAnd, OpOr, OpImplies:
 		for _, a := range e.Args {
-			t := resolve(a, vars, nil, d)
+			t := resolve(a, sc, nil, d)
 			expectKind(a, t, Bool, "operand of "+e.Op.Text(), d)
 		}
 		e.Type = Type{Kind: Bool}
 	case OpAdd, OpSub:
-		l := resolve(e.Args[0], vars, nil, d)
-		r := resolve(e.Args[1], vars, nil, d)
+		l := resolve(e.Args[0], sc, nil, d)
+		r := resolve(e.Args[1], sc, nil, d)
 		okL := expectKind(e.Args[0], l, Int, "operand of "+e.Op.Text(), d)
 		okR := expectKind(e.Args[1], r, Int, "operand of "+e.Op.Text(), d)
 		e.Type = Type{Kind: Int}
@@ -64,12 +210,12 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
 		l, r := e.Args[0], e.Args[1]
 		var lt, rt Type
-		if bareIdent(l, vars) && !bareIdent(r, vars) {
-			rt = resolve(r, vars, nil, d)
-			lt = resolve(l, vars, typeHint(rt), d)
+		if needsHint(l, sc) && !needsHint(r, sc) {
+			rt = resolve(r, sc, nil, d)
+			lt = resolve(l, sc, typeHint(rt), d)
 		} else {
-			lt = resolve(l, vars, nil, d)
-			rt = resolve(r, vars, typeHint(lt), d)
+			lt = resolve(l, sc, nil, d)
+			rt = resolve(r, sc, typeHint(lt), d)
 		}
 		e.Type = Type{Kind: Bool}
 		if lt.Kind == 0 || rt.Kind == 0 {
@@ -88,16 +234,16 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 			checkIntConst(r, l, d)
 		}
 	case OpIte:
-		c := resolve(e.Args[0], vars, nil, d)
+		c := resolve(e.Args[0], sc, nil, d)
 		expectKind(e.Args[0], c, Bool, "condition of if", d)
 		a, b := e.Args[1], e.Args[2]
 		var at, bt Type
-		if bareIdent(a, vars) && !bareIdent(b, vars) {
-			bt = resolve(b, vars, hint, d)
-			at = resolve(a, vars, typeOr(typeHint(bt), hint), d)
+		if needsHint(a, sc) && !needsHint(b, sc) {
+			bt = resolve(b, sc, hint, d)
+			at = resolve(a, sc, typeOr(typeHint(bt), hint), d)
 		} else {
-			at = resolve(a, vars, hint, d)
-			bt = resolve(b, vars, typeOr(typeHint(at), hint), d)
+			at = resolve(a, sc, hint, d)
+			bt = resolve(b, sc, typeOr(typeHint(at), hint), d)
 		}
 		if at.Kind == 0 || bt.Kind == 0 {
 			return Type{}
@@ -111,6 +257,111 @@ func resolve(e *Expr, vars []Var, hint *Type, d *diags) Type {
 			e.Type.Min, e.Type.Max = min(at.Min, bt.Min), max(at.Max, bt.Max)
 		}
 	}
+	return e.Type
+}
+
+// resolveIndex types an array read. Indices may use constants, literals
+// and bound variables, never state variables: a read is then always a
+// fixed cell once the bound variables have values. With constant indices
+// the node becomes the cell variable itself.
+func resolveIndex(e *Expr, sc *scope, d *diags) Type {
+	ai := sc.array(e.Name)
+	if ai < 0 {
+		if sc.scalar(e.Name) >= 0 {
+			d.add(e.Pos, "type-mismatch", "%q is not an array", e.Name)
+		} else {
+			d.add(e.Pos, "unknown-variable", "unknown array %q", e.Name)
+		}
+		return Type{}
+	}
+	a := &sc.arrays[ai]
+	if len(e.Args) != len(a.Index) {
+		d.add(e.Pos, "type-mismatch", "array %q has %d indices, not %d", a.Name, len(a.Index), len(e.Args))
+		return Type{}
+	}
+	ok, allConst := true, true
+	consts := make([]int, len(e.Args))
+	for i, x := range e.Args {
+		want := a.Index[i]
+		t := resolve(x, sc, &want, d)
+		if t.Kind == 0 {
+			ok = false
+			continue
+		}
+		if !compatible(t, want) {
+			d.add(x.Pos, "type-mismatch", "index %d of %s must be %s, not %s", i+1, a.Name, want, t)
+			ok = false
+			continue
+		}
+		reads := false
+		x.Vars(func(int) { reads = true })
+		if reads {
+			d.add(x.Pos, "index", "an index of %s reads a state variable; indices use constants and bound variables only", a.Name)
+			ok = false
+			continue
+		}
+		if x.Op == OpConst {
+			consts[i] = x.Val
+			if !want.Contains(x.Val) {
+				d.add(x.Pos, "out-of-domain", "index %d is outside %s", x.Val, want)
+				ok = false
+			}
+		} else {
+			allConst = false
+		}
+	}
+	if !ok {
+		return Type{}
+	}
+	e.Var, e.Type = ai, a.Elem
+	if allConst {
+		cell, _ := a.Cell(consts)
+		*e = Expr{Op: OpVar, Name: sc.vars[cell].Name, Var: cell, Type: a.Elem, Pos: e.Pos}
+	}
+	return e.Type
+}
+
+// resolveSetLit types {a, b, ...}; an all-constant literal becomes a
+// constant bit-vector.
+func resolveSetLit(e *Expr, sc *scope, hint *Type, d *diags) Type {
+	var elem *Type
+	if hint != nil && hint.Kind == Set {
+		elem = hint.Elem
+	}
+	for _, x := range e.Args {
+		t := resolve(x, sc, elem, d)
+		if t.Kind == 0 {
+			return Type{}
+		}
+		if elem == nil {
+			if t.Kind != Enum && t.Kind != Int {
+				d.add(x.Pos, "type-mismatch", "a set's elements are enum values or integers, not %s", t)
+				return Type{}
+			}
+			tt := t
+			elem = &tt
+		} else if !compatible(t, *elem) || t.Kind == Int && (t.Min < elem.Min || t.Max > elem.Max) {
+			d.add(x.Pos, "type-mismatch", "element %s (%s) is not always in %s", x, t, elem)
+			return Type{}
+		}
+	}
+	if elem == nil {
+		d.add(e.Pos, "type-mismatch", "cannot tell the element type of %s here; compare it with a set variable", e)
+		return Type{}
+	}
+	e.Type = Type{Kind: Set, Elem: elem}
+	bitsv := 0
+	for _, x := range e.Args {
+		if x.Op != OpConst {
+			return e.Type
+		}
+		if !elem.Contains(x.Val) {
+			d.add(x.Pos, "out-of-domain", "%s is not in %s", x, elem)
+			return Type{}
+		}
+		bitsv |= 1 << elem.Bit(x.Val)
+	}
+	*e = Expr{Op: OpConst, Val: bitsv, Type: e.Type, Pos: e.Pos}
 	return e.Type
 }
 
@@ -128,18 +379,19 @@ func typeOr(a, b *Type) *Type {
 	return b
 }
 
-// bareIdent reports whether e is an identifier that is not a variable: an
-// enum literal waiting for its type from the other operand.
-func bareIdent(e *Expr, vars []Var) bool {
-	if e == nil || e.Op != OpVar || e.Var >= 0 {
+// needsHint reports whether e takes its type from its context: an
+// identifier that is not a variable (an enum literal) or a set literal.
+func needsHint(e *Expr, sc *scope) bool {
+	if e == nil {
 		return false
 	}
-	for _, v := range vars {
-		if v.Name == e.Name {
-			return false
-		}
+	if e.Op == OpSetLit {
+		return true
 	}
-	return true
+	if e.Op != OpVar || e.Var >= 0 {
+		return false
+	}
+	return !sc.taken(e.Name)
 }
 
 func expectKind(e *Expr, t Type, k TypeKind, what string, d *diags) bool {
@@ -147,7 +399,7 @@ func expectKind(e *Expr, t Type, k TypeKind, what string, d *diags) bool {
 		return false
 	}
 	if t.Kind != k {
-		d.add(e.Pos, "type-mismatch", "%s must be %s, not %s", what, Type{Kind: k, Values: nil}.kindName(), t)
+		d.add(e.Pos, "type-mismatch", "%s must be %s, not %s", what, Type{Kind: k}.kindName(), t)
 		return false
 	}
 	return true
@@ -159,6 +411,8 @@ func (t Type) kindName() string {
 		return "bool"
 	case Enum:
 		return "an enum"
+	case Set:
+		return "a set"
 	}
 	return "int"
 }
@@ -166,7 +420,7 @@ func (t Type) kindName() string {
 // checkIntConst reports an integer literal compared with a variable whose
 // domain does not contain it: the comparison is constant, which is a bug.
 func checkIntConst(c, v *Expr, d *diags) {
-	if c.Op == OpConst && v.Op == OpVar && !v.Type.Contains(c.Val) {
+	if c.Op == OpConst && v.Op == OpVar && v.Type.Kind == Int && !v.Type.Contains(c.Val) {
 		d.add(c.Pos, "out-of-domain", "constant %d is outside the domain of %s (%s)", c.Val, v.Name, v.Type)
 	}
 }

@@ -104,3 +104,28 @@ func TestSpinReservedNames(t *testing.T) {
 	}
 	agree(t, m)
 }
+
+// TestSpinQuantified runs SPIN on the paper's P3 written with quantifiers
+// over arrays of sets (../testdata/delegation.yaml) with 2 and 3 agents:
+// the expanded Promela must agree with the Go checker on every verdict,
+// the shortest counterexamples and the state count.
+func TestSpinQuantified(t *testing.T) {
+	if !SpinAvailable() {
+		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
+			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
+		}
+		t.Skip("spin or gcc is not installed")
+	}
+	file := filepath.Join("..", "testdata", "delegation.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agents := range []int{2, 3} {
+		m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: map[string]int{"AGENTS": agents}}, ir.LintOptions{})
+		if ds.HasErrors() {
+			t.Fatalf("%s", ds)
+		}
+		agree(t, m)
+	}
+}

@@ -74,7 +74,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 	b.WriteString("  skip\n}\n\nactive proctype main() {\n  d_step { check_invariants() };\nend:\n  do\n")
 	for _, t := range m.Transitions {
 		fmt.Fprintf(&b, "  :: d_step { %s ->", e.guard(t))
-		if writes, ok := ordered(t); ok {
+		if writes, ok := ordered(m, t); ok {
 			for _, wr := range writes {
 				fmt.Fprintf(&b, " %s = %s;", e.names.Vars[wr.Var], e.expr(wr.Expr))
 			}
@@ -91,7 +91,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 				fmt.Fprintf(&b, " %s = 0;", e.temp[wr.Var])
 			}
 		}
-		fmt.Fprintf(&b, " check_invariants() } /* %s %s", sanitizeComment(t.ID), t.Kind)
+		fmt.Fprintf(&b, " check_invariants() } /* %s %s", sanitizeComment(t.Label()), t.Kind)
 		if t.Adversary != "" {
 			fmt.Fprintf(&b, " %s", t.Adversary)
 		}
@@ -155,7 +155,7 @@ func newEmitter(m *ir.Model) *emitter {
 		e.check[i] = claim("CHECK_" + p.ID)
 	}
 	for _, t := range m.Transitions {
-		if _, ok := ordered(t); ok {
+		if _, ok := ordered(m, t); ok {
 			continue
 		}
 		for _, w := range t.Writes {
@@ -184,6 +184,8 @@ func promelaType(t ir.Type) string {
 		return "bool"
 	case ir.Enum:
 		return "byte"
+	case ir.Set: // a bit-vector
+		t = ir.Type{Kind: ir.Int, Min: 0, Max: t.Size() - 1}
 	}
 	switch {
 	case t.Min >= 0 && t.Max <= 255:
@@ -221,24 +223,88 @@ func (e *emitter) constant(t ir.Type, v int) string {
 }
 
 var binOps = map[ir.Op]string{ir.OpAnd: "&&", ir.OpOr: "||", ir.OpEq: "==", ir.OpNe: "!=", ir.OpLt: "<",
-	ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpAdd: "+", ir.OpSub: "-"}
+	ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpAdd: "+", ir.OpSub: "-",
+	ir.OpUnion: "|", ir.OpInter: "&"}
 
-func (e *emitter) expr(x *ir.Expr) string {
+func (e *emitter) expr(x *ir.Expr) string { return e.exprIn(x, nil) }
+
+// exprIn prints x with the bound variables of env fixed. Promela has no
+// quantifiers, sets or functions: a quantifier is expanded over its
+// domain, an array read names the cell variable, and a set is a
+// bit-vector (element i of its domain is bit i).
+func (e *emitter) exprIn(x *ir.Expr, env ir.Env) string {
+	sub := func(i int) string { return e.exprIn(x.Args[i], env) }
 	switch x.Op {
 	case ir.OpConst:
 		return e.constant(x.Type, x.Val)
 	case ir.OpVar:
 		return e.names.Vars[x.Var]
+	case ir.OpBound:
+		v, _ := env.Lookup(x.Name)
+		return e.constant(x.Type, v)
+	case ir.OpIndex:
+		cell, err := e.m.Cell(x, env)
+		if err != nil {
+			panic(fmt.Sprintf("promela: %v", err)) // Parse checked the indices' domains
+		}
+		return e.names.Vars[cell]
+	case ir.OpForall, ir.OpExists:
+		join, empty := " && ", "true"
+		if x.Op == ir.OpExists {
+			join, empty = " || ", "false"
+		}
+		var parts []string
+		for _, v := range x.Dom.Type.Elems() {
+			parts = append(parts, "("+e.exprIn(x.Args[0], env.With(x.Name, v))+")")
+		}
+		if len(parts) == 0 {
+			return empty
+		}
+		return "(" + strings.Join(parts, join) + ")"
+	case ir.OpSetLit:
+		elem := *x.Type.Elem
+		parts := []string{"0"}
+		for i := range x.Args {
+			parts = append(parts, fmt.Sprintf("(1 << %s)", bitOf(elem, sub(i))))
+		}
+		return "(" + strings.Join(parts, " | ") + ")"
+	case ir.OpIn:
+		elem := *x.Args[1].Type.Elem
+		el := sub(0)
+		in := fmt.Sprintf("(((%s >> %s) & 1) == 1)", sub(1), bitOf(elem, el))
+		if elem.Kind == ir.Int && x.Args[0].Op != ir.OpConst && x.Args[0].Op != ir.OpBound {
+			in = fmt.Sprintf("((%s) >= %d && (%s) <= %d && %s)", el, elem.Min, el, elem.Max, in)
+		}
+		return in
+	case ir.OpSubset:
+		return fmt.Sprintf("((%s & ~%s) == 0)", sub(0), sub(1))
+	case ir.OpDiff:
+		return fmt.Sprintf("(%s & ~%s)", sub(0), sub(1))
+	case ir.OpCard:
+		s := sub(0)
+		parts := []string{"0"}
+		for i := range x.Args[0].Type.Elem.Size() {
+			parts = append(parts, fmt.Sprintf("((%s >> %d) & 1)", s, i))
+		}
+		return "(" + strings.Join(parts, " + ") + ")"
 	case ir.OpNot:
-		return "!(" + e.expr(x.Args[0]) + ")"
+		return "!(" + sub(0) + ")"
 	case ir.OpNeg:
-		return "-(" + e.expr(x.Args[0]) + ")"
+		return "-(" + sub(0) + ")"
 	case ir.OpImplies:
-		return fmt.Sprintf("(!(%s) || (%s))", e.expr(x.Args[0]), e.expr(x.Args[1]))
+		return fmt.Sprintf("(!(%s) || (%s))", sub(0), sub(1))
 	case ir.OpIte:
-		return fmt.Sprintf("((%s) -> (%s) : (%s))", e.expr(x.Args[0]), e.expr(x.Args[1]), e.expr(x.Args[2]))
+		return fmt.Sprintf("((%s) -> (%s) : (%s))", sub(0), sub(1), sub(2))
 	}
-	return fmt.Sprintf("(%s %s %s)", e.expr(x.Args[0]), binOps[x.Op], e.expr(x.Args[1]))
+	return fmt.Sprintf("(%s %s %s)", sub(0), binOps[x.Op], sub(1))
+}
+
+// bitOf prints the bit position of element el (printed) in a set over elem.
+func bitOf(elem ir.Type, el string) string {
+	if elem.Kind == ir.Int && elem.Min != 0 {
+		return fmt.Sprintf("((%s) - %d)", el, elem.Min)
+	}
+	return el
 }
 
 // guard is the transition's guard conjoined with the domain bounds of its
@@ -272,7 +338,7 @@ func (e *emitter) guard(t ir.Transition) string {
 // gives the IR's simultaneous semantics: a write that reads a variable
 // another write changes comes before that write. ok is false when the
 // writes read each other in a cycle (a swap): no order works.
-func ordered(t ir.Transition) (writes []ir.Assign, ok bool) {
+func ordered(m *ir.Model, t ir.Transition) (writes []ir.Assign, ok bool) {
 	rest := slices.Clone(t.Writes)
 	for len(rest) > 0 {
 		picked := -1
@@ -284,7 +350,7 @@ func ordered(t ir.Transition) (writes []ir.Assign, ok bool) {
 				if i == j {
 					continue
 				}
-				o.Expr.Vars(func(v int) { blocked = blocked || v == w.Var })
+				m.Reads(o.Expr, func(v int) { blocked = blocked || v == w.Var })
 			}
 			if !blocked {
 				picked = i

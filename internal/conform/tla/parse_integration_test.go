@@ -93,7 +93,7 @@ func TestEveryModuleParses(t *testing.T) {
 	for _, m := range all {
 		ms = append(ms, m, m.Guarded())
 	}
-	ms = append(ms, reservedModel(t))
+	ms = append(ms, testdataModel(t, "reserved-names.yaml"), testdataModel(t, "delegation.yaml"))
 	dir := t.TempDir()
 	var files []string
 	for _, m := range ms {
@@ -129,9 +129,12 @@ func TestParserCatchesFairnessPrefix(t *testing.T) {
 	}
 }
 
-func reservedModel(t *testing.T) *ir.Model {
+// testdataModel loads a model of ../testdata: reserved-names.yaml (names
+// TLA+, Promela and C reserve) or delegation.yaml (quantifiers, sets,
+// arrays and a transition with parameters, with Cardinality).
+func testdataModel(t *testing.T, name string) *ir.Model {
 	t.Helper()
-	file := filepath.Join("..", "testdata", "reserved-names.yaml")
+	file := filepath.Join("..", "testdata", name)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)

@@ -66,33 +66,44 @@ func Emit(w io.Writer, m *ir.Model) error {
 	if m.IsGuarded() {
 		b.WriteString("\\* Variant: behind the warden gateway.\n")
 	}
-	b.WriteString("EXTENDS Integers\n\n")
-	names := e.names.Vars
+	if usesCard(m) {
+		b.WriteString("EXTENDS Integers, FiniteSets\n\n") // Cardinality
+	} else {
+		b.WriteString("EXTENDS Integers\n\n")
+	}
+	tvars := e.stateVars()
+	names := make([]string, len(tvars))
+	for i, sv := range tvars {
+		names[i] = sv.name
+	}
 	b.WriteString("VARIABLES\n")
-	for i, v := range m.Vars {
+	for i, sv := range tvars {
 		sep := ","
-		if i == len(m.Vars)-1 {
+		if i == len(tvars)-1 {
 			sep = ""
 		}
-		fmt.Fprintf(&b, "  %s%s", names[i], sep)
-		if v.Doc != "" {
-			fmt.Fprintf(&b, " \\* %s", oneLine(v.Doc))
+		fmt.Fprintf(&b, "  %s%s", sv.name, sep)
+		if sv.doc != "" {
+			fmt.Fprintf(&b, " \\* %s", oneLine(sv.doc))
 		}
 		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "\nvars == <<%s>>\n\n", strings.Join(names, ", "))
 
 	b.WriteString("TypeOK ==\n")
-	for i, v := range m.Vars {
-		fmt.Fprintf(&b, "  /\\ %s \\in %s\n", names[i], domain(v.Type))
+	for _, sv := range tvars {
+		fmt.Fprintf(&b, "  /\\ %s \\in %s\n", sv.name, sv.typeOK)
 	}
 	b.WriteString("\nInit ==\n")
-	for i, v := range m.Vars {
-		fmt.Fprintf(&b, "  /\\ %s = %s\n", names[i], constant(v.Type, v.Init))
+	for _, sv := range tvars {
+		fmt.Fprintf(&b, "  /\\ %s = %s\n", sv.name, sv.init)
 	}
 	b.WriteString("\n")
 	for ti, t := range m.Transitions {
 		fmt.Fprintf(&b, "\\* %s", t.Kind)
+		if len(t.Args) > 0 {
+			fmt.Fprintf(&b, " %s", oneLine(t.Label()))
+		}
 		if t.Adversary != "" {
 			fmt.Fprintf(&b, " %s", t.Adversary)
 		}
@@ -162,12 +173,101 @@ type emitter struct {
 	names ir.Names
 }
 
+// usesCard reports whether any expression of m counts a set.
+func usesCard(m *ir.Model) bool {
+	found := false
+	var walk func(x *ir.Expr)
+	walk = func(x *ir.Expr) {
+		if x == nil || found {
+			return
+		}
+		found = x.Op == ir.OpCard
+		for _, a := range x.Args {
+			walk(a)
+		}
+	}
+	for _, t := range m.Transitions {
+		walk(t.Guard)
+		for _, w := range t.Writes {
+			walk(w.Expr)
+		}
+	}
+	for _, p := range m.Properties {
+		walk(p.Expr)
+	}
+	return found
+}
+
+// stateVar is one TLA+ variable: a scalar of the model, or a whole array.
+type stateVar struct {
+	name, doc    string
+	typeOK, init string
+	array        int // index into Model.Arrays, or -1
+	scalar       int // index into Model.Vars, or -1
+}
+
+func (e *emitter) stateVars() []stateVar {
+	var out []stateVar
+	for i, v := range e.m.Vars {
+		if v.Index == nil {
+			out = append(out, stateVar{name: e.names.Vars[i], doc: v.Doc, typeOK: domain(v.Type),
+				init: constant(v.Type, v.Init), array: -1, scalar: i})
+			continue
+		}
+		a := &e.m.Arrays[v.Array]
+		if a.First != i {
+			continue
+		}
+		typ := domain(a.Elem)
+		for d := len(a.Index) - 1; d >= 0; d-- {
+			typ = fmt.Sprintf("[%s -> %s]", domain(a.Index[d]), typ)
+		}
+		out = append(out, stateVar{name: e.names.Arrays[v.Array], doc: a.Doc, typeOK: typ,
+			init: e.arrayInit(a, 0, a.First, a.Cells()), array: v.Array, scalar: -1})
+	}
+	return out
+}
+
+// arrayInit prints the initial value of a's cells [first, first+n) over
+// the index dimensions from dim on: [x \in D |-> v] when all cells start
+// equal, else IF x = ... THEN ... per index value.
+func (e *emitter) arrayInit(a *ir.Array, dim, first, n int) string {
+	same := true
+	for c := first; c < first+n; c++ {
+		same = same && e.m.Vars[c].Init == e.m.Vars[first].Init
+	}
+	x := fmt.Sprintf("i%d", dim+1)
+	dom := domain(a.Index[dim])
+	if same {
+		v := constant(a.Elem, e.m.Vars[first].Init)
+		for d := len(a.Index) - 1; d >= dim; d-- {
+			v = fmt.Sprintf("[i%d \\in %s |-> %s]", d+1, domain(a.Index[d]), v)
+		}
+		return v
+	}
+	per := n / a.Index[dim].Size()
+	elems := a.Index[dim].Elems()
+	sub := func(k int) string {
+		if dim+1 == len(a.Index) {
+			return constant(a.Elem, e.m.Vars[first+k].Init)
+		}
+		return e.arrayInit(a, dim+1, first+k*per, per)
+	}
+	body := sub(len(elems) - 1)
+	for k := len(elems) - 2; k >= 0; k-- {
+		body = fmt.Sprintf("IF %s = %s THEN %s ELSE %s", x, constant(a.Index[dim], elems[k]), sub(k), body)
+	}
+	return fmt.Sprintf("[%s \\in %s |-> %s]", x, dom, body)
+}
+
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func domain(t ir.Type) string {
 	switch t.Kind {
 	case ir.Bool:
 		return "BOOLEAN"
+	case ir.Set:
+		return "SUBSET " + domain(*t.Elem)
 	case ir.Enum:
 		q := make([]string, len(t.Values))
 		for i, v := range t.Values {
@@ -196,12 +296,32 @@ func constant(t ir.Type, v int) string {
 		if v >= 0 && v < len(t.Values) {
 			return fmt.Sprintf("%q", t.Values[v])
 		}
+	case ir.Set:
+		var elems []string
+		for _, x := range t.Elem.Elems() {
+			if v>>t.Elem.Bit(x)&1 == 1 {
+				elems = append(elems, constant(*t.Elem, x))
+			}
+		}
+		return "{" + strings.Join(elems, ", ") + "}"
 	}
 	return intLit(v)
 }
 
 var binOps = map[ir.Op]string{ir.OpAnd: "/\\", ir.OpOr: "\\/", ir.OpImplies: "=>", ir.OpEq: "=", ir.OpNe: "#",
-	ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpAdd: "+", ir.OpSub: "-"}
+	ir.OpLt: "<", ir.OpLe: "<=", ir.OpGt: ">", ir.OpGe: ">=", ir.OpAdd: "+", ir.OpSub: "-",
+	ir.OpIn: "\\in", ir.OpSubset: "\\subseteq", ir.OpUnion: "\\cup", ir.OpInter: "\\cap", ir.OpDiff: "\\"}
+
+// cell prints a read of one array cell: name[i][j].
+func (e *emitter) cell(v int) string {
+	c := e.m.Vars[v]
+	a := &e.m.Arrays[c.Array]
+	s := e.names.Arrays[c.Array]
+	for d, x := range c.Index {
+		s += "[" + constant(a.Index[d], x) + "]"
+	}
+	return s
+}
 
 // expr prints x fully parenthesised, so TLA+'s precedence and its
 // indentation-sensitive /\ lists never change the meaning.
@@ -210,7 +330,32 @@ func (e *emitter) expr(x *ir.Expr) string {
 	case ir.OpConst:
 		return constant(x.Type, x.Val)
 	case ir.OpVar:
+		if e.m.Vars[x.Var].Index != nil {
+			return e.cell(x.Var)
+		}
 		return e.names.Vars[x.Var]
+	case ir.OpBound:
+		return ir.Ident(x.Name)
+	case ir.OpIndex:
+		s := e.names.Arrays[x.Var]
+		for _, a := range x.Args {
+			s += "[" + e.expr(a) + "]"
+		}
+		return s
+	case ir.OpSetLit:
+		parts := make([]string, len(x.Args))
+		for i, a := range x.Args {
+			parts[i] = e.expr(a)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case ir.OpCard:
+		return "Cardinality(" + e.expr(x.Args[0]) + ")"
+	case ir.OpForall, ir.OpExists:
+		q := "\\A"
+		if x.Op == ir.OpExists {
+			q = "\\E"
+		}
+		return fmt.Sprintf("(%s %s \\in %s : %s)", q, ir.Ident(x.Name), domain(x.Dom.Type), e.expr(x.Args[0]))
 	case ir.OpNot:
 		return "(~" + e.expr(x.Args[0]) + ")"
 	case ir.OpNeg:
@@ -236,14 +381,29 @@ func (e *emitter) conjuncts(t ir.Transition) []string {
 			cs = append(cs, fmt.Sprintf("%s \\in %s", e.expr(w.Expr), domain(v.Type)))
 		}
 	}
+	arrayWrites := map[int][]string{} // array → its EXCEPT clauses
+	var arrayOrder []int
 	for _, w := range t.Writes {
 		written[w.Var] = true
-		cs = append(cs, fmt.Sprintf("%s' = %s", e.names.Vars[w.Var], e.expr(w.Expr)))
+		v := e.m.Vars[w.Var]
+		if v.Index == nil {
+			cs = append(cs, fmt.Sprintf("%s' = %s", e.names.Vars[w.Var], e.expr(w.Expr)))
+			continue
+		}
+		if arrayWrites[v.Array] == nil {
+			arrayOrder = append(arrayOrder, v.Array)
+		}
+		path := strings.TrimPrefix(e.cell(w.Var), e.names.Arrays[v.Array])
+		arrayWrites[v.Array] = append(arrayWrites[v.Array], fmt.Sprintf("!%s = %s", path, e.expr(w.Expr)))
+	}
+	for _, ai := range arrayOrder {
+		name := e.names.Arrays[ai]
+		cs = append(cs, fmt.Sprintf("%s' = [%s EXCEPT %s]", name, name, strings.Join(arrayWrites[ai], ", ")))
 	}
 	var same []string
-	for i := range e.m.Vars {
-		if !written[i] {
-			same = append(same, e.names.Vars[i])
+	for _, sv := range e.stateVars() {
+		if sv.scalar >= 0 && !written[sv.scalar] || sv.array >= 0 && arrayWrites[sv.array] == nil {
+			same = append(same, sv.name)
 		}
 	}
 	if len(same) > 0 {

@@ -111,12 +111,36 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 		defined[mm[1]] = true
 	}
 	names := m.PrintNames()
-	vars := map[string]bool{}
-	for _, n := range names.Vars {
+	vars := map[string]bool{} // the TLA+ variables: scalars and whole arrays
+	for i, n := range names.Vars {
+		if m.Vars[i].Index == nil {
+			vars[n] = true
+		}
+	}
+	for _, n := range names.Arrays {
 		vars[n] = true
 	}
 	keywords := map[string]bool{"IF": true, "THEN": true, "ELSE": true, "TRUE": true, "FALSE": true, "UNCHANGED": true,
-		"BOOLEAN": true}
+		"BOOLEAN": true, "EXCEPT": true, "SUBSET": true, "Cardinality": true}
+	bound := map[string]bool{} // names bound by quantifiers
+	var walk func(e *ir.Expr)
+	walk = func(e *ir.Expr) {
+		if e == nil {
+			return
+		}
+		if e.Op == ir.OpForall || e.Op == ir.OpExists {
+			bound[ir.Ident(e.Name)] = true
+		}
+		for _, a := range e.Args {
+			walk(a)
+		}
+	}
+	for _, t := range m.Transitions {
+		walk(t.Guard)
+		for _, w := range t.Writes {
+			walk(w.Expr)
+		}
+	}
 	for ti := range m.Transitions {
 		id := names.Transitions[ti]
 		if !defined[id] {
@@ -142,8 +166,9 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 		if !slices.Equal(assigned, want) {
 			t.Errorf("action %s assigns %v, want every variable once: %v", id, assigned, want)
 		}
-		for _, word := range identRe.FindAllString(strings.ReplaceAll(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, ""), "\\in", " "), -1) {
-			if !vars[word] && !keywords[word] && word != id {
+		plain := regexp.MustCompile(`\\[A-Za-z]+`).ReplaceAllString(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(body, ""), " ")
+		for _, word := range identRe.FindAllString(plain, -1) {
+			if !vars[word] && !keywords[word] && !bound[word] && word != id {
 				t.Errorf("action %s uses undeclared identifier %q", id, word)
 			}
 		}
