@@ -227,3 +227,39 @@ func TestCompositionInvariants(t *testing.T) {
 		t.Errorf("%d CS invariants; holding: %v", n, holds)
 	}
 }
+
+// The a2a model states P3 as the paper writes it (Listing 1): for all
+// agents ag1 # ag2, delegation[ag1][ag2] is a subset of original_caps[ag1].
+// With 2 and with 3 agents (the paper's bounds) the specification lets an
+// agent hand on exec, which nobody was granted; behind warden, whose rule is
+// that condition, P3 holds.
+func TestPaperP3WithQuantifier(t *testing.T) {
+	data, file, err := Source("a2a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agents := range []int{2, 3} {
+		m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: map[string]int{"AGENTS": agents}}, ir.LintOptions{})
+		if ds.HasErrors() {
+			t.Fatal(ds)
+		}
+		pr, _ := m.Property("P3_delegation")
+		if pr.Expr.Op != ir.OpForall || pr.Expr.Args[0].Op != ir.OpForall {
+			t.Fatalf("P3 is not quantified: %s", pr.Expr)
+		}
+		p, _ := check.Compile(m)
+		r, _ := check.Check(context.Background(), p, "P3_delegation", budget)
+		if r.Status != check.Violated {
+			t.Fatalf("%d agents: P3 %s", agents, r.Status)
+		}
+		last := r.Trace.Steps[len(r.Trace.Steps)-1]
+		if got := m.Transitions[last.Action].Label(); got != "A_amplify(from=2, to=1, c=exec)" {
+			t.Errorf("%d agents: last step %s", agents, got)
+		}
+		g, _ := check.Compile(m.Guarded())
+		r, _ = check.Check(context.Background(), g, "P3_delegation", budget)
+		if r.Status != check.Holds {
+			t.Errorf("%d agents behind warden: P3 %s", agents, r.Status)
+		}
+	}
+}
