@@ -279,10 +279,15 @@ func (r *Recorder) Stats() RecorderStats {
 	return st
 }
 
+// attrBuffers hold spans' attribute buffers between spans (end).
+var attrBuffers = sync.Pool{New: func() any { b := make([]attribute.KeyValue, 0, 32); return &b }}
+
 // end does End's work on the goroutine that calls it.
 func (r *Recorder) end(s *Span, op *Operation) {
-	// Sized for a tools/call in both conventions, so that none grows.
-	b := spanBuilder{capture: r.capture, attrs: make([]attribute.KeyValue, 0, 32),
+	// Sized for a tools/call in both conventions, so that none grows. The
+	// attributes' buffer is reused: SetAttributes copies them.
+	ab := attrBuffers.Get().(*[]attribute.KeyValue)
+	b := spanBuilder{capture: r.capture, attrs: (*ab)[:0],
 		seed: make([]string, 0, 16), events: make([]event, 0, 4), memo: make([]captured, 0, 4)}
 	if r.aitf {
 		r.aitfAttributes(&b, s.typ, op)
@@ -295,6 +300,9 @@ func (r *Recorder) end(s *Span, op *Operation) {
 	}
 	wardenAttributes(&b, op)
 	s.span.SetAttributes(b.attrs...)
+	clear(b.attrs) // hold no content in the pool
+	*ab, b.attrs = b.attrs[:0], nil
+	attrBuffers.Put(ab)
 	s.span.SetAttributes(op.Attributes...)
 	if r.aitf {
 		for _, e := range b.events {
