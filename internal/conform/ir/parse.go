@@ -564,21 +564,6 @@ func (p *parser) initValue(n *yaml.Node, t Type, bound []boundVar) int {
 	return val
 }
 
-// constValue is the value of a constant expression: a literal, or a
-// negated integer literal ("-1").
-func constValue(e *Expr) (int, bool) {
-	switch {
-	case e == nil:
-		return 0, false
-	case e.Op == OpConst:
-		return e.Val, true
-	case e.Op == OpNeg && e.Type.Kind == Int:
-		v, ok := constValue(e.Args[0])
-		return -v, ok
-	}
-	return 0, false
-}
-
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validIdent(s string) bool {
