@@ -174,7 +174,9 @@ Support/warden).
       client's user is also asked, through MCP elicitation; the first
       decision wins.
 `,
-	"audit": `  warden audit verify FILE [--backend sqlite|jsonl] [--head SEQ:HASH] [--key PUB]... [--witness FILE]
+	"audit": `  warden audit verify FILE [--backend jsonl|sqlite] [--head SEQ:HASH] [--key PUB]... [--witness FILE]
+      Without --backend the kind is read from the file (an SQLite
+      database, else JSON Lines, the default backend).
       Reads every record of the audit log (gateway.audit) and reports the
       first one that breaks the chain: an edited field or hash, a deleted,
       inserted or moved record, or a log that ends before its stored head
