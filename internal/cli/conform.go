@@ -120,9 +120,15 @@ func coverage(ctx context.Context, m *ir.Model) ir.Diagnostics {
 		return nil
 	}
 	var ds ir.Diagnostics
+	// The instances of a transition with parameters share its position:
+	// it is unreachable only when none of them fires.
+	fired := map[ir.Pos]int{}
 	for i, n := range r.Fired {
-		if n == 0 {
-			t := m.Transitions[i]
+		fired[m.Transitions[i].Pos] += n
+	}
+	for i := range r.Fired {
+		if t := m.Transitions[i]; fired[t.Pos] == 0 {
+			fired[t.Pos] = -1 // reported
 			ds = append(ds, ir.Diagnostic{Pos: t.Pos, Severity: ir.Warning, Code: "unreachable-transition",
 				Msg: fmt.Sprintf("transition %q never fires in any of the %d reachable states", t.ID, r.States)})
 		}
