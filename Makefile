@@ -25,7 +25,7 @@ RESULTS  := $(CURDIR)/.cache/test
 # gofmt of the toolchain go.mod selects (a gofmt on PATH may be older).
 GOFMT     = $(shell go env GOROOT)/bin/gofmt
 TAGS     ?= integration
-GOTEST   := go test -count=1 -timeout=10m -tags='$(TAGS)'
+GOTEST   := go test -count=1 -timeout=20m -tags='$(TAGS)'
 TESTSUM_FLAGS := $(if $(filter 1,$(V)),-v)
 
 # Go files to gofmt: everything but caches and testdata fixtures.
