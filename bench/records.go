@@ -26,7 +26,6 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -99,15 +98,18 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	}
 	defer l.Close()
 	spanOut, _ := telemetry.NewSpanWriter(io.Discard)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(spanOut))
+	// Spans, OCSF and metrics as a configured gateway records them
+	// (gateway/config_records.go): spans end on the Recorder's goroutine.
+	tp := telemetry.NewDeferredTracerProvider(spanOut)
 	defer tp.Shutdown(ctx)
 	queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
 	defer queue.Close(ctx)
-	spans := telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue})
+	spans := telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue, Deferred: 4096})
+	defer spans.Close(ctx) // before the provider and the queue (defers run last first)
 	full := serveRecordedGateway(upstream, &gateway.Records{Audit: l, Propagate: true, Transport: telemetry.TransportStreamableHTTP,
-		Spans: spans, Metrics: &gateway.Metrics{}})
+		Spans: spans, Metrics: &gateway.Metrics{Recording: spans}})
 	spansOnly := serveRecordedGateway(upstream, &gateway.Records{Propagate: true, Transport: telemetry.TransportStreamableHTTP,
-		Spans: spans, Metrics: &gateway.Metrics{}})
+		Spans: spans, Metrics: &gateway.Metrics{Recording: spans}})
 	auditOnly := serveRecordedGateway(upstream, &gateway.Records{Audit: l})
 	// Each round measures the four gateways one after another, in a
 	// different order each time, so that all four see the same background
