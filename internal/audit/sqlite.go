@@ -11,6 +11,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // SQLite is the default Backend: an SQLite database file in WAL mode with
@@ -87,36 +89,19 @@ const (
 // NewSQLite opens (creating if needed) the audit log in the SQLite database
 // file at path.
 func NewSQLite(path string) (*SQLite, error) {
-	if path == "" || strings.ContainsAny(path, "?#") || strings.HasPrefix(path, "file:") || strings.HasPrefix(path, ":memory:") {
-		return nil, fmt.Errorf("audit: sqlite path %q: want a plain file path", path)
-	}
-	// busy_timeout first, so that switching to WAL waits for another opener.
-	dsn := path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)"
-	db, err := sql.Open("sqlite", dsn)
+	// One connection for Write, one for reads.
+	db, err := storage.OpenSQLite(path, "audit", storage.SQLiteOptions{Schema: sqliteSchema, MaxConns: 2})
 	if err != nil {
-		return nil, fmt.Errorf("audit: open sqlite %s: %w", path, err)
+		return nil, err
 	}
-	db.SetMaxOpenConns(2) // one for Write, one for reads
-	db.SetConnMaxIdleTime(0)
-	db.SetConnMaxLifetime(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	fail := func(err error) (*SQLite, error) {
 		db.Close()
 		return nil, fmt.Errorf("audit: sqlite %s: %w", path, err)
 	}
-	if _, err := db.ExecContext(ctx, sqliteSchema); err != nil {
-		return fail(err)
-	}
 	if err := addColumns(ctx, db); err != nil {
 		return fail(err)
-	}
-	var mode string
-	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
-		return fail(err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fail(fmt.Errorf("journal_mode is %q, want wal", mode))
 	}
 	// The schema exists, so the file and its WAL do; the pool keeps both
 	// open from now on, so their inodes stay theirs.

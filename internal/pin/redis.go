@@ -37,7 +37,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/agentwarden/warden/internal/storage"
 	"slices"
 	"strings"
 	"sync"
@@ -47,6 +46,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 const (

@@ -5,12 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/agentwarden/warden/internal/storage"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // SQLite is a Store in an SQLite database file. Pins survive restarts and

@@ -5,11 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/agentwarden/warden/internal/storage"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // SQLite is a Registry in an SQLite file, shared by the processes that open

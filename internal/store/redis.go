@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentwarden/warden/internal/storage"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // Redis is a Store on a Redis server, shared by every gateway that points at

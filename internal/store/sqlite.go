@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"github.com/agentwarden/warden/internal/storage"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
+
+	"github.com/agentwarden/warden/internal/storage"
 )
 
 // SQLite is a Store in an SQLite database file: the default embedded store.
