@@ -136,7 +136,7 @@ func (z ZeroTrust) Authorize(ctx context.Context, c *Call, req TokenRequest) (st
 			Reason: "no mandate covers this call, and this gateway has no operator approval (hold_for_approval with the admin channel)"}
 	}
 	token, claims, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-		Session: c.Session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
+		Session: c.Session, Arguments: canonical, ParametersHash: hash, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 		Classification: c.Level, DPoPJKT: jkt, BindingMode: mode, SchemaHash: schemaHash})
 	if err != nil {
 		return "", nil, &Denial{Rule: deny.RuleIssue, Reason: "warden could not issue the token", Cause: err.Error()}

@@ -38,7 +38,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 	if z.Signer != nil && len(z.Mandates) > 0 {
 		if hash, canonical, err := c.Hashed(); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
 			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-				Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
+				Session: session, Arguments: canonical, ParametersHash: hash, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
 				BindingMode: zerotrust.BindingPreDefined, Classification: c.Level})
 			if err != nil {
 				return "", &Denial{Rule: deny.RuleIssue, Reason: "the call matches a mandate, but warden could not issue its token", Cause: err.Error()}
@@ -65,7 +65,7 @@ func (z ZeroTrust) hold(ctx context.Context, c *Call, sub, session string) (stri
 		return "", d
 	}
 	token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
-		Session: session, Arguments: canonical, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
+		Session: session, Arguments: canonical, ParametersHash: hash, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona, Classification: c.Level})
 	if err != nil {
 		return "", &Denial{Rule: deny.RuleIssue, Reason: "approved, but warden could not issue the token", Cause: err.Error()}
 	}

@@ -134,6 +134,10 @@ type IssueRequest struct {
 	// as SessionHash(Session), never as the id itself.
 	Session   string
 	Arguments []byte // the approved arguments; nil or empty means {}
+	// ParametersHash, when set, is ParamsHash(Arguments) already computed
+	// by the caller (the gateway hashes a call's arguments once); Arguments
+	// is then not hashed again. It must be a lowercase hex SHA-256.
+	ParametersHash string
 
 	TTL            time.Duration // lifetime; zero means MaxTTL (30 s)
 	Aud            string        // zero means DefaultAudience
@@ -190,9 +194,15 @@ func Issue(ring *KeyRing, req IssueRequest) (string, Claims, error) {
 	if req.DPoPJKT != "" && !kidPattern.MatchString(req.DPoPJKT) {
 		return "", c, fmt.Errorf("dpop jkt %q is not a base64url SHA-256 JWK thumbprint", req.DPoPJKT)
 	}
-	hash, _, err := ParamsHash(req.Arguments)
-	if err != nil {
-		return "", c, fmt.Errorf("arguments: %w", err)
+	hash := req.ParametersHash
+	if hash != "" && !isHexSHA256(hash) {
+		return "", c, fmt.Errorf("parameters hash %q is not a lowercase hex SHA-256", hash)
+	}
+	if hash == "" {
+		var err error
+		if hash, _, err = ParamsHash(req.Arguments); err != nil {
+			return "", c, fmt.Errorf("arguments: %w", err)
+		}
 	}
 	jti, err := randomID()
 	if err != nil {

@@ -451,3 +451,26 @@ func TestHybridToken(t *testing.T) {
 		t.Errorf("hybrid without schema_hash: %v", err)
 	}
 }
+
+// A caller that already hashed the arguments (the gateway, once per call)
+// passes the hash, and Issue signs it without hashing again: here the
+// arguments are not even JSON, so hashing them would fail. A hash that is
+// not a lowercase hex SHA-256 is refused.
+func TestIssueTakesTheCallersHash(t *testing.T) {
+	r := newRing(t, AlgEdDSA)
+	const h = "bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c"
+	req := IssueRequest{Sub: "alice", Upstream: "bank", Tool: "payments/transfer_funds", Arguments: []byte("{"), ParametersHash: h}
+	_, c, err := Issue(r, req)
+	if err != nil {
+		t.Fatalf("Issue with the caller's hash: %v", err)
+	}
+	if c.ParametersHash != h {
+		t.Fatalf("parameters_hash = %s, want the caller's %s", c.ParametersHash, h)
+	}
+	for _, bad := range []string{"BB4B09FE11CA1829BCB98FDA2A658FAF5F93C2DA07C3B16B40E2D8646C518C9C", "bb4b", h + "00"} {
+		req.ParametersHash = bad
+		if _, _, err := Issue(r, req); err == nil || !strings.Contains(err.Error(), "parameters hash") {
+			t.Errorf("hash %q: %v, want a refusal naming the parameters hash", bad, err)
+		}
+	}
+}
