@@ -11,7 +11,8 @@ package audit
 import (
 	"encoding/json"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/agentwarden/warden/internal/jsonenc"
 )
 
 // appendLine appends rec's JSON line to b.
@@ -67,67 +68,5 @@ func appendLineReflect(b []byte, rec *Record) ([]byte, error) {
 	return append(append(b, j...), '\n'), nil
 }
 
-const hexDigits = "0123456789abcdef"
-
-// plainASCII marks the ASCII bytes a JSON string holds as they are.
-var plainASCII = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// without HTML escaping: '"' and '\\' escaped with a backslash, the
-// control characters below U+0020 as \b \f \n \r \t or \u00XX, each byte
-// of invalid UTF-8 as \ufffd, and U+2028 and U+2029 as \u2028 and \u2029
-// (JavaScript line terminators); everything else as it is.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0 // s[start:i] is pending, to be copied as it is
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if plainASCII[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, `\b`...)
-			case '\f':
-				b = append(b, `\f`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString appends s as a JSON string, without HTML escaping.
+func appendJSONString(b []byte, s string) []byte { return jsonenc.AppendString(b, s, false) }

@@ -18,7 +18,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/agentwarden/warden/internal/jsonenc"
 )
 
 // AppendJSON appends the JSON encoding of ev to dst, as encoding/json
@@ -582,58 +583,5 @@ func (e *encoder) float(f float64) {
 	}
 }
 
-const hex = "0123456789abcdef"
-
-// appendString appends s as a JSON string, escaped as encoding/json does
-// with HTML escaping off: ", \ and control characters escaped (\b \f \n
-// \r \t by name), invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string, without HTML escaping.
+func appendString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s, false) }
