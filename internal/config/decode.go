@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agentwarden/warden/internal/glob"
 )
 
 // decoder walks a YAML node tree into a Config, collecting every problem.
@@ -448,7 +450,7 @@ func (d *decoder) patterns(n *yaml.Node, path string, dst *[]Pattern) {
 	}
 	out := make([]Pattern, len(raw))
 	for i, s := range raw {
-		out[i] = lenientPattern(s)
+		out[i] = glob.Lenient(s)
 	}
 	*dst = out
 }

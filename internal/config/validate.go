@@ -338,8 +338,8 @@ func (v *validator) zeroTrust(p string, g GatewayConfig) {
 			pats  []Pattern
 		}{{"require_token", u.RequireToken.Allow}, {"require_signature", u.RequireSignature.Allow}} {
 			for j, pat := range l.pats {
-				if !pat.valid() {
-					if _, err := CompilePattern(pat.src); err != nil {
+				if !pat.Valid() {
+					if _, err := CompilePattern(pat.String()); err != nil {
 						v.errorf(index(join(index("gateway.upstreams", i), l.field), j), "%v", err)
 					}
 				}
@@ -602,10 +602,10 @@ func (v *validator) list(p string, l List) {
 		pats []Pattern
 	}{{"allow", l.Allow}, {"deny", l.Deny}} {
 		for i, pat := range side.pats {
-			if pat.valid() {
+			if pat.Valid() {
 				continue
 			}
-			if _, err := CompilePattern(pat.src); err != nil {
+			if _, err := CompilePattern(pat.String()); err != nil {
 				v.errorf(index(join(p, side.name), i), "%v", err)
 			}
 		}

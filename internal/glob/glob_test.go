@@ -1,4 +1,4 @@
-package config
+package glob
 
 import (
 	"strings"
@@ -22,9 +22,9 @@ func TestPatternMatch(t *testing.T) {
 		{"é*", []string{"éa"}, []string{"e"}},
 	}
 	for _, tt := range tests {
-		p, err := CompilePattern(tt.pattern)
+		p, err := Compile(tt.pattern)
 		if err != nil {
-			t.Fatalf("CompilePattern(%q): %v", tt.pattern, err)
+			t.Fatalf("Compile(%q): %v", tt.pattern, err)
 		}
 		if p.String() != tt.pattern {
 			t.Errorf("String() = %q, want %q", p.String(), tt.pattern)
@@ -42,7 +42,7 @@ func TestPatternMatch(t *testing.T) {
 	}
 }
 
-func TestCompilePatternErrors(t *testing.T) {
+func TestCompileErrors(t *testing.T) {
 	for s, want := range map[string]string{
 		"":             "empty pattern",
 		"tools/?":      `'?' is not a wildcard`,
@@ -51,9 +51,9 @@ func TestCompilePatternErrors(t *testing.T) {
 		`tools\*`:      `'\\' is not a wildcard`,
 		"tools/\ncall": "control character U+000A",
 	} {
-		p, err := CompilePattern(s)
+		p, err := Compile(s)
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("CompilePattern(%q) error = %v, want %q", s, err, want)
+			t.Errorf("Compile(%q) error = %v, want %q", s, err, want)
 		}
 		if p.Match(s) || p.Match("") {
 			t.Errorf("invalid pattern %q matches", s)
@@ -69,14 +69,14 @@ func mustList(t *testing.T, allow, deny []string) List {
 	t.Helper()
 	var l List
 	for _, s := range allow {
-		p, err := CompilePattern(s)
+		p, err := Compile(s)
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.Allow = append(l.Allow, p)
 	}
 	for _, s := range deny {
-		p, err := CompilePattern(s)
+		p, err := Compile(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestListPermits(t *testing.T) {
 // TestInvalidPatternFailsClosed: a List holding an invalid pattern (which
 // Validate rejects) must not let a name through that a valid list would stop.
 func TestInvalidPatternFailsClosed(t *testing.T) {
-	bad := lenientPattern("tools/?")
+	bad := Lenient("tools/?")
 	if ok, rule := (List{Deny: []Pattern{bad}}).Permits("ping"); ok {
 		t.Errorf("invalid deny pattern allowed ping (%s)", rule)
 	}
