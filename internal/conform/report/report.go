@@ -200,13 +200,16 @@ func Triage(r *check.Result, m *ir.Model, cat *catalog.Catalog) (string, []strin
 // dependsOn returns the steps of a counterexample the violation depends
 // on: walking back from the violating state, a step counts when one of its
 // writes assigns a variable the property reads, or one that a counted
-// step read (in its guard or in the written value). A step that wrote
+// step read (in its guard or in the written value). A read through an
+// array index that depends on a bound variable (a quantifier's, as in P3)
+// may read any cell of the array (ir.Model.Reads). A step that wrote
 // nothing the violation needed (a handshake's bookkeeping, a flag another
 // property reads) does not count.
 func dependsOn(tr *check.Trace, p *ir.Property) []*ir.Transition {
 	m := tr.Model
 	need := make([]bool, len(m.Vars))
-	p.Expr.Vars(func(v int) { need[v] = true })
+	mark := func(v int) { need[v] = true }
+	m.Reads(p.Expr, mark)
 	var out []*ir.Transition
 	for i := len(tr.Steps) - 1; i >= 1; i-- {
 		t := &m.Transitions[tr.Steps[i].Action]
@@ -222,7 +225,7 @@ func dependsOn(tr *check.Trace, p *ir.Property) []*ir.Transition {
 		out = append(out, t)
 		reads = append(reads, t.Guard)
 		for _, e := range reads {
-			e.Vars(func(v int) { need[v] = true })
+			m.Reads(e, mark)
 		}
 	}
 	slices.Reverse(out)
