@@ -81,6 +81,11 @@ var ExternalSources = []ExternalSource{
 		Path: "aimock/node_modules/@copilotkit/aimock/README.md", extract: extractReadme},
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/shellInjection.ts)", Split: SplitHeldOut,
 		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooShell},
+	// Third round (2026-11-28), held out from the start.
+	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/promptExtraction.ts)", Split: SplitHeldOut,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooExtraction},
+	{Package: "llmverify@1.6.1", File: "examples/prompt-injection.ts", Split: SplitHeldOut,
+		Path: "payloads/llmverify@1.6.1/package/examples/prompt-injection.ts", extract: extractLLMVerify},
 	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
 	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
 	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),

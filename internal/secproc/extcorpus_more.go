@@ -3,12 +3,15 @@ package secproc
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
 // Extractors of the sources added on 2026-11-27 for tuning and for a new
 // held-out split: promptfoo's jailbreak templates and shell-injection
-// examples, and the command-execution lines of wfuzz's mixed attack list.
+// examples, and the command-execution lines of wfuzz's mixed attack list;
+// and on 2026-11-28 (third round, held-out): promptfoo's prompt-extraction
+// examples and llmverify's prompt-injection example inputs.
 
 // promptfooRequest fills a jailbreak template's __PROMPT__: the request
 // the jailbreak wraps. It is deliberately harmless, so that a detection
@@ -65,13 +68,28 @@ func jsRegionArray(data []byte, marker string) ([]string, int, error) {
 // line of its DEFAULT_EXAMPLES is a request carrying a shell command,
 // which becomes a malicious argument of a tool call.
 func extractPromptfooShell(data []byte) ([]extCase, error) {
+	return promptfooExamples(data, "shellInjection", CommandInjection, shapeArg)
+}
+
+// extractPromptfooExtraction reads the examples of promptfoo's
+// prompt-extraction plugin (src/redteam/plugins/promptExtraction.ts): each
+// asks the model for its system prompt, and becomes a malicious tool
+// result (a directive to disclose, planted in what a tool returned).
+func extractPromptfooExtraction(data []byte) ([]extCase, error) {
+	return promptfooExamples(data, "promptExtraction", InjectedInstructions, shapeResult)
+}
+
+// promptfooExamples reads the "Prompt:" lines of the DEFAULT_EXAMPLES of
+// one of promptfoo's red-team plugins, bundled as a region of a
+// JavaScript file, as malicious cases of cat.
+func promptfooExamples(data []byte, plugin string, cat Category, sh shape) ([]extCase, error) {
 	lines := strings.Split(string(data), "\n")
 	var out []extCase
 	in := false
 	for i, l := range lines {
 		t := strings.TrimSpace(l)
 		switch {
-		case t == "//#region src/redteam/plugins/shellInjection.ts":
+		case t == "//#region src/redteam/plugins/"+plugin+".ts":
 			in = true
 		case in && t == "//#endregion":
 			return out, nil
@@ -80,12 +98,35 @@ func extractPromptfooShell(data []byte) ([]extCase, error) {
 		case in && strings.HasPrefix(t, "Prompt: "):
 			// The examples sit in a template literal: \$ is a $.
 			text := strings.ReplaceAll(strings.TrimPrefix(t, "Prompt: "), `\$`, "$")
-			out = append(out, extCase{text: text, label: Malicious, category: CommandInjection, shape: shapeArg,
+			out = append(out, extCase{text: text, label: Malicious, category: cat, shape: sh,
 				where: fmt.Sprintf("line %d", i+1)})
 		}
 	}
 	if !in {
-		return nil, fmt.Errorf("no shellInjection.ts region")
+		return nil, fmt.Errorf("no %s.ts region", plugin)
+	}
+	return out, nil
+}
+
+// llmverifyInput is an example input of llmverify's prompt-injection
+// example: a string literal assigned to userInput or maliciousInput.
+var llmverifyInput = regexp.MustCompile(`^\s*const\s+(?:userInput|maliciousInput)\s*=\s*("(?:[^"\\]|\\.)*")\s*;`)
+
+// extractLLMVerify reads the inputs of llmverify's examples/prompt-injection.ts,
+// each an attack its detector is shown to catch, as malicious tool results.
+func extractLLMVerify(data []byte) ([]extCase, error) {
+	var out []extCase
+	for i, line := range strings.Split(string(data), "\n") {
+		m := llmverifyInput.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal([]byte(m[1]), &s); err != nil {
+			return nil, fmt.Errorf("line %d: not a string literal: %v", i+1, err)
+		}
+		out = append(out, extCase{text: s, label: Malicious, category: InjectedInstructions, shape: shapeResult,
+			where: fmt.Sprintf("line %d", i+1)})
 	}
 	return out, nil
 }
