@@ -13,7 +13,8 @@ import (
 // TestExportersReachARealCollector: both OTLP exporters, gRPC and HTTP,
 // built from the same SpanExport values the configuration gives, deliver a
 // tools/call span to a real OpenTelemetry Collector (otelcol-warden) with
-// its attributes, warden's service name and the client's span as parent.
+// its attributes, warden's service name and the client's span as parent:
+// an SDK span, and the Recorder's own (Options.SpanExporter).
 func TestExportersReachARealCollector(t *testing.T) {
 	col := testenv.StartOtelcol(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -28,11 +29,27 @@ func TestExportersReachARealCollector(t *testing.T) {
 		}
 		tp := NewTracerProvider(exp)
 		op := *goldens["aitf.mcp.tool.invoke"].op
-		op.Upstream = e.Kind // tells the two spans apart at the collector
+		op.Upstream = e.Kind // tells the spans apart at the collector
 		op.Params = []byte(`{"_meta":{"traceparent":"00-` + clientTraceID + `-` + clientSpanID + `-01"},"name":"write_file","arguments":{}}`)
+		own := op
 		NewRecorder(Options{TracerProvider: tp}).Record(ctx, &op)
 		if err := tp.Shutdown(ctx); err != nil {
 			t.Fatalf("%s: %v", e.Kind, err)
+		}
+		// The Recorder's own spans (Options.SpanExporter), batched from
+		// its goroutine, as the gateway records them.
+		exp, err = NewSpanExporter(ctx, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own.Upstream = e.Kind + " own"
+		rec := NewRecorder(Options{SpanExporter: exp, Deferred: 16})
+		rec.Record(ctx, &own)
+		if err := rec.Close(ctx); err != nil {
+			t.Fatalf("%s: %v", own.Upstream, err)
+		}
+		if st := rec.Stats(); st.Failed != 0 || st.Dropped != 0 {
+			t.Errorf("%s: %+v", own.Upstream, st)
 		}
 	}
 	byServer := func(spans []testenv.CollectorSpan) map[any]testenv.CollectorSpan {
@@ -42,7 +59,7 @@ func TestExportersReachARealCollector(t *testing.T) {
 		}
 		return m
 	}
-	spans, err := col.Wait(ctx, func(spans []testenv.CollectorSpan) bool { return len(byServer(spans)) == 2 })
+	spans, err := col.Wait(ctx, func(spans []testenv.CollectorSpan) bool { return len(byServer(spans)) == 4 })
 	if err != nil {
 		t.Fatalf("%v\ncollector log:\n%s", err, col.Log())
 	}

@@ -44,14 +44,13 @@ func lookupString(raw []byte, path ...string) string {
 // params._meta (params as the strict decoder validated them). A missing or
 // malformed traceparent leaves ctx as it is.
 func ContextFromParams(ctx context.Context, params []byte) context.Context {
-	carrier := propagation.MapCarrier{}
-	for _, k := range metaKeys {
-		if v := lookupString(params, "_meta", k); v != "" {
-			carrier[k] = v
-		}
+	parent := lookupString(params, "_meta", "traceparent")
+	if parent == "" {
+		return ctx // most requests: no carrier to allocate
 	}
-	if carrier["traceparent"] == "" {
-		return ctx
+	carrier := propagation.MapCarrier{"traceparent": parent}
+	if state := lookupString(params, "_meta", "tracestate"); state != "" {
+		carrier["tracestate"] = state
 	}
 	return traceContext.Extract(ctx, carrier)
 }

@@ -53,6 +53,9 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -86,9 +89,25 @@ type DeferredSink interface {
 // Options configures a Recorder. The zero value records both conventions
 // with the global tracer provider, redacts content, and emits no OCSF.
 type Options struct {
-	TracerProvider trace.TracerProvider // nil means otel.GetTracerProvider()
-	Conventions    []Convention         // nil or empty means both
-	Capture        Capture
+	// TracerProvider makes the operations' spans, unless SpanExporter is
+	// set, and StartGroup's always. nil means otel.GetTracerProvider().
+	TracerProvider trace.TracerProvider
+
+	// SpanExporter, when set, receives the operations' spans from the
+	// Recorder itself, with no SDK span on the way (spanrecord.go): it
+	// makes their ids, builds each as the SDK would have
+	// (sdktrace.ReadOnlySpan) when it ends and, with Deferred, hands them
+	// over in batches from its goroutine (without Deferred, one by one on
+	// the caller's). The Recorder owns the exporter: Close shuts it down.
+	// Resource is the spans' resource (nil means NewTracerProvider's:
+	// service.name warden), IDGenerator makes their ids (nil means random,
+	// as the SDK's default).
+	SpanExporter sdktrace.SpanExporter
+	Resource     *resource.Resource
+	IDGenerator  sdktrace.IDGenerator
+
+	Conventions []Convention // nil or empty means both
+	Capture     Capture
 
 	// OCSFSink, when set, receives the OCSF events of every operation in
 	// OCSFProfile (default standard), built with Product.
@@ -124,10 +143,11 @@ type Recorder struct {
 	sink       EventSink
 	builder    ocsf.Builder
 	log        *slog.Logger
+	native     *nativeSpans  // nil unless Options.SpanExporter
 	ends       chan ending   // nil unless Options.Deferred
 	done       chan struct{} // closed when the ending goroutine returns
 
-	ended, dropped atomic.Uint64
+	ended, dropped, failed atomic.Uint64
 
 	mu     sync.RWMutex // guards closed against a send on a closed ends
 	closed bool         // guarded by mu
@@ -142,10 +162,12 @@ type ending struct {
 
 // RecorderStats counts what happened to the spans a Recorder ended: Ended
 // on its goroutine (Options.Deferred) or the caller's, Dropped by its
-// full queue. OCSF is the OCSF sink's counts when it is a Queue.
+// full queue, Failed: handed to Options.SpanExporter, which failed to
+// export them (not retried). OCSF is the OCSF sink's counts when it is a
+// Queue.
 type RecorderStats struct {
-	Ended, Dropped uint64
-	OCSF           QueueStats
+	Ended, Dropped, Failed uint64
+	OCSF                   QueueStats
 }
 
 // NewRecorder returns a Recorder.
@@ -163,6 +185,13 @@ func NewRecorder(opts Options) *Recorder {
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.SpanExporter != nil {
+		r.native = &nativeSpans{exp: opts.SpanExporter, res: opts.Resource, ids: opts.IDGenerator,
+			scope: instrumentation.Scope{Name: ScopeName}, limits: sdktrace.NewSpanLimits()}
+		if r.native.res == nil {
+			r.native.res = wardenResource()
+		}
 	}
 	if opts.Deferred > 0 {
 		r.ends = make(chan ending, opts.Deferred)
@@ -185,14 +214,25 @@ func NewRecorder(opts Options) *Recorder {
 	return r
 }
 
-// Span is an operation's span between Start and End.
+// Span is an operation's span between Start and End: an SDK span, or
+// (Options.SpanExporter) the Recorder's own record of one.
 type Span struct {
-	span trace.Span
+	span trace.Span // nil for the Recorder's own
 	typ  SpanType
+
+	// the Recorder's own
+	sc, parent trace.SpanContext
+	name       string
+	kind       trace.SpanKind
 }
 
 // Context returns the span's context, to inject into the upstream request.
-func (s *Span) Context() trace.SpanContext { return s.span.SpanContext() }
+func (s *Span) Context() trace.SpanContext {
+	if s.span == nil {
+		return s.sc
+	}
+	return s.span.SpanContext()
+}
 
 // Start starts op's span as a child of the trace context in op.Params'
 // _meta if there is one, else of ctx's span. op needs its method, tool,
@@ -204,6 +244,10 @@ func (r *Recorder) Start(ctx context.Context, op *Operation) (context.Context, *
 	}
 	t := op.spanType()
 	parent := ContextFromParams(ctx, op.Params)
+	if r.native != nil {
+		s := r.native.start(ctx, trace.SpanContextFromContext(parent), t, r.spanName(t, op), r.spanKind(t, op))
+		return trace.ContextWithSpanContext(parent, s.sc), s
+	}
 	ctx, span := r.tracer.Start(parent, r.spanName(t, op),
 		trace.WithSpanKind(r.spanKind(t, op)), trace.WithTimestamp(op.Start))
 	return ctx, &Span{span: span, typ: t}
@@ -219,7 +263,9 @@ func (r *Recorder) End(s *Span, op *Operation) {
 		op.End = time.Now()
 	}
 	if r.ends == nil {
-		r.end(s, op)
+		if ro := r.end(s, op); ro != nil {
+			r.export([]sdktrace.ReadOnlySpan{ro})
+		}
 		return
 	}
 	cp := *op
@@ -237,11 +283,43 @@ func (r *Recorder) End(s *Span, op *Operation) {
 	}
 }
 
-// run ends the queued spans, until Close.
+// run ends the queued spans, until Close, and exports the Recorder's own
+// in batches: exportBatch at a time, or what there is after exportDelay.
 func (r *Recorder) run() {
 	defer close(r.done)
-	for e := range r.ends {
-		r.end(e.span, e.op)
+	var batch []sdktrace.ReadOnlySpan
+	timer := time.NewTimer(exportDelay)
+	timer.Stop()
+	defer timer.Stop()
+	var due <-chan time.Time // the timer's, while batch is not empty
+	flush := func() {
+		r.export(batch)
+		clear(batch) // hold no span
+		batch, due = batch[:0], nil
+		timer.Stop()
+	}
+	for {
+		select {
+		case e, ok := <-r.ends:
+			if !ok {
+				flush()
+				return
+			}
+			ro := r.end(e.span, e.op)
+			if ro == nil {
+				continue
+			}
+			batch = append(batch, ro)
+			switch {
+			case len(batch) >= exportBatch:
+				flush()
+			case len(batch) == 1:
+				timer.Reset(exportDelay)
+				due = timer.C
+			}
+		case <-due:
+			flush()
+		}
 	}
 }
 
@@ -251,7 +329,7 @@ func (r *Recorder) run() {
 // the OCSF sink, so that they get its last spans and events.
 func (r *Recorder) Close(ctx context.Context) error {
 	if r.ends == nil {
-		return nil
+		return r.shutdownExporter(ctx)
 	}
 	r.mu.Lock()
 	if !r.closed {
@@ -264,15 +342,23 @@ func (r *Recorder) Close(ctx context.Context) error {
 		if d := r.dropped.Load(); d > 0 {
 			r.log.Warn("telemetry: spans lost", "ended", r.ended.Load(), "dropped", d)
 		}
-		return nil
+		return r.shutdownExporter(ctx)
 	case <-ctx.Done():
 		return errors.Join(errors.New("telemetry: span queue not drained"), ctx.Err())
 	}
 }
 
+// shutdownExporter shuts Options.SpanExporter down, if there is one.
+func (r *Recorder) shutdownExporter(ctx context.Context) error {
+	if r.native == nil {
+		return nil
+	}
+	return r.native.exp.Shutdown(ctx)
+}
+
 // Stats returns the counters.
 func (r *Recorder) Stats() RecorderStats {
-	st := RecorderStats{Ended: r.ended.Load(), Dropped: r.dropped.Load()}
+	st := RecorderStats{Ended: r.ended.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
 	if q, ok := r.sink.(*Queue); ok {
 		st.OCSF = q.Stats()
 	}
@@ -282,8 +368,9 @@ func (r *Recorder) Stats() RecorderStats {
 // attrBuffers hold spans' attribute buffers between spans (end).
 var attrBuffers = sync.Pool{New: func() any { b := make([]attribute.KeyValue, 0, 32); return &b }}
 
-// end does End's work on the goroutine that calls it.
-func (r *Recorder) end(s *Span, op *Operation) {
+// end does End's work on the goroutine that calls it, and returns the
+// Recorder's own span to export (nil for an SDK span, or one not sampled).
+func (r *Recorder) end(s *Span, op *Operation) sdktrace.ReadOnlySpan {
 	// Sized for a tools/call in both conventions, so that none grows. The
 	// attributes' buffer is reused: SetAttributes copies them.
 	ab := attrBuffers.Get().(*[]attribute.KeyValue)
@@ -299,6 +386,26 @@ func (r *Recorder) end(s *Span, op *Operation) {
 		usageAttributes(&b, op)
 	}
 	wardenAttributes(&b, op)
+	var ro sdktrace.ReadOnlySpan
+	if s.span == nil {
+		if s.sc.IsSampled() {
+			ro = r.native.stub(s, &b, op, r.aitf).Snapshot() // copies b.attrs
+		}
+		clear(b.attrs) // hold no content in the pool
+		*ab, b.attrs = b.attrs[:0], nil
+		attrBuffers.Put(ab)
+	} else {
+		r.sdkEnd(s, &b, ab, op)
+	}
+	r.ended.Add(1)
+	if r.sink != nil {
+		r.emitEvents(ocsfCall(&b, s, op), op.Findings)
+	}
+	return ro
+}
+
+// sdkEnd sets an SDK span's attributes, events and status and ends it.
+func (r *Recorder) sdkEnd(s *Span, b *spanBuilder, ab *[]attribute.KeyValue, op *Operation) {
 	s.span.SetAttributes(b.attrs...)
 	clear(b.attrs) // hold no content in the pool
 	*ab, b.attrs = b.attrs[:0], nil
@@ -306,15 +413,7 @@ func (r *Recorder) end(s *Span, op *Operation) {
 	s.span.SetAttributes(op.Attributes...)
 	if r.aitf {
 		for _, e := range b.events {
-			ts := e.at
-			switch {
-			case !ts.IsZero():
-			case e.name == EventToolOutput || e.name == EventCapabilities:
-				ts = op.End
-			default:
-				ts = op.Start
-			}
-			s.span.AddEvent(e.name, trace.WithAttributes(e.attrs...), trace.WithTimestamp(ts))
+			s.span.AddEvent(e.name, trace.WithAttributes(e.attrs...), trace.WithTimestamp(eventTime(e, op)))
 		}
 	}
 	for _, e := range op.Events {
@@ -325,13 +424,9 @@ func (r *Recorder) end(s *Span, op *Operation) {
 		s.span.AddEvent(e.Name, trace.WithAttributes(e.Attributes...), trace.WithTimestamp(ts))
 	}
 	if op.failed() {
-		s.span.SetStatus(codes.Error, statusDescription(&b, op))
+		s.span.SetStatus(codes.Error, statusDescription(b, op))
 	}
 	s.span.End(trace.WithTimestamp(op.End))
-	r.ended.Add(1)
-	if r.sink != nil {
-		r.emitEvents(ocsfCall(&b, s, op), op.Findings)
-	}
 }
 
 // emitEvents sends the OCSF events of call and its findings to the sink:
