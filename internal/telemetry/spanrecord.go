@@ -45,6 +45,17 @@ const (
 	exportDelay = time.Second
 )
 
+// NoSpans is a SpanExporter for a Recorder whose operations need span
+// contexts (for propagation and OCSF's trace and span ids) but whose spans
+// go nowhere: given it as Options.SpanExporter, the Recorder makes ids and
+// builds no span.
+var NoSpans sdktrace.SpanExporter = noSpans{}
+
+type noSpans struct{}
+
+func (noSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (noSpans) Shutdown(context.Context) error                             { return nil }
+
 // nativeSpans is the Recorder's span record keeping when Options.SpanExporter
 // is set. Its fields are immutable after NewRecorder, except batch, which
 // only the goroutine that ends spans touches (the Recorder's, or, without

@@ -313,3 +313,21 @@ func TestSDKSpansAllocate(t *testing.T) {
 		t.Errorf("the SDK path allocates %.0f times: TestNativeSpansAlone's bound proves nothing", allocs)
 	}
 }
+
+// TestNoSpans: with NoSpans, a Recorder gives each operation a valid span
+// context (to propagate, and for OCSF) and its OCSF events name it, but
+// builds no span for the exporter.
+func TestNoSpans(t *testing.T) {
+	sink := &eventSink{}
+	r := NewRecorder(Options{SpanExporter: NoSpans, OCSFSink: sink})
+	sc := r.Record(context.Background(), &Operation{Method: "tools/call", Tool: "t", RequestID: "1", Start: start})
+	if !sc.IsValid() || !sc.IsSampled() {
+		t.Fatalf("span context %v", sc)
+	}
+	if len(sink.out) == 0 || !strings.Contains(sink.out[0], sc.TraceID().String()) {
+		t.Errorf("OCSF events %v do not name trace %s", sink.out, sc.TraceID())
+	}
+	if st := r.Stats(); st.Ended != 1 || st.Failed != 0 {
+		t.Errorf("stats %+v", st)
+	}
+}

@@ -388,7 +388,7 @@ func (r *Recorder) end(s *Span, op *Operation) sdktrace.ReadOnlySpan {
 	wardenAttributes(&b, op)
 	var ro sdktrace.ReadOnlySpan
 	if s.span == nil {
-		if s.sc.IsSampled() {
+		if s.sc.IsSampled() && r.native.exp != NoSpans {
 			ro = r.native.stub(s, &b, op, r.aitf).Snapshot() // copies b.attrs
 		}
 		clear(b.attrs) // hold no content in the pool
