@@ -2,17 +2,18 @@
 // breadth-first search over a compiled IR model, one run per property,
 // returning the shortest counterexample as an ITF trace.
 //
-// The search is level-synchronous. Each BFS level's frontier is cut into
-// contiguous chunks, one per worker; workers expand their chunk in order
-// into private buffers, reading (never writing) the visited set; then one
-// goroutine merges the buffers in chunk order, inserting new states. The
-// merge order is the order a sequential BFS would use, so the states found,
-// their count, and the first violating state (hence the counterexample) do
-// not depend on the number of workers.
+// The search is level-synchronous, and a level is taken in blocks of a few
+// thousand states. Workers expand contiguous chunks of a block into private
+// buffers, each successor filed under the shard of the visited set its hash
+// picks; then one goroutine per shard inserts that shard's successors in
+// the order a sequential BFS would meet them, and a merge lists the new
+// states in that order. The states found, their count, every state's first
+// parent and the first violating state (hence the counterexample) are those
+// of a sequential BFS, whatever the number of workers; the successors held
+// in memory at once are those of one block, not of a level.
 //
-//	level d frontier ──┬─ worker 0: expand chunk 0 ─► buf 0 ─┐
-//	                   ├─ worker 1: expand chunk 1 ─► buf 1 ─┼─► merge in order ─► level d+1
-//	                   └─ ...                                ┘   (visited set written here only)
+//	block of level d ──┬─ worker 0: expand ─► buf 0 ─┬─► shard 0: insert in order ─┬─► merge by
+//	                   └─ worker 1: expand ─► buf 1 ─┴─► shard 1: insert in order ─┘   position ─► level d+1
 //
 // A Program is immutable; Check may be called concurrently on one Program.
 package check
@@ -21,7 +22,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
@@ -83,21 +83,6 @@ type Result struct {
 	Elapsed     time.Duration
 }
 
-// succ is a new state found by a worker; its words are in the worker's
-// buffer at the same index.
-type succ struct {
-	hash   uint64
-	parent uint32
-	act    uint16
-	bad    bool
-}
-
-// succBuf is one worker's output for a level.
-type succBuf struct {
-	words []uint64 // succs[i]'s state is words[i*W : (i+1)*W]
-	succs []succ
-}
-
 // Check explores p breadth-first and reports whether property (an id of
 // the model's properties) holds in every reachable state; with an empty
 // property it explores the whole reachable state space (for coverage and
@@ -147,13 +132,11 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 	}
 
 	start := time.Now()
-	lastReport := start
-
-	W := p.words
-	st := newStore(W)
-	st.add(p.init, hashWords(p.init), noParent, 0)
+	s := &search{p: p, trans: trans, actIndex: actIndex, inv: inv, workers: workers,
+		maxStates: maxStates, res: res}
+	s.seen = newVisited(p.words, min(workers, maxShards))
 	finish := func(status Status, reason string, depth int) (*Result, error) {
-		res.Status, res.Reason, res.States, res.Depth = status, reason, st.len(), depth
+		res.Status, res.Reason, res.Depth = status, reason, depth
 		res.Elapsed = time.Since(start)
 		if opts.Progress != nil {
 			el := res.Elapsed
@@ -162,115 +145,44 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		}
 		return res, nil
 	}
+	h := hashWords(p.init)
+	local, _, _ := s.seen.shards[s.seen.shardOf(h)].insert(p.init, h, noParent, 0)
+	res.States = 1
 	if inv != nil && inv(p.init) == 0 {
-		res.Trace = p.trace(st, 0, property)
+		res.Trace = p.traceTo(s.seen, s.seen.id(s.seen.shardOf(h), local), property)
 		return finish(Violated, "", 0)
 	}
 
-	frontier := []uint32{0}
-	bufs := make([]succBuf, workers)
+	lastReport := start
+	frontier := []uint32{s.seen.id(s.seen.shardOf(h), local)}
 	for depth := 0; len(frontier) > 0; depth++ {
-		if err := ctx.Err(); err != nil {
-			return finish(Incomplete, "cancelled", depth)
-		}
 		if opts.MaxDepth > 0 && depth >= opts.MaxDepth {
 			return finish(Incomplete, "max depth", depth)
 		}
-		// Expand: small frontiers on this goroutine, large ones in parallel.
-		n := workers
-		if len(frontier) < 256*workers {
-			n = 1
-		}
-		chunk := (len(frontier) + n - 1) / n
-		var wg sync.WaitGroup
-		var cancelled bool
-		var mu sync.Mutex
-		edges := make([]int, n)
-		fired := make([][]int, n)
-		for w := 0; w < n; w++ {
-			lo, hi := w*chunk, min((w+1)*chunk, len(frontier))
-			bufs[w].words, bufs[w].succs = bufs[w].words[:0], bufs[w].succs[:0]
-			fired[w] = make([]int, len(trans))
-			if lo >= hi {
-				continue
+		var next []uint32
+		for lo := 0; lo < len(frontier); lo += blockStates * workers {
+			if err := ctx.Err(); err != nil {
+				return finish(Incomplete, "cancelled", depth)
 			}
-			expand := func(w int) {
-				buf := bufs[w]
-				next := make([]uint64, W)
-				for i, si := range frontier[lo:hi] {
-					if i&4095 == 4095 && ctx.Err() != nil {
-						mu.Lock()
-						cancelled = true
-						mu.Unlock()
-						break
-					}
-					cur := st.state(si)
-					for ti := range trans {
-						if !trans[ti].fire(cur, next) {
-							continue
-						}
-						edges[w]++
-						fired[w][ti]++
-						h := hashWords(next)
-						if st.find(next, h) {
-							continue
-						}
-						buf.words = append(buf.words, next...)
-						buf.succs = append(buf.succs, succ{hash: h, parent: si, act: actIndex[ti], bad: inv != nil && inv(next) == 0})
-					}
-				}
-				bufs[w] = buf
-			}
-			if n == 1 {
-				expand(w)
-				continue
-			}
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				expand(w)
-			}(w)
-		}
-		wg.Wait()
-		if cancelled {
-			return finish(Incomplete, "cancelled", depth)
-		}
-		for w := 0; w < n; w++ {
-			res.Edges += edges[w]
-			for ti, c := range fired[w] {
-				res.Fired[actIndex[ti]] += c
-			}
-		}
-		// Merge in chunk order: the order of a sequential BFS.
-		next := make([]uint32, 0, len(frontier))
-		for w := 0; w < n; w++ {
-			for i, s := range bufs[w].succs {
-				k := bufs[w].words[i*W : (i+1)*W]
-				if st.find(k, s.hash) {
-					continue
-				}
-				idx := st.add(k, s.hash, s.parent, s.act)
-				if s.bad {
-					res.Trace = p.trace(st, idx, property)
-					return finish(Violated, "", depth+1)
-				}
-				if st.len() >= maxStates {
-					return finish(Incomplete, "max states", depth+1)
-				}
-				next = append(next, idx)
+			var stop stopAt
+			next, stop = s.block(frontier[lo:min(lo+blockStates*workers, len(frontier))], next)
+			switch {
+			case stop.bad:
+				res.Trace = p.traceTo(s.seen, stop.id, property)
+				return finish(Violated, "", depth+1)
+			case stop.full:
+				return finish(Incomplete, "max states", depth+1)
 			}
 		}
 		frontier = next
-		if len(frontier) > 0 {
-			res.States = st.len()
-			if opts.Progress != nil && time.Since(lastReport) >= every {
-				lastReport = time.Now()
-				el := time.Since(start)
-				opts.Progress(Progress{States: st.len(), Queue: len(frontier), Depth: depth + 1, Elapsed: el,
-					Rate: float64(st.len()) / max(el.Seconds(), 1e-9)})
-			}
-		} else {
+		if len(frontier) == 0 {
 			return finish(Holds, "", depth)
+		}
+		if opts.Progress != nil && time.Since(lastReport) >= every {
+			lastReport = time.Now()
+			el := time.Since(start)
+			opts.Progress(Progress{States: res.States, Queue: len(frontier), Depth: depth + 1, Elapsed: el,
+				Rate: float64(res.States) / max(el.Seconds(), 1e-9)})
 		}
 	}
 	return finish(Holds, "", 0)

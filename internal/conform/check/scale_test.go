@@ -1,0 +1,154 @@
+package check
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/conform/ir"
+	"github.com/agentwarden/warden/internal/conform/models"
+)
+
+func countersProgram(t testing.TB, n, k int) *Program {
+	t.Helper()
+	m, ds := ir.Load([]byte(CountersModel(n, k)), "counters.yaml", ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	p, err := Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The generated model has exactly k^n states, and the first state where
+// c0 and c1 are both k-1 is 2(k-1) increments away, whatever the number
+// of workers; the counterexample is the same step for step.
+func TestCountersModel(t *testing.T) {
+	const n, k = 5, 6 // 7776 states: levels wide enough for 2 workers and 2 shards
+	p := countersProgram(t, n, k)
+	want := int(math.Pow(k, n))
+	var first *Trace
+	for _, workers := range []int{1, 2, 3, 4} {
+		full, err := Check(context.Background(), p, "Bounded", Options{Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if full.Status != Holds || full.States != want || full.Depth != n*(k-1) {
+			t.Errorf("%d workers: %s with %d states at depth %d, want holds with %d at depth %d",
+				workers, full.Status, full.States, full.Depth, want, n*(k-1))
+		}
+		r, _ := Check(context.Background(), p, "Apart", Options{Workers: workers})
+		if r.Status != Violated || r.Trace.Len() != 2*(k-1) {
+			t.Fatalf("%d workers: %s, trace %v", workers, r.Status, r.Trace)
+		}
+		last := r.Trace.Steps[r.Trace.Len()].Values
+		if last[0] != k-1 || last[1] != k-1 {
+			t.Errorf("%d workers: the violating state is %v", workers, last)
+		}
+		if first == nil {
+			first = r.Trace
+		} else if !slices.Equal(r.Trace.Actions(), first.Actions()) {
+			t.Errorf("%d workers: trace %v, with 1 worker %v", workers, r.Trace.Actions(), first.Actions())
+		}
+	}
+}
+
+// A budget stops the search at exactly MaxStates states, with any number
+// of workers.
+func TestMaxStatesExact(t *testing.T) {
+	p := countersProgram(t, 5, 6)
+	for _, workers := range []int{1, 2} {
+		r, _ := Check(context.Background(), p, "Bounded", Options{Workers: workers, MaxStates: 5000})
+		if r.Status != Incomplete || r.Reason != "max states" || r.States != 5000 {
+			t.Errorf("%d workers: %s (%s) with %d states, want incomplete (max states) with 5000", workers, r.Status, r.Reason, r.States)
+		}
+	}
+}
+
+// referenceBFS is the plainest breadth-first search: one goroutine, one
+// store, states taken in the order they were found. Check must find the
+// same states, in the same order, as this.
+func referenceBFS(p *Program, inv evalFn) (status Status, states int, actions []string) {
+	st := newStore(p.words)
+	st.add(p.init, hashWords(p.init), noParent, 0)
+	path := func(i uint32) []string {
+		var acts []string
+		for ; st.parents[i] != noParent; i = st.parents[i] {
+			acts = append(acts, p.trans[st.acts[i]].t.ID)
+		}
+		slices.Reverse(acts)
+		return acts
+	}
+	if inv != nil && inv(p.init) == 0 {
+		return Violated, 1, nil
+	}
+	next := make([]uint64, p.words)
+	for i := 0; i < st.len(); i++ {
+		for ti := range p.trans {
+			if !p.trans[ti].fire(st.state(uint32(i)), next) {
+				continue
+			}
+			h := hashWords(next)
+			if st.find(next, h) {
+				continue
+			}
+			idx := st.add(next, h, uint32(i), uint16(ti))
+			if inv != nil && inv(next) == 0 {
+				return Violated, st.len(), path(idx)
+			}
+		}
+	}
+	return Holds, st.len(), nil
+}
+
+// Every built-in model, plain and behind warden, and the generated one:
+// for every property, the parallel search gives the verdict, the state
+// count and the counterexample, step for step, of the sequential one.
+func TestSameAsSequentialBFS(t *testing.T) {
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progs []*Program
+	for _, m := range all {
+		for _, v := range []*ir.Model{m, m.Guarded()} {
+			p, err := Compile(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			progs = append(progs, p)
+		}
+	}
+	progs = append(progs, countersProgram(t, 5, 7))
+	checked := 0
+	for _, p := range progs {
+		for _, pr := range p.model.Properties {
+			inv := p.props[pr.ID]
+			if inv == nil {
+				continue // not an invariant
+			}
+			status, states, actions := referenceBFS(p, inv)
+			for _, workers := range []int{1, 2} {
+				r, err := Check(context.Background(), p, pr.ID, Options{Workers: workers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				if r.Trace != nil {
+					got = r.Trace.Actions()
+				}
+				if r.Status != status || r.States != states || !slices.Equal(got, actions) {
+					t.Errorf("%s %s, %d workers: %s, %d states, trace %v; sequential BFS: %s, %d states, trace %v",
+						p.model.Name, pr.ID, workers, r.Status, r.States, got, status, states, actions)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 50 {
+		t.Errorf("only %d properties compared", checked)
+	}
+}

@@ -1,0 +1,215 @@
+package check
+
+import "sync"
+
+// blockStates is how many frontier states one worker expands before the
+// shards take in its successors. It bounds the successors waiting in
+// memory, whatever the size of a level, to about blockStates × workers ×
+// the number of transitions.
+const blockStates = 4096
+
+// maxShards bounds the shards of a visited set: an id holds the shard
+// number in its low bits and the shard's index in the other 28.
+const maxShards = 16
+
+// search is the state of one Check: the visited set and the buffers that
+// carry a block of a level from expansion to insertion.
+type search struct {
+	p         *Program
+	trans     []ctrans
+	actIndex  []uint16 // index in trans → index in the model
+	inv       evalFn   // nil: explore only
+	workers   int
+	maxStates int
+	res       *Result
+	seen      *visited
+	bufs      []candBuf    // one per worker
+	outs      [][]newState // one per shard
+}
+
+// cand is a successor found by a worker, waiting for its shard. pos is its
+// place in the order of a sequential BFS: the worker in the high 32 bits
+// (workers expand contiguous chunks of the block, in order), then its
+// count within the worker.
+type cand struct {
+	hash   uint64
+	pos    uint64
+	parent uint32
+	act    uint16
+}
+
+// candBuf is one worker's successors for a block, split by shard; the
+// words of cands[s][i] are words[s][i*W : (i+1)*W].
+type candBuf struct {
+	words [][]uint64
+	cands [][]cand
+	edges int
+	fired []int
+}
+
+// newState is a state a shard stored for the first time.
+type newState struct {
+	pos  uint64
+	id   uint32
+	bad  bool // it violates the property
+	full bool // not a state: the shard was full at pos
+}
+
+// stopAt says why a block ended the search, if it did.
+type stopAt struct {
+	bad, full bool
+	id        uint32 // for bad: the violating state
+}
+
+// block expands the frontier states of one block, stores their new
+// successors and appends them to next in the order of a sequential BFS.
+// Expansion runs on up to s.workers goroutines, insertion on one goroutine
+// per shard; each phase ends before the next begins, so a shard is never
+// read while it is written.
+func (s *search) block(block []uint32, next []uint32) ([]uint32, stopAt) {
+	nsh := len(s.seen.shards)
+	if s.bufs == nil {
+		s.bufs = make([]candBuf, s.workers)
+		for w := range s.bufs {
+			s.bufs[w] = candBuf{words: make([][]uint64, nsh), cands: make([][]cand, nsh), fired: make([]int, len(s.trans))}
+		}
+		s.outs = make([][]newState, nsh)
+	}
+	n := s.workers
+	if len(block) < 256*n {
+		n = 1
+	}
+	chunk := (len(block) + n - 1) / n
+	parallel(n, func(w int) {
+		s.expand(w, block[min(w*chunk, len(block)):min((w+1)*chunk, len(block))])
+	})
+	total := 0
+	for w := range n {
+		b := &s.bufs[w]
+		s.res.Edges += b.edges
+		for ti, c := range b.fired {
+			s.res.Fired[s.actIndex[ti]] += c
+		}
+		for _, cs := range b.cands {
+			total += len(cs)
+		}
+	}
+	shards := nsh
+	if total < 4096 {
+		shards = 1
+	}
+	if shards == 1 {
+		for sh := range nsh {
+			s.insert(sh, n)
+		}
+	} else {
+		parallel(nsh, func(sh int) { s.insert(sh, n) })
+	}
+	return s.merge(next)
+}
+
+// parallel runs f(0..n-1), f(0) on this goroutine.
+func parallel(n int, f func(int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := 1; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	f(0)
+	wg.Wait()
+}
+
+// expand fires every transition of every state of chunk into worker w's
+// buffer.
+func (s *search) expand(w int, chunk []uint32) {
+	b := &s.bufs[w]
+	for sh := range b.cands {
+		b.words[sh], b.cands[sh] = b.words[sh][:0], b.cands[sh][:0]
+	}
+	b.edges = 0
+	clear(b.fired)
+	W := s.p.words
+	next := make([]uint64, W)
+	pos := uint64(w) << 32
+	for _, id := range chunk {
+		cur := s.seen.state(id)
+		for ti := range s.trans {
+			if !s.trans[ti].fire(cur, next) {
+				continue
+			}
+			b.edges++
+			b.fired[ti]++
+			h := hashWords(next)
+			sh := s.seen.shardOf(h)
+			b.words[sh] = append(b.words[sh], next...)
+			b.cands[sh] = append(b.cands[sh], cand{hash: h, pos: pos, parent: id, act: s.actIndex[ti]})
+			pos++
+		}
+	}
+}
+
+// insert stores shard sh's candidates from the first n workers, in
+// sequential order, and lists the new ones in s.outs[sh]. It stops at the
+// first new state that violates the property: nothing after it counts.
+func (s *search) insert(sh, n int) {
+	W := s.p.words
+	shard := &s.seen.shards[sh]
+	out := s.outs[sh][:0]
+	defer func() { s.outs[sh] = out }()
+	for w := range n {
+		words := s.bufs[w].words[sh]
+		for i, c := range s.bufs[w].cands[sh] {
+			k := words[i*W : (i+1)*W : (i+1)*W]
+			local, added, ok := shard.insert(k, c.hash, c.parent, c.act)
+			if !ok {
+				out = append(out, newState{pos: c.pos, full: true})
+				return
+			}
+			if !added {
+				continue
+			}
+			bad := s.inv != nil && s.inv(k) == 0
+			out = append(out, newState{pos: c.pos, id: s.seen.id(sh, local), bad: bad})
+			if bad {
+				return
+			}
+		}
+	}
+}
+
+// merge appends the shards' new states to next in sequential order,
+// counting them, until a violation or the state budget ends the search.
+func (s *search) merge(next []uint32) ([]uint32, stopAt) {
+	heads := make([]int, len(s.outs))
+	for {
+		best := -1
+		for sh, out := range s.outs {
+			if heads[sh] < len(out) && (best < 0 || out[heads[sh]].pos < s.outs[best][heads[best]].pos) {
+				best = sh
+			}
+		}
+		if best < 0 {
+			return next, stopAt{}
+		}
+		ns := s.outs[best][heads[best]]
+		heads[best]++
+		if ns.full {
+			return next, stopAt{full: true}
+		}
+		s.res.States++
+		if ns.bad {
+			return next, stopAt{bad: true, id: ns.id}
+		}
+		if s.res.States >= s.maxStates {
+			return next, stopAt{full: true}
+		}
+		next = append(next, ns.id)
+	}
+}
