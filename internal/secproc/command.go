@@ -81,8 +81,35 @@ var injection = []shellRule{
 	{"absolute-binary", absoluteBinary, []string{"bin/"}},
 	// A call that runs a command from code (Ruby, Perl, PHP, Python): a
 	// parameter that is not code does not call system("…").
-	{"code-execution", regexp.MustCompile(`(?i)(?:\b(?:system|exec|popen|spawn|passthru|shell_exec|proc_open)\s*\(\s*['"]|%x\(|\bKernel\.(?:exec|system|spawn)\b)`), []string{"(", "kernel."}},
+	{"code-execution", regexp.MustCompile(`(?i)(?:\b(?:system|exec|popen|spawn|passthru|shell_exec|proc_open|eval|assert|instance_eval|class_eval)\s*\(\s*['"]|%x\(|\bKernel\.\w+|\b(?:os|subprocess)\.(?:system|popen|call|run|check_output)\s*\()`), []string{"(", "kernel."}},
+	// A whole value that is a command: a command word, alone or with its
+	// arguments, that a separator ends or starts (`id|`, `;id;`, `&set&`),
+	// or whose arguments are options or paths (`uname -a`, `cat /etc/passwd`).
+	{"command-value", commandValue, nil},
+	{"command-value", commandLine, nil},
+	// A program reached through a traversal (`../../usr/bin/env|`).
+	{"absolute-binary", traversalBinary, []string{"bin/"}},
+	// Brace expansion that runs a command without a space ({cat,/etc/passwd}).
+	{"brace-expansion", braceCommand, []string{"{"}},
 }
+
+// Whole values that are a command (see injection): commandValue is a
+// command word with a separator on either side, in any member; commandLine
+// a command word followed only by options, paths and variables, in a
+// member that does not hold free text.
+var (
+	commandValue = regexp.MustCompile(`(?i)^[\s'"]*(?:(?:;|&&?|\|\|?|\n)[ \t]*(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+[^;&|\n]*)?[ \t;&|]*|(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+[^;&|\n]*)?[ \t]*(?:;|&&?|\|\|?|\x00)[ \t;&|\x00]*)['"]?$`)
+	commandLine  = regexp.MustCompile(`(?i)^[ \t]*(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+(?:-{1,2}[a-z][\w-]*|/[\w./-]*|\$\{?\w+\}?|\d+))+[ \t]*$`)
+	// traversalBinary is a program named through ../ and a bin directory,
+	// used as a command: followed by a separator, an option or a path.
+	traversalBinary = regexp.MustCompile(`(?:\.\./)+(?:usr/)?(?:local/)?s?bin/[\w.+-]+(?:[ \t]*(?:[|;&]|$)|[ \t]+[-/$])`)
+	braceCommand    = regexp.MustCompile(`(?i)\{(?:` + shellWords + `),[^{}\s]*\}`)
+)
+
+// probeWords are commands an attacker runs to see where a chain landed,
+// Windows ones included; they count only as a whole value (see
+// commandValue), since as words they are common in prose.
+const probeWords = `set|ver|ipconfig|systeminfo|tasklist|hostname|net\s+user|uname\s+-a`
 
 // absoluteBinary is a separator followed by a program named by its
 // absolute path (`; /bin/cat`, `| /usr/bin/id`): shell syntax in any
@@ -107,13 +134,25 @@ const shellWords = `sh|bash|zsh|dash|ksh|rm|curl|wget|cat|nc|ncat|netcat|python[
 // after ` & ` or a line break (`my dog & cat`, a list ending in `sleep`).
 var freeTextInjection = []shellRule{
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&|\n|\r)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
-		`)(?:[ \t]*[;&|]|[ \t]+[-/~$'"])`), []string{";", "&", "|", "\n", "\r"}},
+		`)(?:[ \t]*[;&|]|[ \t]+(?:[-/~$'"\\]|[a-z]:\\))`), []string{";", "&", "|", "\n", "\r"}},
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords + `)[ \t]*$`), []string{";", "&", "|"}},
 	{"command-substitution", regexp.MustCompile(`(?i)\$\([ \t]*(?:` + shellWords + `)(?:[ \t]+[^)]*)?\)`), []string{"$("}},
 	{"absolute-binary", absoluteBinary, []string{"bin/"}},
 	// A whole value that is a command substitution (`id`, `touch /tmp/x`):
 	// inline code in prose sits among words.
 	{"command-substitution", regexp.MustCompile("(?i)^[ \t]*`[ \t]*(?:" + shellWords + ")(?:[ \t][^`]*)?`[ \t]*$"), []string{"`"}},
+	// A chained command whose arguments are numbers, closed by a
+	// separator or the end of the value (`;sleep 60;`, `| ping 5 &`):
+	// prose goes on with words.
+	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
+		`)(?:[ \t]+\d+)+[ \t]*(?:[;&|]|$)`), []string{";", "&", "|"}},
+	// A whole value that is a command with a separator (`id|`, `;id;`).
+	{"command-value", commandValue, nil},
+	// A substitution glued to a word (a`sleep 60`): markdown's
+	// inline code stands apart from the words around it.
+	{"command-substitution", regexp.MustCompile("(?i)[\\w'\"=]`(?:" + shellWords + ")(?:[ \t][^`]*)?`"), []string{"`"}},
+	{"absolute-binary", traversalBinary, []string{"bin/"}},
+	{"brace-expansion", braceCommand, []string{"{"}},
 }
 
 // argument injection: a whole value that is an option, or an option

@@ -50,3 +50,45 @@ func TestCommandInjectionAnyArgument(t *testing.T) {
 		{"negative number as name", call("lookup_user", `{"name":"-1"}`), ""},
 	})
 }
+
+// TestCommandInjectionShellGrammar holds the third round's shapes, each
+// written from the shell's grammar rather than from a payload list: a
+// whole value that is a command with a separator, a command line of
+// options and paths where a name belongs, a chain whose arguments are
+// numbers, a substitution glued to a word, a program reached through a
+// traversal, brace expansion, a NUL that ends a value, and code that
+// evaluates a string.
+func TestCommandInjectionShellGrammar(t *testing.T) {
+	p := testProcessor(t, Config{})
+	runCases(t, p, []tc{
+		{"command then pipe as the value", call("ping_host", `{"host":"id|"}`), "command_injection/command-value"},
+		{"command between semicolons in free text", call("send_message", `{"message":";id;"}`), "command_injection/command-chaining"},
+		{"command then pipe in free text", call("send_message", `{"message":"whoami|"}`), "command_injection/command-value"},
+		{"windows set between ampersands", call("store_value", `{"data":"&set&"}`), "command_injection/command-value"},
+		{"probe word after a pipe", call("lookup_user", `{"name":"|ipconfig"}`), "command_injection/command-value"},
+		{"command then NUL", call("ping_host", `{"host":"id%00"}`), "command_injection/command-value-encoded"},
+		{"command line as a name", call("lookup_user", `{"name":"cat /etc/passwd"}`), "command_injection/command-value"},
+		{"command with options as a branch", call("git_checkout", `{"branch":"uname -a"}`), "command_injection/command-value"},
+		{"sleep between separators in free text", call("list_items", `{"filter":";sleep 60;"}`), "command_injection/command-chaining"},
+		{"sleep after a pipe ending free text", call("search_docs", `{"search":"report|sleep 5"}`), "command_injection/command-chaining"},
+		{"backticks glued to a word", call("format_report", "{\"format\":\"a`sleep 60`\"}"), "command_injection/command-substitution"},
+		{"traversal to a binary", call("lookup_user", `{"name":"../../usr/bin/env|"}`), "command_injection/absolute-binary"},
+		{"traversal to a binary in free text", call("send_message", `{"message":"../../../bin/cat /etc/hosts"}`), "command_injection/absolute-binary"},
+		{"brace expansion", call("search_docs", `{"search":"x;{cat,/etc/passwd}"}`), "command_injection/brace-expansion"},
+		{"brace expansion alone", call("ping_host", `{"host":"{cat,/etc/passwd}"}`), "command_injection/brace-expansion"},
+		{"windows type after ampersand", call("send_message", `{"message":"x & type C:\\boot.ini"}`), "command_injection/command-chaining"},
+		{"eval of a string", call("lookup_user", `{"name":"eval(\"puts 'hello world'\")"}`), "command_injection/code-execution"},
+		{"kernel method", call("ping_host", `{"host":"Kernel.exit(1)"}`), "command_injection/code-execution"},
+
+		// What these rules leave alone.
+		{"inline code spans apart", call("update_task", "{\"description\":\"add `NODE_RUN_SCRIPT_NAME` env to `node --run`\"}"), ""},
+		{"a set of things", call("send_message", `{"message":"salt & pepper & set"}`), ""},
+		{"chain word then number then words", call("send_message", `{"message":"Work; sleep 8 hours; repeat"}`), ""},
+		{"host name", call("ping_host", `{"host":"id.example.com"}`), ""},
+		{"a name that is a command word", call("lookup_user", `{"name":"env"}`), ""},
+		{"set with words", call("lookup_user", `{"name":"set the table"}`), ""},
+		{"relative bin path", call("stat", `{"file":"node_modules/.bin/eslint"}`), ""},
+		{"template braces", call("format_report", `{"format":"{name}, {date}"}`), ""},
+		{"evaluation in prose", call("send_message", `{"message":"The eval(\"x\") call in the REPL"}`), ""},
+	})
+}
