@@ -3,8 +3,11 @@ package check
 import (
 	"context"
 	"math"
+	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
 	"github.com/agentwarden/warden/internal/conform/models"
@@ -150,5 +153,40 @@ func TestSameAsSequentialBFS(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Errorf("only %d properties compared", checked)
+	}
+}
+
+// peakHeapPerState explores p on 2 workers and returns the Go heap's
+// high-water mark above its level before the check, sampled after every
+// level, divided by the states stored.
+func peakHeapPerState(t *testing.T, p *Program) (float64, int) {
+	t.Helper()
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
+	runtime.GC()
+	base := read()
+	peak := base
+	r, err := Check(context.Background(), p, "", Options{Workers: 2, ProgressEvery: time.Nanosecond,
+		Progress: func(Progress) { peak = max(peak, read()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(peak-base) / float64(r.States), r.States
+}
+
+// The checker's memory is its visited set: about 8 bytes of packed state,
+// 6 of parent and action and 6 to 12 of hash table per state, plus the
+// frontier. Successors waiting to be inserted are bounded by a block, not
+// by a level (which once buffered every successor of a level,
+// duplicates included).
+func TestMemoryPerState(t *testing.T) {
+	p := countersProgram(t, 8, 5) // 390625 states, levels of up to 38000
+	per, states := peakHeapPerState(t, p)
+	t.Logf("%d states, peak heap %.1f bytes per state", states, per)
+	if states != 390625 {
+		t.Fatalf("%d states, want 5^8 = 390625", states)
+	}
+	if per > 40 {
+		t.Errorf("peak Go heap %.1f bytes per state, want at most 40", per)
 	}
 }
