@@ -217,10 +217,11 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 			`warden_telemetry_dropped_total{signal="spans"} `...)
 		line = strconv.AppendUint(line, st.Dropped, 10)
 		line = strconv.AppendUint(append(line, "\nwarden_telemetry_dropped_total{signal=\"ocsf\"} "...), st.OCSF.Dropped, 10)
-		line = append(line, "\n# HELP warden_telemetry_failed_total OCSF events whose export failed.\n"+
+		line = append(line, "\n# HELP warden_telemetry_failed_total Telemetry whose export failed, not retried: spans, or OCSF events.\n"+
 			"# TYPE warden_telemetry_failed_total counter\n"+
-			`warden_telemetry_failed_total{signal="ocsf"} `...)
-		line = strconv.AppendUint(line, st.OCSF.Failed, 10)
+			`warden_telemetry_failed_total{signal="spans"} `...)
+		line = strconv.AppendUint(line, st.Failed, 10)
+		line = strconv.AppendUint(append(line, "\nwarden_telemetry_failed_total{signal=\"ocsf\"} "...), st.OCSF.Failed, 10)
 		line = append(line, '\n')
 		put()
 	}
