@@ -99,13 +99,12 @@ func benchRecords(ctx context.Context, add func(Result), rounds, perWorker, work
 	defer l.Close()
 	spanOut, _ := telemetry.NewSpanWriter(io.Discard)
 	// Spans, OCSF and metrics as a configured gateway records them
-	// (gateway/config_records.go): spans end on the Recorder's goroutine.
-	tp := telemetry.NewDeferredTracerProvider(spanOut)
-	defer tp.Shutdown(ctx)
+	// (internal/assemble): spans are built on the Recorder's goroutine,
+	// which hands them to the exporter in batches.
 	queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
 	defer queue.Close(ctx)
-	spans := telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue, Deferred: 4096})
-	defer spans.Close(ctx) // before the provider and the queue (defers run last first)
+	spans := telemetry.NewRecorder(telemetry.Options{SpanExporter: spanOut, OCSFSink: queue, Deferred: 4096})
+	defer spans.Close(ctx) // before the queue (defers run last first); shuts the exporter down
 	full := serveRecordedGateway(upstream, &gateway.Records{Audit: l, Propagate: true, Transport: telemetry.TransportStreamableHTTP,
 		Spans: spans, Metrics: &gateway.Metrics{Recording: spans}})
 	spansOnly := serveRecordedGateway(upstream, &gateway.Records{Propagate: true, Transport: telemetry.TransportStreamableHTTP,
