@@ -6,7 +6,7 @@ import "sync"
 // shards take in its successors. It bounds the successors waiting in
 // memory, whatever the size of a level, to about blockStates × workers ×
 // the number of transitions.
-const blockStates = 4096
+const blockStates = 2048
 
 // maxShards bounds the shards of a visited set: an id holds the shard
 // number in its low bits and the shard's index in the other 28.

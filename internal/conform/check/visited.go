@@ -23,7 +23,7 @@ type visited struct {
 }
 
 const (
-	pageBits  = 16
+	pageBits  = 14
 	pageSize  = 1 << pageBits
 	idxBits   = 28 // a table slot's local index; the tag has the other 4 bits
 	idxMask   = 1<<idxBits - 1
