@@ -61,6 +61,8 @@ var dangerous = []shellRule{
 	{"reverse-shell", regexp.MustCompile(`(?i)\bsocat\b[^\n]*\bexec:`), []string{"socat"}},
 	{"reverse-shell", regexp.MustCompile(`(?i)\b(?:python[23]?|perl|ruby|php)\b\s+-[a-z]*[erc]\s+.*(?:socket\.socket|fsockopen|tcpsocket\.new|socket\(\s*s)`), []string{"sock"}},
 	{"disk-wipe", regexp.MustCompile(`(?i)\bmkfs(?:\.\w+)?\s+/dev/|\bdd\b[^\n]*\bof=/dev/(?:sd|nvme|hd|disk|xvd)`), []string{"mkfs", "of=/dev/"}},
+	// Process substitution of a download: bash <(curl …) runs what it fetches.
+	{"pipe-to-shell", regexp.MustCompile(`(?i)<\(\s*(?:curl|wget|fetch|iwr)\b`), []string{"<("}},
 	{"fork-bomb", regexp.MustCompile(`:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:`), []string{":("}},
 	{"ifs-evasion", regexp.MustCompile(`\$\{?IFS\}?`), []string{"ifs"}},
 	{"system-file-write", regexp.MustCompile(`>>?\s*/etc/(?:passwd|shadow|sudoers|cron|profile|ld\.so|rc\.local|ssh/)|>>?\s*~?/\S*\.ssh/authorized_keys`), []string{">"}},
@@ -99,7 +101,7 @@ var injection = []shellRule{
 // member that does not hold free text.
 var (
 	commandValue = regexp.MustCompile(`(?i)^[\s'"]*(?:(?:;|&&?|\|\|?|\n)[ \t]*(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+[^;&|\n]*)?[ \t;&|]*|(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+[^;&|\n]*)?[ \t]*(?:;|&&?|\|\|?|\x00)[ \t;&|\x00]*)['"]?$`)
-	commandLine  = regexp.MustCompile(`(?i)^[ \t]*(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+(?:-{1,2}[a-z][\w-]*|/[\w./-]*|\$\{?\w+\}?|\d+))+[ \t]*$`)
+	commandLine  = regexp.MustCompile(`(?i)^[ \t]*(?:` + shellWords + `|` + probeWords + `)(?:[ \t]+(?:-{1,2}[a-z][\w-]*|/[\w./-]*|\$\{?\w+\}?|\d[\d.]*))+[ \t]*$`)
 	// traversalBinary is a program named through ../ and a bin directory,
 	// used as a command: followed by a separator, an option or a path.
 	traversalBinary = regexp.MustCompile(`(?:\.\./)+(?:usr/)?(?:local/)?s?bin/[\w.+-]+(?:[ \t]*(?:[|;&]|$)|[ \t]+[-/$])`)

@@ -69,6 +69,10 @@ var textRules = []textRule{
 	{rule: "addressed-to-model", re: regexp.MustCompile(`(?i)(?:^|[\s>(])@?(?:ai\s+)?(?:assistant|agent|ai|llm|claude|chatgpt|model)\s*[:,]\s*(?:please\s+)?(?:ignore|disregard|call|run|execute|send|forward|read|delete|from\s+now|you\s+must|always|never|do\s+not)\b`), pre: []string{" ai", "\tai", ">ai", "(ai", "@ai", "assistant", "agent", "llm", "claude", "chatgpt", "model"}},
 	{rule: "tool-directive", re: regexp.MustCompile("(?i)\\b(?:call|invoke|use|run|execute|trigger)\\s+(?:the\\s+)?[`'\"]?[a-z0-9_.-]+[`'\"]?\\s+(?:tool|function)\\b[^.\\n]{0,120}?\\b(?:with|passing|to\\s+(?:send|forward|upload|post)|and\\s+(?:send|forward|include))\\b[^.\\n]{0,120}?(?:contents?|history|inbox|secrets?|keys?|tokens?|passwords?|credentials|\\.env|id_rsa|conversation|\\.ssh)"), pre: []string{"tool", "function"}},
 	{rule: "exfil-directive", re: regexp.MustCompile(`(?i)\b(?:send|forward|upload|post|email|transmit|exfiltrate|leak)\b[^.\n]{0,80}?\b(?:files?|data|contents?|keys?|secrets?|tokens?|passwords?|credentials|history|conversation|emails?|messages|inbox|database|environment)\b[^.\n]{0,60}?\b(?:to|at)\s+(?:https?://|[\w.+-]+@[\w-]+\.|@[\w-]+)`), pre: []string{"send", "forward", "upload", "post", "email", "transmit", "exfiltrate", "leak"}},
+	// A markdown image whose URL has a query parameter left for data to
+	// fill in: a client that renders the image sends the data, unasked
+	// ("![](https://x/log?q={chat})").
+	{rule: "markdown-exfil", re: regexp.MustCompile(`(?i)!\[[^\]\n]{0,100}\]\(\s*https?://[^\s)]*[?&][\w.-]+=(?:\{[^}\s]{1,40}\}|\[[A-Z_ ]{3,40}\]|\$\{?[A-Z_]{3,}\}?|<[A-Z_ ]{3,40}>|%7B[^%\s]{1,40}%7D)`), pre: []string{"![", "](http"}},
 	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:send|upload|pass|attach|reveal|dump|exfiltrate|forward|leak|print\s+(?:all|every|the)|output\s+the\s+contents?\s+of)\b[^.\n]{0,60}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+keys?|api\s+keys|secrets|system\s+prompt)`), pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private", "api key", "secrets", "system prompt"}},
 	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:read|open|cat|include)\b[^.\n]{0,40}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+key)`), descOnly: true, pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private"}},
 }
@@ -145,8 +149,9 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 		add("jailbreak", loc[0], loc[1], High, "a jailbreak: the text gives the model a persona free of its rules ("+strings.Join(names, ", ")+")")
 	}
 	for _, m := range commentMatches(v) {
-		if hiddenWords.MatchString(v[m[2]:m[3]]) {
-			add("hidden-comment", m[0], m[1], High, "HTML comment carries a directive")
+		// The hidden text is the last group (an element's tag comes first).
+		if hiddenWords.MatchString(v[m[len(m)-2]:m[len(m)-1]]) {
+			add("hidden-comment", m[0], m[1], High, "hidden text (a comment or a hidden element) carries a directive")
 			break
 		}
 	}
@@ -160,12 +165,29 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 	}
 }
 
+// commentMatches finds the carriers of text a reader does not see: HTML
+// comments, markdown's link-reference comments ([//]: # (…)), and HTML
+// elements hidden by an attribute or a style (hidden, display:none,
+// font-size:0, zero opacity). Group 1 is the hidden text.
 func commentMatches(v string) [][]int {
-	if !strings.Contains(v, "<!--") {
-		return nil
+	var out [][]int
+	if strings.Contains(v, "<!--") {
+		out = htmlComment.FindAllStringSubmatchIndex(v, 8)
 	}
-	return htmlComment.FindAllStringSubmatchIndex(v, 8)
+	if strings.Contains(v, "[//]:") || strings.Contains(v, "[comment]:") {
+		out = append(out, mdComment.FindAllStringSubmatchIndex(v, 8)...)
+	}
+	if strings.Contains(v, "<") && (strings.Contains(v, "hidden") || strings.Contains(v, "none") ||
+		strings.Contains(v, "font-size") || strings.Contains(v, "opacity")) {
+		out = append(out, hiddenElement.FindAllStringSubmatchIndex(v, 8)...)
+	}
+	return out
 }
+
+var (
+	mdComment     = regexp.MustCompile(`(?m)^[ \t]*\[(?://|comment)\]:\s*(?:#|<>)\s*[("'](.{0,1000}?)[)"']\s*$`)
+	hiddenElement = regexp.MustCompile(`(?is)<([a-z]+)\b[^>]*?(?:\shidden\b|display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0(?:px|pt|em)?\s*[;"']|opacity\s*:\s*0(?:\.0+)?\s*[;"'])[^>]*>(.{0,1000}?)</`)
+)
 
 // base64Runs returns up to n runs of at least 24 base64 characters
 // (either alphabet), with their padding.
