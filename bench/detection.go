@@ -45,6 +45,39 @@ func benchDetection(add func(Result)) {
 		add(target(Result{Name: "detection false-positive rate, held-out, " + string(cat), Value: c.FPR, Unit: "",
 			Target: "≤ 0.02", Note: note}, met))
 	}
+	// The held-out sources whose misses no one has read: the estimate on
+	// unseen data (the others were read in an earlier round and are spent).
+	var unspent []string
+	for _, src := range r.Sources[secproc.SplitHeldOut] {
+		if sr, ok := r.PerSource[src]; !ok || sr.Spent == "" {
+			unspent = append(unspent, src)
+		}
+	}
+	for _, cat := range secproc.Categories {
+		c, ok := r.Unspent.ByCategory[cat]
+		if !ok || c.TP+c.FN == 0 {
+			continue
+		}
+		met := c.Recall >= 0.90
+		note := fmt.Sprintf("%d of %d malicious cases of held-out sources never read; %d of %d benign flagged; sources: %s",
+			c.TP, c.TP+c.FN, c.FP, c.FP+c.TN, strings.Join(unspent, ", "))
+		if !met {
+			note = "target not met: " + note
+		}
+		add(target(Result{Name: "detection recall, held-out unspent, " + string(cat), Value: c.Recall, Unit: "",
+			Target: "≥ 0.90", Note: note}, met))
+	}
+	for _, src := range r.Sources[secproc.SplitHeldOut] {
+		sr, ok := r.PerSource[src]
+		if !ok {
+			continue
+		}
+		note := fmt.Sprintf("%d of %d malicious cases", sr.Detected, sr.Malicious)
+		if sr.Spent != "" {
+			note += "; spent (" + sr.Spent + "): not an estimate on unseen data"
+		}
+		add(Result{Name: "detection recall, held-out source " + src, Value: sr.Recall(), Unit: "", Note: note})
+	}
 	c := r.FreeTextHeldOut.Overall
 	add(target(Result{Name: "detection false-positive rate, held-out, benign free text", Value: c.FPR, Unit: "",
 		Target: "≤ 0.02", Note: fmt.Sprintf("%d of %d prose and code arguments (message, body, search, content, …) flagged", c.FP, c.FP+c.TN)},

@@ -41,7 +41,11 @@ type ExternalSource struct {
 	Split   string // SplitTuning or SplitHeldOut
 	// Path is where scripts/deps.sh leaves the file, under the dependency
 	// cache (WARDEN_DEPS_DIR).
-	Path    string
+	Path string
+	// Spent, for a held-out source, says when its misses or false
+	// positives were read (and described): from then on its numbers are
+	// not an estimate on unseen data, whoever changed the detectors.
+	Spent   string
 	extract func([]byte) ([]extCase, error)
 }
 
@@ -66,19 +70,19 @@ var ExternalSources = []ExternalSource{
 		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/Injections/All_attack.txt", extract: extractWfuzzCommands},
 
 	{Package: "wapiti 3.0.4+dfsg-2 (Debian)", File: "wapitiCore/data/attacks/execPayloads.txt", Split: SplitHeldOut,
-		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/execPayloads.txt", extract: extractWapitiExec},
+		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/execPayloads.txt", Spent: "round 1 (2026-11-27): misses described in docs/security-processor.md", extract: extractWapitiExec},
 	{Package: "wapiti 3.0.4+dfsg-2 (Debian)", File: "wapitiCore/data/attacks/fileHandlingPayloads.ini", Split: SplitHeldOut,
-		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/fileHandlingPayloads.ini", extract: extractWapitiFile},
+		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/fileHandlingPayloads.ini", Spent: "round 1 (2026-11-27): misses described in docs/security-processor.md", extract: extractWapitiFile},
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/Injections/Traversal.txt", Split: SplitHeldOut,
-		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/Injections/Traversal.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/Injections/Traversal.txt", Spent: "round 1 (2026-11-27): misses described in docs/security-processor.md", extract: extractLines(Malicious, FileAccess, shapePath)},
 	{Package: "agent-security-scanner-mcp@4.5.9", File: "benchmarks/corpus/prompt_injection.txt", Split: SplitHeldOut,
-		Path: "payloads/agent-security-scanner-mcp@4.5.9/package/benchmarks/corpus/prompt_injection.txt", extract: extractASM},
+		Path: "payloads/agent-security-scanner-mcp@4.5.9/package/benchmarks/corpus/prompt_injection.txt", Spent: "round 1 (2026-11-27): misses described in docs/security-processor.md", extract: extractASM},
 	{Package: "@modelcontextprotocol/sdk@1.32.2", File: "README.md", Split: SplitHeldOut,
-		Path: "mcp-sdk/node_modules/@modelcontextprotocol/sdk/README.md", extract: extractReadme},
+		Path: "mcp-sdk/node_modules/@modelcontextprotocol/sdk/README.md", Spent: "round 1 (2026-11-27): the one false positive of these READMEs described", extract: extractReadme},
 	{Package: "@modelcontextprotocol/conformance@0.2.0-alpha.10", File: "README.md", Split: SplitHeldOut,
-		Path: "conformance/node_modules/@modelcontextprotocol/conformance/README.md", extract: extractReadme},
+		Path: "conformance/node_modules/@modelcontextprotocol/conformance/README.md", Spent: "round 1 (2026-11-27): the one false positive of these READMEs described", extract: extractReadme},
 	{Package: "@copilotkit/aimock@1.43.0", File: "README.md", Split: SplitHeldOut,
-		Path: "aimock/node_modules/@copilotkit/aimock/README.md", extract: extractReadme},
+		Path: "aimock/node_modules/@copilotkit/aimock/README.md", Spent: "round 1 (2026-11-27): the one false positive of these READMEs described", extract: extractReadme},
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/shellInjection.ts)", Split: SplitHeldOut,
 		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooShell},
 	// Third round (2026-11-28), held out from the start.
@@ -251,6 +255,12 @@ func LoadExternalCorpus(depsDir string) ([]ExternalCase, error) {
 // ExternalReport is the processor's results on the external corpus.
 type ExternalReport struct {
 	Tuning, HeldOut Metrics
+	// Unspent is the held-out cases of the sources whose misses no one
+	// has read (ExternalSource.Spent empty): the estimate on unseen data.
+	Unspent Metrics
+	// PerSource counts the malicious cases of each held-out source and
+	// those detected (by a finding of the case's category).
+	PerSource map[string]SourceRecall
 	// FreeTextTuning and FreeTextHeldOut are the benign free-text cases
 	// alone (prose and code in free-text arguments): their false
 	// positives are what scanning free text costs.
@@ -258,6 +268,21 @@ type ExternalReport struct {
 	// Sources lists the sources of each split.
 	Sources map[string][]string
 	Cases   int
+}
+
+// SourceRecall is one held-out source's malicious cases and how many of
+// them were detected.
+type SourceRecall struct {
+	Malicious, Detected int
+	Spent               string
+}
+
+// Recall is Detected / Malicious (0 without cases).
+func (r SourceRecall) Recall() float64 {
+	if r.Malicious == 0 {
+		return 0
+	}
+	return float64(r.Detected) / float64(r.Malicious)
 }
 
 // ExternalCorpusConfig is CorpusConfig without a host allowlist: the
@@ -283,11 +308,14 @@ func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 	if err != nil {
 		return ExternalReport{}, err
 	}
-	r := ExternalReport{Sources: map[string][]string{}, Cases: len(cases)}
+	r := ExternalReport{Sources: map[string][]string{}, Cases: len(cases), PerSource: map[string]SourceRecall{}}
+	spent := map[string]string{}
 	for _, s := range ExternalSources {
 		r.Sources[s.Split] = append(r.Sources[s.Split], s.Source())
+		spent[s.Source()] = s.Spent
 	}
-	var tuning, held, freeTuning, freeHeld []Labelled
+	var tuning, held, unspent, freeTuning, freeHeld []Labelled
+	source := map[string]string{}
 	for _, c := range cases {
 		all, free := &held, &freeHeld
 		if c.Split == SplitTuning {
@@ -297,9 +325,30 @@ func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 		if c.FreeText && c.Label == Benign {
 			*free = append(*free, c.Labelled)
 		}
+		if c.Split == SplitHeldOut {
+			source[c.ID] = c.Source
+			if spent[c.Source] == "" {
+				unspent = append(unspent, c.Labelled)
+			}
+			if c.Label == Malicious {
+				sr := r.PerSource[c.Source]
+				sr.Malicious++
+				sr.Detected++ // until a miss says otherwise
+				sr.Spent = spent[c.Source]
+				r.PerSource[c.Source] = sr
+			}
+		}
 	}
 	r.Tuning, r.HeldOut = Evaluate(p, tuning), Evaluate(p, held)
 	r.FreeTextTuning, r.FreeTextHeldOut = Evaluate(p, freeTuning), Evaluate(p, freeHeld)
+	r.Unspent = Evaluate(p, unspent)
+	for _, m := range r.HeldOut.Misses {
+		if m.Label == Malicious {
+			sr := r.PerSource[source[m.ID]]
+			sr.Detected--
+			r.PerSource[source[m.ID]] = sr
+		}
+	}
 	return r, nil
 }
 

@@ -43,30 +43,20 @@ func TestExternalCorpusReport(t *testing.T) {
 		byID[c.ID] = c
 	}
 	// Recall per held-out source: the misses counted, not shown.
-	type tally struct{ malicious, missed int }
-	perSource := map[string]*tally{}
-	for _, c := range cases {
-		if c.Split == SplitHeldOut && c.Label == Malicious {
-			if perSource[c.Source] == nil {
-				perSource[c.Source] = &tally{}
-			}
-			perSource[c.Source].malicious++
-		}
-	}
-	for _, miss := range r.HeldOut.Misses {
-		if c := byID[miss.ID]; c.Label == Malicious {
-			perSource[c.Source].missed++
-		}
-	}
 	for _, src := range r.Sources[SplitHeldOut] {
-		if n := perSource[src]; n != nil {
-			t.Logf("held-out %s: %d malicious, recall %.3f", src, n.malicious, float64(n.malicious-n.missed)/float64(n.malicious))
+		if n, ok := r.PerSource[src]; ok {
+			spent := "unspent"
+			if n.Spent != "" {
+				spent = "spent: " + n.Spent
+			}
+			t.Logf("held-out %s: %d malicious, recall %.3f (%s)", src, n.Malicious, n.Recall(), spent)
 		}
 	}
 	for _, s := range []struct {
 		name string
 		m    Metrics
-	}{{SplitTuning, r.Tuning}, {SplitHeldOut, r.HeldOut}, {"free-text " + SplitTuning, r.FreeTextTuning},
+	}{{SplitTuning, r.Tuning}, {SplitHeldOut, r.HeldOut}, {"unspent " + SplitHeldOut, r.Unspent},
+		{"free-text " + SplitTuning, r.FreeTextTuning},
 		{"free-text " + SplitHeldOut, r.FreeTextHeldOut}} {
 		t.Logf("%s (%s):\n%s", s.name, strings.Join(r.Sources[s.name], ", "), s.m.Table())
 		if os.Getenv("SECPROC_MISSES") == s.name {
@@ -80,20 +70,33 @@ func TestExternalCorpusReport(t *testing.T) {
 }
 
 // Floors of the held-out measurement, per category: a regression guard set
-// from the second measurement of 2026-11-27 (command injection 0.652,
-// injected instructions 0.600; see docs/security-processor.md), not
-// the targets (recall ≥ 0.90 and FP rate ≤ 0.02), which command injection
-// and injected instructions do not meet. Raise a floor when the detectors
-// get better; never lower one to make a change pass. minMalicious and
-// minBenign keep the guard from passing on a corpus that lost its cases.
+// from the third round's measurement of 2026-11-28 (command injection
+// 0.870, injected instructions 0.667, file access 0.914; see
+// docs/security-processor.md), not the targets (recall ≥ 0.90 and FP rate
+// ≤ 0.02), which command injection and injected instructions do not meet.
+// Raise a floor when the detectors get better; never lower one to make a
+// change pass. minMalicious and minBenign keep the guard from passing on a
+// corpus that lost its cases.
 var externalFloors = []struct {
 	cat                     Category
 	minRecall, maxFPR       float64
 	minMalicious, minBenign int
 }{
 	{FileAccess, 0.90, 0.02, 100, 20},
-	{CommandInjection, 0.60, 0.02, 23, 1500},
-	{InjectedInstructions, 0.55, 0.02, 20, 1500},
+	{CommandInjection, 0.85, 0.02, 23, 1500},
+	{InjectedInstructions, 0.65, 0.02, 27, 1500},
+}
+
+// unspentFloors guard the held-out sources whose misses no one has read
+// (8 command-injection and 7 injected-instruction cases in the third
+// round: one case moves recall by 0.125 and 0.143).
+var unspentFloors = []struct {
+	cat                     Category
+	minRecall, maxFPR       float64
+	minMalicious, minBenign int
+}{
+	{CommandInjection, 0.95, 0.02, 8, 1500},
+	{InjectedInstructions, 0.55, 0.02, 7, 1500},
 }
 
 // TestExternalCorpusFloors fails when the processor's recall or false
@@ -114,6 +117,20 @@ func TestExternalCorpusFloors(t *testing.T) {
 		}
 		if c.FPR > f.maxFPR {
 			t.Errorf("%s: held-out FP rate %.3f (%d/%d), ceiling %.2f", f.cat, c.FPR, c.FP, c.FP+c.TN, f.maxFPR)
+		}
+	}
+	for _, f := range unspentFloors {
+		c := r.Unspent.ByCategory[f.cat]
+		if c.TP+c.FN < f.minMalicious || c.TN+c.FP < f.minBenign {
+			t.Errorf("%s: unspent held-out has %d malicious and %d benign cases; want ≥ %d and ≥ %d",
+				f.cat, c.TP+c.FN, c.TN+c.FP, f.minMalicious, f.minBenign)
+			continue
+		}
+		if c.Recall < f.minRecall {
+			t.Errorf("%s: unspent held-out recall %.3f (%d/%d), floor %.2f", f.cat, c.Recall, c.TP, c.TP+c.FN, f.minRecall)
+		}
+		if c.FPR > f.maxFPR {
+			t.Errorf("%s: unspent held-out FP rate %.3f (%d/%d), ceiling %.2f", f.cat, c.FPR, c.FP, c.FP+c.TN, f.maxFPR)
 		}
 	}
 	for name, m := range map[string]Metrics{SplitTuning: r.FreeTextTuning, SplitHeldOut: r.FreeTextHeldOut} {
