@@ -39,9 +39,26 @@ import (
 //	Write: lines ─▶ pwrite(end) ─▶ fdatasync        [checkpoint: ─▶ pwrite(head) ─▶ fdatasync(head)]
 //	tick:  pwrite(head)                              Close: pwrite(head) ─▶ fdatasync(head)
 //
-// A last line without its newline is a torn tail: a write cut short by a
-// crash, never acknowledged. New cuts it off when it opens the log for
-// appending, with a warning (tornTail); Tail and Scan ignore it.
+// The file grows ahead of its records in zero-filled steps of growStep
+// (written zeros, not fallocate's unwritten extents), so that a batch's
+// fdatasync overwrites allocated blocks and commits no metadata, where an
+// append past the end would make every sync wait for a journal commit of
+// the file's new size. While warden runs, and after a crash, the records
+// are therefore followed by zeros; Close cuts them, so a log closed
+// cleanly is plain JSON Lines:
+//
+//	records … \n │ torn bytes (a crash mid-write) │ 0 0 0 … 0 (grown, unused)
+//	            size                              last non-zero byte        file's length
+//
+// Whatever follows the last complete line (dataEnd) was never
+// acknowledged: a torn tail (a write cut short by a crash) and the unused
+// zeros. New cuts it off when it opens the log for appending, with a
+// warning when it holds more than zeros (tornTail); Tail and Scan ignore
+// it. A durable step is at most tornWindow bytes (longer batches are
+// written and synced in pieces), so after a power loss, when only some of
+// the last step's blocks reached the disk, the zeros it left among them
+// are within the last tornWindow bytes, and the lines they begin in are
+// cut as torn too.
 type JSONL struct {
 	// immutable after NewJSONL
 	path, headPath string
@@ -51,7 +68,8 @@ type JSONL struct {
 
 	mu        sync.Mutex
 	size      int64    // end of the last complete line; guarded by mu
-	torn      int64    // bytes after size when opened, not yet cut; guarded by mu
+	alloc     int64    // the file's length: size, then torn bytes and zeros; guarded by mu
+	torn      int64    // bytes after size, other than the zeros after them, not yet cut; guarded by mu
 	broken    error    // set when a failed write could not be undone; guarded by mu
 	buf       []byte   // the batch's lines, reused; guarded by mu
 	head      *os.File // the sidecar, opened at its first write; guarded by mu
@@ -63,6 +81,18 @@ type JSONL struct {
 // anchorSize is the sidecar's length: its JSON object, spaces, a newline.
 // Overwritten in place at offset 0, within one disk sector.
 const anchorSize = 128
+
+const (
+	// growStep is how far the file grows ahead of its records, in zeros.
+	growStep = 1 << 20
+	// tornWindow bounds one durable step (pwrite and fdatasync), and so
+	// the bytes before the last non-zero byte that a crash can have left
+	// unfinished.
+	tornWindow = 1 << 20
+)
+
+// zeros is what the file grows by.
+var zeros [growStep]byte
 
 // NewJSONL opens (creating if needed, mode 0600) the audit log at path.
 // It changes nothing in the file: a torn tail is cut by New (tornTail), or
@@ -77,12 +107,60 @@ func NewJSONL(path string) (*JSONL, error) {
 		f.Close()
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	size, err := completeLines(f, fi.Size())
+	size, torn, err := dataEnd(f, fi.Size())
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
-	return &JSONL{path: path, headPath: path + ".head", f: f, fd: int(f.Fd()), file: fi, size: size, torn: fi.Size() - size}, nil
+	return &JSONL{path: path, headPath: path + ".head", f: f, fd: int(f.Fd()), file: fi,
+		size: size, alloc: fi.Size(), torn: torn}, nil
+}
+
+// dataEnd returns the end of the records in the first size bytes of f,
+// the offset just after the last complete line, and how many bytes other
+// than zeros follow it (a torn tail). Lines never hold a NUL byte (JSON
+// escapes it), so the records end before the first NUL in the last
+// durable step: the zeros the file grew by, or a block of the last
+// step's write that a power loss kept from the disk.
+func dataEnd(f *os.File, size int64) (end, torn int64, err error) {
+	last, err := lastNonZero(f, size)
+	if err != nil {
+		return 0, 0, err
+	}
+	limit := last
+	start := max(last-tornWindow, 0)
+	buf := make([]byte, last-start)
+	if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, err
+	}
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		limit = start + int64(i)
+	}
+	if end, err = completeLines(f, limit); err != nil {
+		return 0, 0, err
+	}
+	return end, last - end, nil
+}
+
+// lastNonZero returns the offset just after the last byte in the first
+// size bytes of f that is not 0 (0 if there is none).
+func lastNonZero(f *os.File, size int64) (int64, error) {
+	const chunk = 64 << 10
+	buf := make([]byte, chunk)
+	for end := size; end > 0; {
+		start := max(end-chunk, 0)
+		n, err := f.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := n - 1; i >= 0; i-- {
+			if buf[i] != 0 {
+				return start + int64(i) + 1, nil
+			}
+		}
+		end = start
+	}
+	return 0, nil
 }
 
 // completeLines returns the offset just after the last newline in the first
@@ -104,13 +182,14 @@ func completeLines(f *os.File, size int64) (int64, error) {
 	return 0, nil
 }
 
-// tornTail cuts the bytes after the last complete line (a write cut short
-// by a crash), durably, and reports how many there were and where they
-// began. New calls it before it checks the log.
+// tornTail cuts everything after the last complete line (a write cut
+// short by a crash, and the zeros the file had grown by), durably, and
+// reports where it began and how many bytes of it were not zeros. New
+// calls it once it has checked the log.
 func (j *JSONL) tornTail() (at, n int64, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.torn == 0 {
+	if j.alloc == j.size {
 		return j.size, 0, nil
 	}
 	if err := j.cutTorn(); err != nil {
@@ -126,10 +205,27 @@ func (j *JSONL) cutTorn() error {
 	if err := j.f.Truncate(j.size); err != nil {
 		return fmt.Errorf("audit: %s: cut the torn tail: %w", j.path, err)
 	}
+	j.alloc = j.size
 	if err := fdatasync(j.fd); err != nil {
 		return fmt.Errorf("audit: %s: cut the torn tail: %w", j.path, err)
 	}
 	return nil
+}
+
+// grow makes the file at least n bytes long by writing zeros after its
+// end, growStep at a time, unsynced: the next fdatasync carries them. If
+// it cannot (a full disk), it cuts what it wrote and leaves the batch to
+// extend the file itself. Called with mu held.
+func (j *JSONL) grow(n int64) {
+	for j.alloc < n {
+		if _, err := j.f.WriteAt(zeros[:], j.alloc); err != nil {
+			if j.f.Truncate(j.size) == nil {
+				j.alloc = j.size
+			}
+			return
+		}
+		j.alloc += growStep
+	}
 }
 
 // Write implements Backend.
@@ -158,6 +254,7 @@ func (j *JSONL) Write(ctx context.Context, batch []Record) error {
 		if err := errors.Join(j.f.Truncate(j.size), fdatasync(j.fd)); err != nil {
 			j.broken = fmt.Errorf("%w: %s: a failed write could not be undone: %w", ErrBroken, j.path, err)
 		}
+		j.alloc = j.size
 		return cause
 	}
 	if j.torn > 0 { // not cut by New: a backend opened on its own (markLoss)
@@ -167,12 +264,26 @@ func (j *JSONL) Write(ctx context.Context, batch []Record) error {
 		}
 		j.torn = 0
 	}
-	if _, err := j.f.WriteAt(buf, j.size); err != nil {
-		return undo(err)
+	j.grow(j.size + int64(len(buf)))
+	// One pwrite and one fdatasync; a batch over tornWindow bytes in
+	// pieces of whole lines, each synced before the next is written.
+	for at := 0; at < len(buf); {
+		n := len(buf) - at
+		if n > tornWindow {
+			n = bytes.LastIndexByte(buf[at:at+tornWindow], '\n') + 1
+			if n == 0 { // one line longer than the window
+				n = bytes.IndexByte(buf[at:], '\n') + 1
+			}
+		}
+		if _, err := j.f.WriteAt(buf[at:at+n], j.size+int64(at)); err != nil {
+			return undo(err)
+		}
+		if err := fdatasync(j.fd); err != nil {
+			return undo(err)
+		}
+		at += n
 	}
-	if err := fdatasync(j.fd); err != nil {
-		return undo(err)
-	}
+	j.alloc = max(j.alloc, j.size+int64(len(buf)))
 	last := batch[len(batch)-1]
 	if checkpoint {
 		if err := j.setAnchor(Anchor{Seq: last.Seq, Hash: last.Hash}, true); err != nil {
@@ -316,11 +427,19 @@ func (j *JSONL) Scan(ctx context.Context, fn func(Record) error) (Anchor, error)
 		return anchor, fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	fi, err := f.Stat()
+	if err != nil {
+		return anchor, fmt.Errorf("audit: %w", err)
+	}
+	end, _, err := dataEnd(f, fi.Size()) // a torn tail and the zeros after it are ignored
+	if err != nil {
+		return anchor, fmt.Errorf("audit: %s: %w", j.path, err)
+	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, end), 64<<10)
 	for i := 0; ; i++ {
 		line, err := r.ReadBytes('\n')
 		if errors.Is(err, io.EOF) {
-			return anchor, nil // an unfinished last line is ignored
+			return anchor, nil
 		}
 		if err != nil {
 			return anchor, fmt.Errorf("audit: %s: %w", j.path, err)
@@ -351,15 +470,20 @@ func decodeLine(line []byte) (Record, error) {
 	return rec, nil
 }
 
-// Close implements Backend: it moves the anchor to the last record this
-// process wrote and syncs it (unless the path no longer names the file:
-// lost.go), and closes the files.
+// Close implements Backend: it cuts the zeros the file grew by, moves the
+// anchor to the last record this process wrote and syncs it (unless the
+// path no longer names the file: lost.go), and closes the files.
 func (j *JSONL) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var err error
+	if j.broken == nil && j.torn == 0 && j.alloc > j.size {
+		if err = j.f.Truncate(j.size); err == nil {
+			j.alloc = j.size
+		}
+	}
 	if j.broken == nil && j.last != j.headAt && sameFile(j.path, j.file) == nil {
-		err = j.setAnchor(j.last, false)
+		err = errors.Join(err, j.setAnchor(j.last, false))
 	}
 	if j.head != nil {
 		err = errors.Join(j.syncHead(), j.head.Close())

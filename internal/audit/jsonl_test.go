@@ -71,6 +71,102 @@ func TestTornTailIsCut(t *testing.T) {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
+// TestGrownLogAfterPowerLoss leaves a JSONL log as a power loss during a
+// batch's write can: the file grown ahead in zeros, and the batch's lines
+// on disk only in part, a block of them still zeros. No Append returned
+// for that batch. Verify must read the records before it and change
+// nothing; opening must cut the batch and the zeros, with a warning, and
+// continue the chain from the last whole record.
+func TestGrownLogAfterPowerLoss(t *testing.T) {
+	be := backends[1]
+	path := be.path(t)
+	l := openLog(t, be, path)
+	var last Record
+	for i := range 3 {
+		last = mustAppend(t, l, sample(i))
+	}
+	l.Close()
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records 4 and 5 as the next batch would have written them, with a
+	// block in the middle of record 4 that never reached the disk.
+	batch := []byte(`{"seq":4,"time":"2026-11-27T21:00:00Z","prev_hash":"` + last.Hash + `","hash":"` + strings.Repeat("a", 64) + `","actor":"alice"}` + "\n" +
+		`{"seq":5,"time":"2026-11-27T21:00:00Z","prev_hash":"` + strings.Repeat("a", 64) + `","hash":"` + strings.Repeat("b", 64) + `","actor":"bob"}` + "\n")
+	clear(batch[40:90])
+	grown := append(append(bytes.Clone(whole), batch...), make([]byte, 4096)...)
+	if err := os.WriteFile(path, grown, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	rep := mustVerify(t, openBackend(t, be, path))
+	if rep.Records != 3 || rep.Head.Hash != last.Hash {
+		t.Errorf("Verify = %d records, head %+v; want the 3 records before the unfinished batch", rep.Records, rep.Head)
+	}
+	if fi, _ := os.Stat(path); fi.Size() != int64(len(grown)) {
+		t.Errorf("after Verify the file has %d bytes, want %d: verify must not change the log", fi.Size(), len(grown))
+	}
+
+	var logs bytes.Buffer
+	l2, err := Open(context.Background(), be.kind, path, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatalf("Open of a log whose last batch was cut short by a power loss: %v", err)
+	}
+	defer l2.Close()
+	if got := logs.String(); !strings.Contains(got, "level=WARN") || !strings.Contains(got, "torn tail") ||
+		!strings.Contains(got, "bytes="+itoa(len(batch))) || !strings.Contains(got, "offset="+itoa(len(whole))) {
+		t.Errorf("Open logged %q, want a warning naming the torn tail's offset %d and its %d bytes", got, len(whole), len(batch))
+	}
+	next := mustAppend(t, l2, sample(4))
+	if next.Seq != 4 || next.PrevHash != last.Hash {
+		t.Errorf("append after the cut: seq %d prev %s, want 4 after %s", next.Seq, next.PrevHash, last.Hash)
+	}
+	l2.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, whole) || bytes.IndexByte(b, 0) >= 0 || !bytes.HasSuffix(b, []byte("}\n")) || bytes.Count(b, []byte("\n")) != 4 {
+		t.Errorf("after Close the log is %q, want the 3 records, the new one, and nothing after them", b)
+	}
+}
+
+// TestGrownLogIsPlainAfterClose checks that the zeros a JSONL log grows
+// by stay out of sight: the open log's file is longer than its records,
+// readers of the open log see every record, and a closed log is plain
+// JSON Lines again.
+func TestGrownLogIsPlainAfterClose(t *testing.T) {
+	be := backends[1]
+	path := be.path(t)
+	l := openLog(t, be, path)
+	for i := range 5 {
+		mustAppend(t, l, sample(i))
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() < growStep {
+		t.Errorf("the open log's file is %d bytes, want it grown ahead to %d", fi.Size(), growStep)
+	}
+	if rep := mustVerify(t, openBackend(t, be, path)); rep.Records != 5 {
+		t.Errorf("Verify of the open log read %d records, want 5", rep.Records)
+	}
+	var out bytes.Buffer
+	if err := l.Export(context.Background(), &out); err != nil || bytes.Count(out.Bytes(), []byte("\n")) != 5 || bytes.IndexByte(out.Bytes(), 0) >= 0 {
+		t.Errorf("Export of the open log = %q, %v; want 5 lines", out.Bytes(), err)
+	}
+	l.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, out.Bytes()) {
+		t.Errorf("the closed log is %d bytes (%q…), want its 5 lines and nothing after them", len(b), b[:min(len(b), 40)])
+	}
+}
+
 // TestJSONLAnchorFollowsWhileIdle checks that the JSONL anchor, which
 // lags the records, reaches the last record while the log is open and
 // idle (every WatchInterval), and not only at Close: a tail cut after

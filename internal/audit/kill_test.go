@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -77,7 +78,13 @@ func TestKillAndRestart(t *testing.T) {
 			killChildWhileAppending(t, be, path, "", acked, 150)
 
 			// What the kill left is a log that verifies as it is (a torn
-			// line at the end is ignored), before anything repairs it.
+			// line at the end, and the zeros a JSONL file grows by, are
+			// ignored), before anything repairs it.
+			if be.kind == KindJSONL {
+				if b, err := os.ReadFile(path); err != nil || len(b) == 0 || b[len(b)-1] != 0 {
+					t.Fatalf("round %d: the killed log's file does not end in the zeros it grew by (%d bytes, %v)", round, len(b), err)
+				}
+			}
 			mustVerify(t, openBackend(t, be, path))
 			l := openLog(t, be, path)
 			head := l.Head()
@@ -105,6 +112,11 @@ func TestKillAndRestart(t *testing.T) {
 			}
 			acked[next.Seq] = next.Hash
 			l.Close()
+			if be.kind == KindJSONL {
+				if b, err := os.ReadFile(path); err != nil || bytes.IndexByte(b, 0) >= 0 || !bytes.HasSuffix(b, []byte("}\n")) {
+					t.Fatalf("round %d: after the restart and a close the log is not plain JSON Lines (%d bytes, %v)", round, len(b), err)
+				}
+			}
 		}
 	})
 }

@@ -35,11 +35,13 @@ type Backend interface {
 }
 
 // tailCutter is a Backend whose storage may end in a torn write (a crash
-// during a write that was never acknowledged), which New cuts off before
-// it checks the log.
+// during a write that was never acknowledged) and in space grown ahead of
+// the records, which New cuts off once it has checked the records before
+// them.
 type tailCutter interface {
-	// tornTail durably removes the torn tail, if any, and reports the
-	// offset it began at and its length in bytes (0: none).
+	// tornTail durably removes the torn tail and the space after it, if
+	// any, and reports the offset it began at and how many bytes of it
+	// were a torn write (0: none, or only zeros).
 	tornTail() (at, n int64, err error)
 }
 
@@ -212,6 +214,12 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 	if opts.Checkpoint.Key != nil {
 		key = opts.Checkpoint.Key.Public()
 	}
+	// The check reads the records up to the last complete line, so a torn
+	// tail is cut only from a log that passed it.
+	st, err := checkOpen(ctx, b, key, opts.Checkpoint.Witnessed)
+	if err != nil {
+		return nil, err
+	}
 	if tc, ok := b.(tailCutter); ok {
 		at, n, err := tc.tornTail()
 		if err != nil {
@@ -221,10 +229,6 @@ func New(ctx context.Context, b Backend, opts Options) (*Log, error) {
 			opts.Logger.Warn("audit: cut a torn tail off the log: the last write was cut short by a crash before it was synced, so no call waited for it",
 				"offset", at, "bytes", n)
 		}
-	}
-	st, err := checkOpen(ctx, b, key, opts.Checkpoint.Witnessed)
-	if err != nil {
-		return nil, err
 	}
 	l := &Log{
 		b:        b,
