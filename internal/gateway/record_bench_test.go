@@ -18,8 +18,8 @@ import (
 // gateway over HTTP (SSE framing) with no recording ("off") and with spans
 // in both conventions, OCSF events and metrics, and no audit log ("spans"),
 // as a gateway configured with them records (spans ended on the
-// Recorder's goroutine, to the JSONL span writer behind the SDK's batcher;
-// OCSF events to a Queue writing JSONL; both discarding). The difference of the two cpu-µs/op is
+// Recorder's goroutine, which hands them to the JSONL span writer in
+// batches; OCSF events to a Queue writing JSONL; both discarding). The difference of the two cpu-µs/op is
 // what that recording adds per call, the exporters' background work
 // included.
 //
@@ -37,14 +37,12 @@ func BenchmarkHTTPRelayRecorded(b *testing.B) {
 		var stop func()
 		if mode == "spans" {
 			exp, _ := telemetry.NewSpanWriter(io.Discard)
-			tp := telemetry.NewDeferredTracerProvider(exp)
 			queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
-			rec := telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue, Deferred: 4096})
+			rec := telemetry.NewRecorder(telemetry.Options{SpanExporter: exp, OCSFSink: queue, Deferred: 4096})
 			opts.Recorder = &gateway.Records{Propagate: true, Transport: telemetry.TransportStreamableHTTP,
 				Spans: rec, Metrics: &gateway.Metrics{Recording: rec}}
 			stop = func() {
 				rec.Close(context.Background())
-				tp.Shutdown(context.Background())
 				queue.Close(context.Background())
 				if st := rec.Stats(); st.Dropped != 0 || st.OCSF.Dropped != 0 {
 					b.Errorf("telemetry dropped: %+v", st)

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -33,5 +34,13 @@ func TestMetricsShowFailedSpanExports(t *testing.T) {
 	(&Metrics{Recording: rec}).ServeHTTP(w, httptest.NewRequest("GET", "/metrics", nil))
 	if want := "\nwarden_telemetry_failed_total{signal=\"spans\"} 2\n"; !strings.Contains(w.Body.String(), want) {
 		t.Errorf("metrics lack %q:\n%s", want, w.Body.String())
+	}
+}
+
+// keepUp waits, sleeping, until rec has ended all but ahead of the
+// 1 span of each of calls (the request's span, ended with its answer).
+func keepUp(rec *telemetry.Recorder, calls, ahead uint64) {
+	for calls > ahead && rec.Stats().Ended+ahead < calls {
+		time.Sleep(20 * time.Microsecond)
 	}
 }
