@@ -10,10 +10,14 @@ import (
 
 // Trace is a counterexample: the states from the initial state to the
 // first state that violates Property, and the action taken before each.
+// For a leads-to property it is a lasso: Steps are a prefix and then a
+// cycle that starts at Steps[Cycle.Start] and closes from the last step
+// by Cycle.Action.
 type Trace struct {
 	Model    *ir.Model
 	Property string
 	Steps    []Step
+	Cycle    *Cycle // nil for an invariant's trace
 }
 
 // Step is one state of a trace. Action is the index of the transition that
@@ -25,6 +29,23 @@ type Step struct {
 
 // Len is the number of actions in the trace.
 func (t *Trace) Len() int { return len(t.Steps) - 1 }
+
+// CycleActions lists the transition ids of a lasso's cycle, in order,
+// ending with the one that closes it ("stutter" for a deadlocked state that
+// repeats). It is nil for a trace that is not a lasso.
+func (t *Trace) CycleActions() []string {
+	if t.Cycle == nil {
+		return nil
+	}
+	var ids []string
+	for _, s := range t.Steps[t.Cycle.Start+1:] {
+		ids = append(ids, t.Model.Transitions[s.Action].ID)
+	}
+	if t.Cycle.Action < 0 {
+		return append(ids, "stutter")
+	}
+	return append(ids, t.Model.Transitions[t.Cycle.Action].ID)
+}
 
 // Actions lists the transition ids of the trace, in order.
 func (t *Trace) Actions() []string {
@@ -152,8 +173,12 @@ func (t *Trace) ITF() ([]byte, error) {
 		{"property", t.Property},
 	}
 	if pr != nil {
-		meta = append(meta, member{"principle", pr.Principle}, member{"class", pr.Class},
-			member{"invariant", pr.Expr.String()})
+		meta = append(meta, member{"principle", pr.Principle}, member{"class", pr.Class})
+		if pr.Kind == ir.LeadsTo {
+			meta = append(meta, member{"leads_to", pr.String()}, member{"fairness", string(pr.Fairness)})
+		} else {
+			meta = append(meta, member{"invariant", pr.Expr.String()})
+		}
 	}
 	meta = append(meta, member{"warden", m.IsGuarded()}, member{"adversary", t.UsesAdversary()},
 		member{"length", t.Len()}, member{"source_refs", nonNil(t.SourceRefs())})
@@ -203,6 +228,16 @@ func (t *Trace) ITF() ([]byte, error) {
 		states[i] = st
 	}
 	doc := obj{{"#meta", meta}, {"vars", vars}, {"states", states}}
+	if t.Cycle != nil {
+		// ITF's loop: the last state is followed by states[loop]. The
+		// action that closes the cycle is in #meta.
+		closing := "stutter"
+		if t.Cycle.Action >= 0 {
+			closing = m.Transitions[t.Cycle.Action].ID
+		}
+		meta = append(meta, member{"loop_action", closing})
+		doc = obj{{"#meta", meta}, {"vars", vars}, {"states", states}, {"loop", t.Cycle.Start}}
+	}
 	raw, err := marshal(doc)
 	if err != nil {
 		return nil, err

@@ -308,16 +308,76 @@ func (t *Transition) Label() string {
 	return t.ID + "(" + strings.Join(parts, ", ") + ")"
 }
 
-// Property is an invariant: a state predicate that must hold in every
-// reachable state.
+// PropertyKind says what a property claims about the model's behaviours.
+type PropertyKind string
+
+const (
+	// Invariant: Expr holds in every reachable state.
+	Invariant PropertyKind = "invariant"
+	// LeadsTo: From ~> To. Whenever From holds, To holds then or later, on
+	// every behaviour that Fairness admits.
+	LeadsTo PropertyKind = "leads-to"
+)
+
+// PropertyKinds lists the property kinds, as the model file spells them.
+var PropertyKinds = []string{string(Invariant), string(LeadsTo)}
+
+// Fairness is the set of infinite behaviours a leads-to property is
+// checked over. A behaviour is an infinite path of transitions; a state
+// where no transition is enabled repeats forever (it stutters).
+type Fairness string
+
+const (
+	// WeakFairness (the default) admits a behaviour only if every
+	// transition (every instance of a parameterised one) that is enabled
+	// in every state from some point on is taken infinitely often. On a
+	// lasso: each transition is disabled in some state of the cycle, or
+	// labels some step of the cycle.
+	WeakFairness Fairness = "weak"
+	// NoFairness admits every behaviour: a transition may stay enabled
+	// forever and never be taken, as long as some transition is taken.
+	NoFairness Fairness = "none"
+)
+
+// Fairnesses lists the fairness notions, as the model file spells them.
+var Fairnesses = []string{string(WeakFairness), string(NoFairness)}
+
+// Property is an invariant, a state predicate that must hold in every
+// reachable state, or a leads-to property (Kind == LeadsTo) From ~> To.
 type Property struct {
 	ID          string
+	Kind        PropertyKind // Invariant or LeadsTo
 	Principle   string
 	Class       string
-	Expr        *Expr
+	Expr        *Expr    // Invariant: the predicate
+	From, To    *Expr    // LeadsTo: P and Q of P ~> Q
+	Fairness    Fairness // LeadsTo: WeakFairness or NoFairness
 	SourceRefs  []string
 	Description string
 	Pos         Pos
+}
+
+// Exprs lists the property's expressions that are set: Expr for an
+// invariant, From and To for a leads-to property.
+func (p *Property) Exprs() []*Expr {
+	var out []*Expr
+	for _, x := range []*Expr{p.Expr, p.From, p.To} {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// String renders the property's claim: the invariant, or "P ~> Q".
+func (p *Property) String() string {
+	if p.Kind == LeadsTo && p.From != nil && p.To != nil {
+		return p.From.String() + " ~> " + p.To.String()
+	}
+	if p.Expr != nil {
+		return p.Expr.String()
+	}
+	return ""
 }
 
 // Constant is a named integer parameter of a model (the number of agents,

@@ -141,13 +141,13 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 			d.add(p.Pos, "composition", "CS property %q belongs in a composition model", p.ID)
 		}
 		refs(p.Pos, "property "+p.ID, p.SourceRefs)
-		mark(p.Expr)
-		if p.Expr != nil {
-			n := 0
-			m.Reads(p.Expr, func(int) { n++ })
-			if n == 0 {
-				d.warn(p.Pos, "constant-property", "property %q reads no variable, so it is constant", p.ID)
-			}
+		n := 0
+		for _, x := range p.Exprs() {
+			mark(x)
+			m.Reads(x, func(int) { n++ })
+		}
+		if n == 0 && len(p.Exprs()) > 0 {
+			d.warn(p.Pos, "constant-property", "property %q reads no variable, so it is constant", p.ID)
 		}
 	}
 	arrayRead := make([]bool, len(m.Arrays))

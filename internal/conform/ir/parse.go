@@ -788,20 +788,55 @@ func (p *parser) warden(n *yaml.Node, m *Model) *Warden {
 }
 
 func (p *parser) property(n *yaml.Node, m *Model) {
-	pr := Property{Pos: p.pos(n)}
+	pr := Property{Pos: p.pos(n), Kind: Invariant}
+	var kind, fair string
+	var kindPos, fairPos, exprPos Pos
 	p.fields(n, "a property", map[string]func(*yaml.Node){
-		"id":          func(x *yaml.Node) { p.str(x, &pr.ID) },
-		"principle":   func(x *yaml.Node) { p.oneOf(x, &pr.Principle, "principle", Principles) },
-		"class":       func(x *yaml.Node) { p.oneOf(x, &pr.Class, "class", Classes) },
-		"expr":        func(x *yaml.Node) { pr.Expr = p.expr(x, &boolType) },
+		"id":        func(x *yaml.Node) { p.str(x, &pr.ID) },
+		"kind":      func(x *yaml.Node) { kindPos = p.pos(x); p.oneOf(x, &kind, "kind", PropertyKinds) },
+		"principle": func(x *yaml.Node) { p.oneOf(x, &pr.Principle, "principle", Principles) },
+		"class":     func(x *yaml.Node) { p.oneOf(x, &pr.Class, "class", Classes) },
+		"expr":      func(x *yaml.Node) { exprPos = p.pos(x); pr.Expr = p.expr(x, &boolType) },
+		"from":      func(x *yaml.Node) { pr.From = p.expr(x, &boolType) },
+		"to":        func(x *yaml.Node) { pr.To = p.expr(x, &boolType) },
+		"fairness": func(x *yaml.Node) {
+			fairPos = p.pos(x)
+			p.oneOf(x, &fair, "fairness", Fairnesses)
+		},
 		"source_refs": func(x *yaml.Node) { p.strList(x, &pr.SourceRefs) },
 		"description": func(x *yaml.Node) { p.str(x, &pr.Description) },
 	})
 	if pr.ID == "" || !validIdent(pr.ID) {
 		p.d.add(pr.Pos, "name", "property id %q must be an identifier", pr.ID)
 	}
-	if pr.Principle == "" || pr.Class == "" || pr.Expr == nil {
-		p.d.add(pr.Pos, "missing", "property %q needs principle, class and expr", pr.ID)
+	if slices.Contains(PropertyKinds, kind) {
+		pr.Kind = PropertyKind(kind)
+	}
+	if pr.Principle == "" || pr.Class == "" {
+		p.d.add(pr.Pos, "missing", "property %q needs principle and class", pr.ID)
+	}
+	switch pr.Kind {
+	case Invariant:
+		if pr.Expr == nil {
+			p.d.add(pr.Pos, "missing", "property %q needs expr (an invariant)", pr.ID)
+		}
+		if pr.From != nil || pr.To != nil {
+			p.d.add(pr.Pos, "property-kind", "property %q: from and to belong to a leads-to property (kind: leads-to); an invariant has expr", pr.ID)
+		}
+		if fair != "" {
+			p.d.add(fairPos, "property-kind", "property %q: fairness applies to a leads-to property only; an invariant holds in every reachable state", pr.ID)
+		}
+	case LeadsTo:
+		if pr.From == nil || pr.To == nil {
+			p.d.add(pr.Pos, "missing", "leads-to property %q needs from and to (from ~> to)", pr.ID)
+		}
+		if pr.Expr != nil {
+			p.d.add(exprPos, "property-kind", "leads-to property %q has from and to, not expr (declared leads-to at %s)", pr.ID, kindPos)
+		}
+		pr.Fairness = WeakFairness
+		if slices.Contains(Fairnesses, fair) {
+			pr.Fairness = Fairness(fair)
+		}
 	}
 	m.Properties = append(m.Properties, pr)
 }

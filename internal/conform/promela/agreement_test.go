@@ -63,7 +63,7 @@ func agree(t *testing.T, m *ir.Model) {
 		t.Errorf("states: SPIN stored %d, Go checker %d (expected SPIN = Go + 1)", sr.Stored, full.States)
 	}
 	for _, p := range m.Properties {
-		r, err := check.Check(ctx, prog, p.ID, check.Options{MaxStates: 1_000_000})
+		r, err := check.Verify(ctx, prog, p.ID, check.Options{MaxStates: 1_000_000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func agree(t *testing.T, m *ir.Model) {
 			t.Errorf("%s: Go checker says %s, SPIN says violated=%v", p.ID, r.Status, sr.Violated)
 			continue
 		}
-		if sr.Violated && sr.TraceLen != r.Trace.Len() {
+		if sr.Violated && p.Kind != ir.LeadsTo && sr.TraceLen != r.Trace.Len() { // SPIN's lassos are not shortest
 			t.Errorf("%s: shortest trace: Go checker %d actions %v, SPIN %d", p.ID, r.Trace.Len(), r.Trace.Actions(), sr.TraceLen)
 		}
 	}

@@ -65,14 +65,21 @@ func Emit(w io.Writer, m *ir.Model) error {
 	}
 	b.WriteString("\n")
 	for i, p := range m.Properties {
-		fmt.Fprintf(&b, "#define %s (%s) /* %s %s */\n", e.inv[i], e.expr(p.Expr), p.Principle, p.Class)
+		if p.Kind != ir.LeadsTo {
+			fmt.Fprintf(&b, "#define %s (%s) /* %s %s */\n", e.inv[i], e.expr(p.Expr), p.Principle, p.Class)
+		}
+	}
+	if e.live {
+		e.emitLiveness(&b)
 	}
 	b.WriteString("\ninline check_invariants() {\n")
-	for i := range m.Properties {
-		fmt.Fprintf(&b, "#ifdef %s\n  assert(%s);\n#endif\n", e.check[i], e.inv[i])
+	for i, p := range m.Properties {
+		if p.Kind != ir.LeadsTo {
+			fmt.Fprintf(&b, "#ifdef %s\n  assert(%s);\n#endif\n", e.check[i], e.inv[i])
+		}
 	}
 	b.WriteString("  skip\n}\n\nactive proctype main() {\n  d_step { check_invariants() };\nend:\n  do\n")
-	for _, t := range m.Transitions {
+	for ti, t := range m.Transitions {
 		fmt.Fprintf(&b, "  :: d_step { %s ->", e.guard(t))
 		if writes, ok := ordered(m, t); ok {
 			for _, wr := range writes {
@@ -91,6 +98,9 @@ func Emit(w io.Writer, m *ir.Model) error {
 				fmt.Fprintf(&b, " %s = 0;", e.temp[wr.Var])
 			}
 		}
+		if e.live {
+			fmt.Fprintf(&b, " %s(%d);", e.took, ti+1)
+		}
 		fmt.Fprintf(&b, " check_invariants() } /* %s %s", sanitizeComment(t.Label()), t.Kind)
 		if t.Adversary != "" {
 			fmt.Fprintf(&b, " %s", t.Adversary)
@@ -108,6 +118,9 @@ func CheckMacro(m *ir.Model, property string) (string, error) {
 	e := newEmitter(m)
 	for i, p := range m.Properties {
 		if p.ID == property {
+			if p.Kind == ir.LeadsTo {
+				return "", fmt.Errorf("model %s: %s is a leads-to property, checked by a never claim (ClaimName), not an assertion", m.Name, property)
+			}
 			return e.check[i], nil
 		}
 	}
@@ -126,6 +139,13 @@ type emitter struct {
 	inv       []string   // [property]: the invariant's macro
 	check     []string   // [property]: the macro that turns its assertion on
 	temp      []string   // [var]: its scratch variable, "" when no transition needs one
+	// For leads-to properties (see liveness.go); live is false without them.
+	live    bool
+	act     string   // the variable that records the transition taken last
+	took    string   // the macro that sets it
+	enabled []string // [transition]: the macro for its enabledness
+	claim   []string // [property]: the never claim's name, for leads-to properties
+	claimOn []string // [property]: the macro that compiles the claim in
 }
 
 func newEmitter(m *ir.Model) *emitter {
@@ -151,9 +171,12 @@ func newEmitter(m *ir.Model) *emitter {
 		}
 	}
 	for i, p := range m.Properties {
-		e.inv[i] = claim("inv_" + p.ID)
-		e.check[i] = claim("CHECK_" + p.ID)
+		if p.Kind != ir.LeadsTo {
+			e.inv[i] = claim("inv_" + p.ID)
+			e.check[i] = claim("CHECK_" + p.ID)
+		}
 	}
+	e.claimLiveness(claim)
 	for _, t := range m.Transitions {
 		if _, ok := ordered(m, t); ok {
 			continue

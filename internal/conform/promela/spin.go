@@ -49,7 +49,10 @@ var (
 )
 
 // RunSpin emits m into dir (optimize compiles pan with -O2), and checks property (empty: explore only) with
-// SPIN in breadth-first mode, which gives shortest counterexamples:
+// SPIN. A leads-to property is an acceptance-cycle search over its never
+// claim (liveness.go; TraceLen then counts the trail's steps, prefix and
+// cycle, which is not a shortest lasso). An invariant is checked in
+// breadth-first mode, which gives shortest counterexamples:
 //
 //	spin -o2 -DCHECK_<property> -a model.pml     (-o2 keeps variables only
 //	gcc -O0 -DBFS -DSAFETY -DNOREDUCE pan.c       properties read, so stored
@@ -67,7 +70,19 @@ func RunSpin(ctx context.Context, dir string, m *ir.Model, property string, opti
 		return nil, err
 	}
 	args := []string{"-o2"}
-	if property != "" {
+	gccArgs := []string{gccOpt, "-DBFS", "-DSAFETY", "-DNOREDUCE", "-w", "-o", "pan", "pan.c"}
+	panArgs := []string{"-m1000000"}
+	if pr, ok := m.Property(property); ok && pr.Kind == ir.LeadsTo {
+		// An acceptance-cycle search (nested depth-first) over the
+		// property's never claim; see liveness.go.
+		macro, err := ClaimMacro(m, property)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-D"+macro)
+		gccArgs = []string{gccOpt, "-DNOREDUCE", "-w", "-o", "pan", "pan.c"}
+		panArgs = []string{"-a", "-m1000000"}
+	} else if property != "" {
 		macro, err := CheckMacro(m, property)
 		if err != nil {
 			return nil, err
@@ -78,12 +93,12 @@ func RunSpin(ctx context.Context, dir string, m *ir.Model, property string, opti
 	if out, err := run(ctx, dir, "spin", args...); err != nil {
 		return nil, fmt.Errorf("spin -a: %v\n%s", err, out)
 	}
-	if out, err := run(ctx, dir, "gcc", gccOpt, "-DBFS", "-DSAFETY", "-DNOREDUCE", "-w", "-o", "pan", "pan.c"); err != nil {
+	if out, err := run(ctx, dir, "gcc", gccArgs...); err != nil {
 		return nil, fmt.Errorf("gcc pan.c: %v\n%s", err, out)
 	}
 	_ = os.Remove(filepath.Join(dir, "model.pml.trail"))
 	start := time.Now()
-	out, err := run(ctx, dir, "./pan", "-m1000000")
+	out, err := run(ctx, dir, "./pan", panArgs...)
 	elapsed := time.Since(start)
 	if err != nil {
 		return nil, fmt.Errorf("pan: %v\n%s", err, out)
