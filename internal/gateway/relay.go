@@ -84,6 +84,7 @@ type Relay struct {
 	ready   bool                               // stateless, or the upstream answered initialize; guarded by mu
 	opened  bool                               // the upstream answered initialize; guarded by mu
 	closed  bool                               // no more pending or asked entries; guarded by mu
+	expiry  expiry                             // the request timeout's one timer (relay_deadline.go); guarded by mu
 
 	// The re-list after list_changed (relay_relist.go); guarded by mu.
 	ownUp      map[string]chan *jsonrpc.Message // warden's own requests to the upstream, by id text
@@ -96,12 +97,12 @@ type Relay struct {
 type pendingCall struct {
 	id     jsonrpc.ID
 	method string
-	tool   string      // of a tools/call
-	level  int         // its classification (Call.Level)
-	args   []byte      // its arguments, for Answers
-	approv string      // the approval id of a held call that was approved (Call.ApprovalID)
-	timer  *time.Timer // nil without a request timeout
-	open   any         // the Recorder's open operation (Decision.Open), if any
+	tool   string    // of a tools/call
+	level  int       // its classification (Call.Level)
+	args   []byte    // its arguments, for Answers
+	approv string    // the approval id of a held call that was approved (Call.ApprovalID)
+	due    time.Time // when it times out (relay_deadline.go); zero without a request timeout
+	open   any       // the Recorder's open operation (Decision.Open), if any
 }
 
 // askedCall is an upstream request the client has not answered yet.
@@ -616,7 +617,8 @@ func (r *Relay) track(id jsonrpc.ID, method string, c *Call) bool {
 	}
 	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments, approv: c.ApprovalID}
 	if r.timeout > 0 {
-		p.timer = time.AfterFunc(r.timeout, func() { r.expire(id) })
+		p.due = time.Now().Add(r.timeout)
+		r.armExpiry()
 	}
 	r.pending[id.Raw()] = p
 	return true
@@ -636,9 +638,6 @@ func (r *Relay) untrackCall(id jsonrpc.ID) (pendingCall, bool) {
 	p, ok := r.pending[id.Raw()]
 	if !ok {
 		return pendingCall{}, false
-	}
-	if p.timer != nil {
-		p.timer.Stop()
 	}
 	delete(r.pending, id.Raw())
 	return *p, true
@@ -732,12 +731,10 @@ func (r *Relay) failPending(code int64, rule deny.Rule, reason string) {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
 		pending = append(pending, *p)
 	}
 	clear(r.pending)
+	r.stopExpiry()
 	r.closed = true
 	r.mu.Unlock()
 	for _, p := range pending {

@@ -50,12 +50,10 @@ func (r *Relay) stop() {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
-		if p.timer != nil {
-			p.timer.Stop()
-		}
 		pending = append(pending, *p)
 	}
 	clear(r.pending)
+	r.stopExpiry()
 	held := make([]context.CancelCauseFunc, 0, len(r.holding))
 	for _, cancel := range r.holding {
 		held = append(held, cancel)

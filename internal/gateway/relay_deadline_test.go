@@ -1,0 +1,85 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// Each request gets its whole timeout, counted from when it was sent, though
+// the relay has one timer: a request sent while the timer is set for an
+// earlier one is not timed out with it, and is timed out on time.
+func TestRelayTimeoutCountsFromEachRequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		h := newHarness(t, RelayOptions{RequestTimeout: timeout})
+		start := time.Now()
+		h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"}}`)
+		h.recv(h.upstream)
+		time.Sleep(600 * time.Millisecond)
+		h.send(h.client, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"b"}}`)
+		h.recv(h.upstream)
+		h.send(h.upstream, `{"jsonrpc":"2.0","id":1,"result":{}}`) // 1 answered in time
+		if got := h.recv(h.client); got.ID.Raw() != "1" || got.Error != nil {
+			t.Fatalf("answer to 1: %s", got.Raw)
+		}
+		got := h.recv(h.client) // the next thing the client hears: 2's timeout
+		if code, _ := detailOf(t, got); code != jsonrpc.CodeTimeout || got.ID.Raw() != "2" {
+			t.Fatalf("got %s, want request 2 timed out", got.Raw)
+		}
+		if took := time.Since(start); took != 600*time.Millisecond+timeout {
+			t.Errorf("request 2 timed out %v after request 1 was sent, want %v (its own timeout from its own sending)", took, 600*time.Millisecond+timeout)
+		}
+		h.recv(h.upstream) // its cancellation
+		// The timer is set again for a request sent once all were done.
+		h.send(h.client, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"c"}}`)
+		h.recv(h.upstream)
+		sent := time.Now()
+		got = h.recv(h.client)
+		if code, _ := detailOf(t, got); code != jsonrpc.CodeTimeout || got.ID.Raw() != "3" {
+			t.Fatalf("got %s, want request 3 timed out", got.Raw)
+		}
+		if took := time.Since(sent); took != timeout {
+			t.Errorf("request 3 timed out after %v, want %v", took, timeout)
+		}
+	})
+}
+
+// A request timeout costs no allocation per call: the relay sets one timer,
+// not one per request (a timer per request also woke the runtime's network
+// poller on every call; relay_deadline.go).
+func TestRelayTimeoutAllocatesNothingPerCall(t *testing.T) {
+	perCall := func(timeout time.Duration) float64 {
+		clientTest, clientRelay := transport.Pipe()
+		upRelay, upTest := transport.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		r := NewRelay(clientRelay, upRelay, RelayOptions{Upstream: "up", Stateless: true, RequestTimeout: timeout})
+		done := make(chan struct{})
+		go func() { defer close(done); r.Run(ctx) }()
+		defer func() { cancel(); clientTest.Close(); upTest.Close(); <-done }()
+		call := mustDecode(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`)
+		answer := mustDecode(t, `{"jsonrpc":"2.0","id":7,"result":{}}`)
+		return testing.AllocsPerRun(200, func() {
+			if err := clientTest.Write(ctx, call); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := upTest.Read(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := upTest.Write(ctx, answer); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := clientTest.Read(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	without, with := perCall(0), perCall(time.Minute)
+	if with > without {
+		t.Errorf("a relayed call allocates %.1f times with a request timeout, %.1f without: the timeout should cost none per call", with, without)
+	}
+}
