@@ -25,7 +25,20 @@ type Stage interface {
 	Check(ctx context.Context, c *Call) *Denial
 }
 
-// Call is what the pipeline sees of one client message.
+// A CommitStage has a second request half, Commit, for what cannot be
+// undone: it runs only once every stage's Check let the call pass, in the
+// table's order, and may still refuse it. The zero-trust stage consumes the
+// token there (INV-4), so that no later stage's refusal (revocation) burns
+// a token that was never used.
+type CommitStage interface {
+	Stage
+	Commit(ctx context.Context, c *Call) *Denial
+}
+
+// Call is what the pipeline sees of one client message. The relay sets
+// the fields above Forward; each field below is written by one stage (or
+// two with the same value, as noted) and read by the later ones and the
+// record. ARCHITECTURE.md's "Pipeline" section has the same list.
 type Call struct {
 	Msg      *jsonrpc.Message
 	Upstream string // name of the upstream the session is bound to
@@ -39,29 +52,32 @@ type Call struct {
 	Tool      string
 	Arguments []byte
 
-	// Forward, when a stage sets it, is the message sent upstream in place
-	// of Msg (the zero-trust stage forwards canonical arguments). Stages
-	// after it still see Msg.
+	// Forward, set by the zero-trust stage's commit half, is the message
+	// sent upstream in place of Msg (canonical arguments, without warden's
+	// _meta members). Stages still see Msg.
 	Forward *jsonrpc.Message
-	// Set by the zero-trust stage, for the record: the principal the call
-	// acts for, the parameters_hash it verified, the token id it consumed,
-	// and who decided on a held call (approved or denied it), with
-	// Approval saying so in words ("approved by NAME: REASON (ID)"; a
-	// denial says it in its Denial).
+	// Subject is the principal the call acts for (ZeroTrust.Subject), set
+	// by the consent stage when it issues a token and by the zero-trust
+	// stage; ParamsHash is the parameters_hash zero-trust verified, JTI the
+	// token id it verified (and consumed, once the call passed).
 	Subject, ParamsHash, JTI string
-	Approver, Approval       string
+	// Set by the consent stage on a held call: who decided (approved or
+	// denied it), and Approval saying so in words ("approved by NAME:
+	// REASON (ID)"; a denial says it in its Denial).
+	Approver, Approval string
 	// ApprovalID is the approval queue's id of a held call that was
 	// approved, "" otherwise: its answer tells the queue the call ran
-	// (ZeroTrust.Executed).
+	// (Consent.Answered). Set by the consent stage.
 	ApprovalID string
-	// Held and Decided are when the zero-trust stage held the call for a
+	// Held and Decided are when the consent stage held the call for a
 	// person's decision and when the decision (or the timeout) came; zero
 	// when the call was not held.
 	Held, Decided time.Time
 
 	// Findings are the security processor's findings on the call (set by
 	// the security stage), and NeedsApproval says one of them asks for a
-	// person's approval: the zero-trust stage then holds the call.
+	// person's approval (set by the security and taint stages): the call
+	// then needs a token, and the consent stage holds it.
 	Findings      []secproc.Finding
 	NeedsApproval bool
 
@@ -80,6 +96,14 @@ type Call struct {
 	hash      string
 	canonical []byte
 	hashErr   error
+
+	// issued is the token warden issued for a call that brought none (a
+	// mandate, an approval): written by the consent stage, verified by the
+	// zero-trust stage like a presented one.
+	issued string
+	// verified is the token the zero-trust stage verified: the revocation
+	// stage checks it, and zero-trust's commit half consumes it.
+	verified *verifiedToken
 
 	// Elicit, when the client declared form elicitation, asks the client's
 	// user: it sends elicitation/create with params (on the stream of this
@@ -209,7 +233,10 @@ type (
 
 // StageTable is the order of the pipeline's stages: each upstream's
 // pipeline has some of them, always in this order (NewPipeline refuses any
-// other), each with its request half and, for some, a response half.
+// other), each with its request half and, for some, a commit half or a
+// response half. Request halves (Check) run top to bottom, then commit
+// halves (Commit) top to bottom; response halves run top to bottom on the
+// upstream's answer.
 // ARCHITECTURE.md's stage table lists the same stages in the same order
 // (TestArchitectureStageTable). The zero values stand for the types.
 var StageTable = []Stage{
@@ -219,7 +246,9 @@ var StageTable = []Stage{
 	Security{},     // P4: the security processor on the request; each answer inspected
 	Classify{},     // CEL classification: the call's level and tier
 	Taint{},        // CS: copied answer text into sinks; each answer fingerprinted
-	ZeroTrust{},    // INV-1..6, held calls (P5), revocation (P8); each answer: the approval queue told the call ran
+	Consent{},      // P5: a token for a mandate or a person's approval; each answer: the approval queue told the call ran
+	ZeroTrust{},    // INV-1..3, 5, 6 on the token; commit half: INV-4, consume it, forward canonical arguments
+	Revocation{},   // P8: the verified token's jti, subject and session against the registry, before it is consumed
 }
 
 // stageRank is each table stage's position, by name.
@@ -235,6 +264,7 @@ var stageRank = func() map[string]int {
 // and shared by every session of one upstream.
 type Pipeline struct {
 	stages   []Stage
+	commits  []CommitStage // the stages with a commit half, in order
 	results  []ResultStage // the stages with a response half, in order
 	answered []AnswerStage // the stages that see answers on record, in order
 	recheck  RecheckStage  // the stage that checks warden's own re-lists, if any
@@ -246,10 +276,21 @@ type Pipeline struct {
 // as tests use, may come anywhere). It panics otherwise: the order is a
 // security property (the zero-trust stage needs the classify stage's
 // level, taint the tier), not a choice of the caller.
+//
+// A ZeroTrust stage brings the entries that share its configuration:
+// consent before it (when it can issue tokens: mandates or approvals) and
+// revocation after it (when it has a registry); see ZeroTrust.entries.
 func NewPipeline(stages ...Stage) *Pipeline {
-	p := &Pipeline{stages: stages}
-	last := -1
+	p := &Pipeline{stages: make([]Stage, 0, len(stages)+2)}
 	for _, s := range stages {
+		if g, ok := s.(interface{ entries() []Stage }); ok {
+			p.stages = append(p.stages, g.entries()...)
+		} else {
+			p.stages = append(p.stages, s)
+		}
+	}
+	last := -1
+	for _, s := range p.stages {
 		if r, ok := stageRank[s.Name()]; ok {
 			if r < last {
 				panic("gateway: stage " + s.Name() + " out of StageTable's order")
@@ -258,6 +299,9 @@ func NewPipeline(stages ...Stage) *Pipeline {
 		}
 		if b, ok := s.(interface{ MayBlock() bool }); ok && b.MayBlock() {
 			p.mayBlock = true
+		}
+		if c, ok := s.(CommitStage); ok {
+			p.commits = append(p.commits, c)
 		}
 		if r, ok := s.(ResultStage); ok {
 			p.results = append(p.results, r)
@@ -286,18 +330,29 @@ func (p *Pipeline) Stages() []string {
 	return names
 }
 
-// Check runs every stage's request half on c and returns the first denial,
-// or nil.
+// Check runs every stage's request half on c, then, if none refused, every
+// commit half, and returns the first denial, or nil.
 func (p *Pipeline) Check(ctx context.Context, c *Call) *Denial {
 	for _, s := range p.stages {
 		if d := s.Check(ctx, c); d != nil {
-			if d.Stage == "" {
-				d.Stage = s.Name()
-			}
-			return d
+			return named(d, s)
+		}
+	}
+	for _, s := range p.commits {
+		if d := s.Commit(ctx, c); d != nil {
+			return named(d, s)
 		}
 	}
 	return nil
+}
+
+// named gives d the name of the stage s that refused, unless s named a
+// stage of its own.
+func named(d *Denial, s Stage) *Denial {
+	if d.Stage == "" {
+		d.Stage = s.Name()
+	}
+	return d
 }
 
 // resultFilter returns the response halves as one ResultFilter, nil when

@@ -1,21 +1,25 @@
 package gateway
 
-// Consent (AASM P5) inside the zero-trust stage: a call that needs a token
-// and brings none gets one from warden, for a pre-approved invocation (a
-// mandate, binding mode B), or once a person approves the exact arguments
-// (the standard's ad-hoc mode: held on the approval queue, asked through
-// the admin API or the client's own user by MCP elicitation,
-// stage_elicit.go). The token warden issues is then verified like any
-// other (INV-1..6, stage_zerotrust.go), so an approval can never stand in
-// for more than the call the person saw. The arguments are hashed once for
-// all of it (Call.Hashed). After the answer, Answered tells the approval
+// The consent stage (AASM P5): a call that needs a token and brings none
+// gets one from warden, for a pre-approved invocation (a mandate, binding
+// mode B), or once a person approves the exact arguments (the standard's
+// ad-hoc mode: held on the approval queue, asked through the admin API or
+// the client's own user by MCP elicitation, stage_elicit.go). The next
+// stage, zero-trust, then verifies the token warden issued like any other
+// (INV-1..6, stage_zerotrust.go), so an approval can never stand in for
+// more than the call the person saw. The arguments are hashed once for all
+// of it (Call.Hashed). Its response half, Answered, tells the approval
 // queue that the approved call ran.
 //
 //	no token ─► mandate (tool + parameters_hash)? ─► issue ─┐
-//	         └► hold: Submit(canonical arguments, hash) ─► Wait ─► issue ─┴► verify (zero-trust)
+//	         └► hold: Submit(canonical arguments, hash) ─► Wait ─► issue ─┴► Call.issued ─► zero-trust
 //
-// Refusals carry stage zero-trust and rules approval-denied,
-// approval-timeout, approval-cancelled, approval-unavailable and issue.
+// A call it cannot help (a token is presented, there is no principal, Tier
+// 3 needs the client's own signature, neither a mandate nor an approval
+// channel) passes on, and the zero-trust stage refuses it. Its own
+// refusals carry stage zero-trust, like the token's, and rules
+// approval-denied, approval-timeout, approval-cancelled,
+// approval-unavailable and issue (docs/errors.md).
 
 import (
 	"context"
@@ -24,6 +28,7 @@ import (
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -31,11 +36,60 @@ import (
 // MandateKey is the key of a pre-approved invocation in ZeroTrust.Mandates.
 func MandateKey(tool, hash string) string { return tool + "\x00" + hash }
 
-// tokenFor finds a token for a call that brought none: warden issues one
-// for a pre-approved invocation (a mandate), or holds the call for a
-// person's approval; otherwise the call is refused.
+// Consent is the "consent" stage. It shares the zero-trust stage's
+// configuration: NewPipeline makes it from a ZeroTrust that can issue
+// tokens (ZeroTrust.entries).
+type Consent struct{ zt ZeroTrust }
+
+// Name implements Stage.
+func (Consent) Name() string { return "consent" }
+
+// MayBlock reports whether Check can wait for a person.
+func (s Consent) MayBlock() bool { return s.zt.MayBlock() }
+
+// Check implements Stage: a call that needs a token and brings none gets
+// one, which it leaves in c.issued for the zero-trust stage.
+func (s Consent) Check(ctx context.Context, c *Call) *Denial {
+	z := s.zt
+	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest || z.Signer == nil {
+		return nil
+	}
+	need, needSig := z.needs(c)
+	if !need || needSig {
+		return nil
+	}
+	sub, ok := z.subject(c)
+	if !ok {
+		return nil
+	}
+	if token, d := presented(c, MetaTokenKey, HeaderToken); d != nil || token != "" {
+		return nil
+	}
+	c.Subject = sub // the record names the subject of a refused approval too
+	token, d := z.tokenFor(ctx, c, sub, bindingSession(ctx, c))
+	if d != nil {
+		d.Stage = stageZeroTrust
+		return d
+	}
+	c.issued = token
+	return nil
+}
+
+// Authorize implements the authorization API's issuing for a pipeline
+// with a consent stage (Pipeline.Authorize): it is the zero-trust stage's.
+func (s Consent) Authorize(ctx context.Context, c *Call, req TokenRequest) (string, *zerotrust.Claims, *Denial) {
+	token, claims, d := s.zt.Authorize(ctx, c, req)
+	if d != nil && d.Stage == "" {
+		d.Stage = stageZeroTrust
+	}
+	return token, claims, d
+}
+
+// tokenFor issues a token for a call that brought none: for a
+// pre-approved invocation (a mandate), or once a person approves it. ""
+// and no denial when it can do neither.
 func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (string, *Denial) {
-	if z.Signer != nil && len(z.Mandates) > 0 {
+	if len(z.Mandates) > 0 {
 		if hash, canonical, err := c.Hashed(); err == nil && z.Mandates[MandateKey(c.Tool, hash)] {
 			token, _, err := zerotrust.Issue(z.Signer, zerotrust.IssueRequest{Sub: sub, Upstream: c.Upstream, Tool: c.Tool,
 				Session: session, Arguments: canonical, ParametersHash: hash, Aud: z.Audience, Iss: z.Issuer, Persona: z.Persona,
@@ -49,8 +103,7 @@ func (z ZeroTrust) tokenFor(ctx context.Context, c *Call, sub, session string) (
 	if z.MayBlock() {
 		return z.hold(ctx, c, sub, session)
 	}
-	return "", &Denial{Rule: deny.RuleTokenMissing,
-		Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
+	return "", nil
 }
 
 // hold submits the call for approval and waits. On approval it returns a
@@ -107,13 +160,13 @@ func (z ZeroTrust) approve(ctx context.Context, c *Call, sub, hash string, canon
 	return nil
 }
 
-// Answered is the zero-trust stage's response half (AnswerStage): when
-// the upstream answered an approved held
-// call without error, it tells the approval queue that the call ran, so
-// that the console compares later calls with what really ran. A call that
-// never got an answer, got a JSON-RPC error, or a result with isError true
-// is not marked.
-func (z ZeroTrust) Answered(ctx context.Context, a Answer) {
+// Answered is the consent stage's response half (AnswerStage): when the
+// upstream answered an approved held call without error, it tells the
+// approval queue that the call ran, so that the console compares later
+// calls with what really ran. A call that never got an answer, got a
+// JSON-RPC error, or a result with isError true is not marked.
+func (s Consent) Answered(ctx context.Context, a Answer) {
+	z := s.zt
 	if z.Approvals == nil || a.Approval == "" {
 		return
 	}

@@ -6,8 +6,10 @@ package gateway
 // exact arguments (and, when it was obtained through a session, to that
 // session), and usable once.
 //
-//	token from params._meta["io.agentwarden/token"], or, if none, from
-//	warden for a mandate or an approval (P5, stage_approval.go)
+//	token from params._meta["io.agentwarden/token"], or, if none, the one
+//	warden issued for a mandate or an approval (the consent stage, P5,
+//	stage_approval.go, which runs just before)
+//	Check:
 //	  ─► zerotrust.Verify: signature, iss/aud, INV-1 sub+upstream+tool and
 //	     session, persona, INV-2 time, INV-3 parameters_hash over the
 //	     call's arguments
@@ -17,7 +19,8 @@ package gateway
 //	     key the token names (a stolen token with the thief's proof fails)
 //	  ─► INV-6 client signature, for the tools in Signatures: the client's
 //	     pinned key signed this jti, tool and parameters_hash
-//	  ─► P8 revocation: jti, subject, session (stage_revoke.go)
+//	(the revocation stage, P8, stage_revoke.go: jti, subject, session)
+//	Commit, once every stage let the call pass:
 //	  ─► store.Consume(proof jti, then token jti)   LAST (D4): nobody can burn
 //	                          a token they could not use; a store error denies
 //	     each with its own deadline (StoreTimeout, store.Guard): past it the
@@ -152,35 +155,80 @@ type ZeroTrust struct {
 // everywhere; it bounds the memory per process.
 var undecided = store.NewGuard(store.DefaultGuardSize)
 
-// MayBlock reports whether Check can wait for a person: the relay then runs
-// each request on its own goroutine.
+// MayBlock reports whether the stage's consent entry can wait for a
+// person: the relay then runs each request on its own goroutine.
 func (z ZeroTrust) MayBlock() bool { return z.Approvals != nil && z.Signer != nil }
 
 // Name implements Stage.
-func (ZeroTrust) Name() string { return "zero-trust" }
+func (ZeroTrust) Name() string { return stageZeroTrust }
 
-// Check implements Stage. On success it sets c.Forward to the message to
-// send upstream.
-func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
-	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
-		return nil
+// stageZeroTrust is the zero-trust stage's name, which the consent and
+// revocation stages' refusals carry too (docs/errors.md lists their rules
+// under it).
+const stageZeroTrust = "zero-trust"
+
+// entries are the StageTable entries that z's configuration makes: consent
+// (when z can issue tokens), z itself, and revocation (when it has a
+// registry). NewPipeline puts them in place of z.
+func (z ZeroTrust) entries() []Stage {
+	s := make([]Stage, 0, 3)
+	if z.Signer != nil && (len(z.Mandates) > 0 || z.MayBlock()) {
+		s = append(s, Consent{zt: z})
 	}
-	// What the call needs: its tier (from the classify stage), raised by
-	// the upstream's require_* lists.
+	s = append(s, z)
+	if z.Revocations != nil {
+		s = append(s, Revocation{Registry: z.Revocations})
+	}
+	return s
+}
+
+// verifiedToken is what the zero-trust stage's Check established, for the
+// revocation stage and its own commit half.
+type verifiedToken struct {
+	claims  *zerotrust.Claims
+	proof   *dpop.Proof      // the DPoP proof, nil when the token is not bound to a key
+	held    bool             // warden issued the token in this call (the consent stage)
+	session string           // the session the call is bound to (bindingSession)
+	forward *jsonrpc.Message // what is sent upstream once the token is consumed
+}
+
+// needs reports whether c needs a token, and whether also the client's
+// signature: by its tier (from the classify stage), raised by the
+// upstream's require_* lists and the security and taint stages' asking for
+// approval.
+func (z ZeroTrust) needs(c *Call) (need, needSig bool) {
 	tier := policy.TierOf(c.Level)
-	needSig := tier >= 3
+	needSig = tier >= 3
 	if !needSig && z.Signatures != nil {
 		needSig, _ = z.Signatures.Permits(c.Tool)
 	}
 	if z.Requires != nil && !needSig && tier == 0 && !c.NeedsApproval {
 		if ok, _ := z.Requires.Permits(c.Tool); !ok {
-			return nil
+			return false, false
 		}
 	}
-	sub, ok := "", false
-	if z.Subject != nil {
-		sub, ok = z.Subject(c)
+	return true, needSig
+}
+
+// subject returns the principal c acts for; false if it has none.
+func (z ZeroTrust) subject(c *Call) (string, bool) {
+	if z.Subject == nil {
+		return "", false
 	}
+	return z.Subject(c)
+}
+
+// Check implements Stage: it verifies the call's token (INV-1..3, 5, 6)
+// and keeps it for the revocation stage and Commit.
+func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
+	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest {
+		return nil
+	}
+	need, needSig := z.needs(c)
+	if !need {
+		return nil
+	}
+	sub, ok := z.subject(c)
 	if !ok {
 		return &Denial{Rule: deny.RuleNoPrincipal, Reason: "the call has no authenticated principal to check the token's sub against"}
 	}
@@ -195,14 +243,15 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	// Tier 2's DPoP requirement does not apply to it.
 	held := token == ""
 	if held {
-		if needSig {
+		switch {
+		case needSig:
 			return &Denial{Rule: deny.RuleTokenMissing, Reason: "tool " + quote(c.Tool) + classSuffix(c) +
 				" needs a token and the client's own signature of the invocation (Tier 3); an approval cannot stand in for them"}
+		case c.issued == "":
+			return &Denial{Rule: deny.RuleTokenMissing,
+				Reason: "tool " + quote(c.Tool) + " needs a zero-trust token in params._meta[" + quote(MetaTokenKey) + "]"}
 		}
-		var d *Denial
-		if token, d = z.tokenFor(ctx, c, sub, session); d != nil {
-			return d
-		}
+		token = c.issued
 	}
 	now := time.Now()
 	if z.Now != nil {
@@ -225,7 +274,7 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 	}
 	c.JTI = claims.ID
 	var proof *dpop.Proof
-	if claims.Confirmation != nil || (!held && (z.RequireDPoP || tier >= 2)) {
+	if claims.Confirmation != nil || (!held && (z.RequireDPoP || policy.TierOf(c.Level) >= 2)) {
 		var d *Denial
 		if proof, d = z.checkDPoP(c, token, claims); d != nil {
 			return d
@@ -245,16 +294,25 @@ func (z ZeroTrust) Check(ctx context.Context, c *Call) *Denial {
 			return verifyDenial(verr)
 		}
 	}
-	if d := z.checkRevoked(ctx, session, claims); d != nil {
-		return d
-	}
 	// Build what will be forwarded before consuming, so that nothing after
 	// the consume can fail.
-	forward := canonicalCall(c.Msg, canonical)
-	if d := z.consume(ctx, claims, proof, held); d != nil {
+	c.verified = &verifiedToken{claims: claims, proof: proof, held: held, session: session,
+		forward: canonicalCall(c.Msg, canonical)}
+	return nil
+}
+
+// Commit implements CommitStage: the token Check verified is consumed
+// (INV-4), the last step of all, and c.Forward set to the call with
+// canonical arguments.
+func (z ZeroTrust) Commit(ctx context.Context, c *Call) *Denial {
+	v := c.verified
+	if v == nil {
+		return nil
+	}
+	if d := z.consume(ctx, v.claims, v.proof, v.held); d != nil {
 		return d
 	}
-	c.Forward = forward
+	c.Forward = v.forward
 	return nil
 }
 

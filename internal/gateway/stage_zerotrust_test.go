@@ -218,7 +218,7 @@ func concurrentStageChecks(t *testing.T, f *ztFixture, n int) {
 				t.Error(denial.Reason)
 				return
 			}
-			if f.stage.Check(context.Background(), c) == nil {
+			if NewPipeline(f.stage).Check(context.Background(), c) == nil {
 				passed.Add(1)
 			}
 		}()

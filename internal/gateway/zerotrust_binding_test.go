@@ -30,7 +30,7 @@ func checkOn(t *testing.T, ctx context.Context, z ZeroTrust, upstream, session, 
 	if d != nil {
 		t.Fatal(d.Reason)
 	}
-	return z.Check(ctx, c)
+	return NewPipeline(z).Check(ctx, c)
 }
 
 // wantRule fails unless d is a denial with rule (nil when rule is "").
@@ -294,7 +294,7 @@ func TestZeroTrustProofTimeoutSpendsTheToken(t *testing.T) {
 		}
 		msg.Header = map[string][]string{"Dpop": {proof}}
 		c, _ := newCall(msg, "up", "")
-		return f.stage.Check(t.Context(), c)
+		return NewPipeline(f.stage).Check(t.Context(), c)
 	}
 	first := alice.proof(t, gatewayURL, tok)
 	wantRule(t, "the proof's store hangs", present(first), "store-timeout")
