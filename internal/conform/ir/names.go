@@ -127,6 +127,7 @@ var reservedIdent = func() map[string]bool {
 		"POSTCONDITION", "ALIAS",
 		// What the TLA+ printer defines.
 		"Init", "Next", "NextNoAdversary", "Spec", "SpecNoAdversary", "TypeOK", "vars",
+		"Fairness", "FairnessNoAdversary", "FairSpec", "FairSpecNoAdversary", "ProgressSpec", "ProgressSpecNoAdversary",
 		// Promela keywords and predefined names.
 		"active", "assert", "atomic", "bit", "bool", "break", "byte", "c_code", "c_decl", "c_expr", "c_state",
 		"c_track", "chan", "d_proctype", "d_step", "do", "else", "empty", "enabled", "eval", "false", "fi",

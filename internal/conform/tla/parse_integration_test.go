@@ -80,7 +80,8 @@ func parseTLA(t *testing.T, files []string) map[string]string {
 }
 
 // TestEveryModuleParses prints every built-in model, plain and behind
-// warden, and a model whose names are all reserved words, as TLA+ and
+// warden, a model whose names are all reserved words, and one with
+// leads-to properties (~>, WF_vars), as TLA+ and
 // parses each module with a real TLA+ parser (tree-sitter's grammar): any
 // ERROR or MISSING node fails the test. A property named WF_wire, read as
 // the fairness operator WF_, is the kind of mistake it catches.
@@ -93,7 +94,7 @@ func TestEveryModuleParses(t *testing.T) {
 	for _, m := range all {
 		ms = append(ms, m, m.Guarded())
 	}
-	ms = append(ms, testdataModel(t, "reserved-names.yaml"), testdataModel(t, "delegation.yaml"))
+	ms = append(ms, testdataModel(t, "reserved-names.yaml"), testdataModel(t, "delegation.yaml"), testdataModel(t, "held-calls.yaml"))
 	dir := t.TempDir()
 	var files []string
 	for _, m := range ms {

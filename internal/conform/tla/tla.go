@@ -140,10 +140,23 @@ func Emit(w io.Writer, m *ir.Model) error {
 	writeNext("NextNoAdversary", func(t ir.Transition) bool { return t.Kind != ir.Adversary })
 	b.WriteString("Spec == Init /\\ [][Next]_vars\n\n")
 	b.WriteString("SpecNoAdversary == Init /\\ [][NextNoAdversary]_vars\n\n")
+	if hasLeadsTo(m) {
+		e.writeFairness(&b)
+	}
 	for pi, p := range m.Properties {
 		fmt.Fprintf(&b, "\\* %s %s", p.Principle, p.Class)
+		switch {
+		case p.Kind == ir.LeadsTo && p.Fairness == ir.NoFairness:
+			b.WriteString(", leads-to without fairness (ProgressSpec)")
+		case p.Kind == ir.LeadsTo:
+			b.WriteString(", leads-to under weak fairness (FairSpec)")
+		}
 		if len(p.SourceRefs) > 0 {
 			fmt.Fprintf(&b, " [%s]", strings.Join(p.SourceRefs, ", "))
+		}
+		if p.Kind == ir.LeadsTo {
+			fmt.Fprintf(&b, "\n%s == (%s) ~> (%s)\n\n", e.names.Properties[pi], e.expr(p.From), e.expr(p.To))
+			continue
 		}
 		fmt.Fprintf(&b, "\n%s == %s\n\n", e.names.Properties[pi], e.expr(p.Expr))
 	}
@@ -160,12 +173,18 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 		return "", fmt.Errorf("model %s has no property %q", m.Name, property)
 	}
 	printed := ir.Ident(property)
-	spec := "Spec"
-	if noAdversary {
-		spec = "SpecNoAdversary"
+	spec, check := "Spec", "INVARIANT"
+	if pr, _ := m.Property(property); pr.Kind == ir.LeadsTo {
+		spec, check = "FairSpec", "PROPERTY"
+		if pr.Fairness == ir.NoFairness {
+			spec = "ProgressSpec"
+		}
 	}
-	return fmt.Sprintf("\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\nINVARIANT TypeOK\nINVARIANT %s\nCHECK_DEADLOCK FALSE\n",
-		property, m.Name, ModuleName(m), spec, printed), nil
+	if noAdversary {
+		spec += "NoAdversary"
+	}
+	return fmt.Sprintf("\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\nINVARIANT TypeOK\n%s %s\nCHECK_DEADLOCK FALSE\n",
+		property, m.Name, ModuleName(m), spec, check, printed), nil
 }
 
 type emitter struct {
@@ -193,9 +212,50 @@ func usesCard(m *ir.Model) bool {
 		}
 	}
 	for _, p := range m.Properties {
-		walk(p.Expr)
+		for _, x := range p.Exprs() {
+			walk(x)
+		}
 	}
 	return found
+}
+
+func hasLeadsTo(m *ir.Model) bool {
+	for _, p := range m.Properties {
+		if p.Kind == ir.LeadsTo {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFairness prints the specifications leads-to properties are checked
+// against (docs/conform.md, "Leads-to"): FairSpec adds weak fairness of
+// every transition (of every instance of a parameterised one), as the Go
+// checker and the Promela never claim read it; ProgressSpec adds only
+// WF_vars(Next), which forbids stopping where some transition is enabled,
+// the behaviours a leads-to property without fairness is checked over.
+func (e *emitter) writeFairness(b *strings.Builder) {
+	write := func(op string, keep func(ir.Transition) bool) {
+		fmt.Fprintf(b, "%s ==\n", op)
+		n := 0
+		for i, t := range e.m.Transitions {
+			if keep(t) {
+				fmt.Fprintf(b, "  /\\ WF_vars(%s)\n", e.names.Transitions[i])
+				n++
+			}
+		}
+		if n == 0 {
+			b.WriteString("  TRUE\n")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\\* Weak fairness of each transition: one that stays enabled is taken.\n")
+	write("Fairness", func(ir.Transition) bool { return true })
+	write("FairnessNoAdversary", func(t ir.Transition) bool { return t.Kind != ir.Adversary })
+	b.WriteString("FairSpec == Spec /\\ Fairness\n\n")
+	b.WriteString("FairSpecNoAdversary == SpecNoAdversary /\\ FairnessNoAdversary\n\n")
+	b.WriteString("ProgressSpec == Spec /\\ WF_vars(Next)\n\n")
+	b.WriteString("ProgressSpecNoAdversary == SpecNoAdversary /\\ WF_vars(NextNoAdversary)\n\n")
 }
 
 // stateVar is one TLA+ variable: a scalar of the model, or a whole array.

@@ -246,3 +246,48 @@ func TestTLCAgrees(t *testing.T) {
 		}
 	}
 }
+
+// A leads-to property is printed as P ~> Q, checked by TLC as a PROPERTY
+// of the specification with weak fairness of every transition (FairSpec),
+// or, without fairness, with WF_vars(Next) only (ProgressSpec).
+func TestLeadsToModule(t *testing.T) {
+	file := filepath.Join("..", "testdata", "held-calls.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ds := ir.Load(data, file, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	var b strings.Builder
+	if err := Emit(&b, m); err != nil {
+		t.Fatal(err)
+	}
+	src := b.String()
+	for _, want := range []string{
+		`HeldDecided == ((hold = "held")) ~> (((hold = "decided") \/ (hold = "expired")))`,
+		"FairSpec == Spec /\\ Fairness\n", "ProgressSpec == Spec /\\ WF_vars(Next)\n",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("module lacks %q:\n%s", want, src)
+		}
+	}
+	for _, tr := range m.Transitions {
+		if !strings.Contains(src, "/\\ WF_vars("+tr.ID+")\n") {
+			t.Errorf("no weak fairness for %s", tr.ID)
+		}
+	}
+	for prop, spec := range map[string]string{"HeldDecided": "FairSpec", "HeldDecidedUnfair": "ProgressSpec"} {
+		cfg, err := Config(m, prop, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(cfg, "SPECIFICATION "+spec+"\n") || !strings.Contains(cfg, "PROPERTY "+prop+"\n") || strings.Contains(cfg, "INVARIANT "+prop) {
+			t.Errorf("%s:\n%s", prop, cfg)
+		}
+	}
+	if cfg, _ := Config(m, "HeldDecided", true); !strings.Contains(cfg, "SPECIFICATION FairSpecNoAdversary\n") {
+		t.Errorf("without the adversary:\n%s", cfg)
+	}
+}
