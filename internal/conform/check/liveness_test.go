@@ -202,3 +202,44 @@ func TestLeadsToITF(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// lint's vacuity check reads leads-to properties: a premise that never
+// holds, or a goal that holds wherever the premise does, is reported; the
+// held-calls properties, whose premises hold and goals take steps to
+// reach, are not.
+func TestLeadsToVacuity(t *testing.T) {
+	p := compile(t, `ir_version: 1
+model: vacuous
+protocol: MCP
+variables:
+  - {name: x, type: bool}
+  - {name: n, type: int, min: 0, max: 2}
+transitions:
+  - {id: Set, kind: Environment, assumption: test, guard: "!x", writes: {x: true}}
+  - {id: Inc, kind: Environment, assumption: test, guard: "n < 2", writes: {n: n + 1}}
+properties:
+  - {id: Never, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "n > 2", to: x}
+  - {id: AtOnce, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "x && n == 2", to: "n >= 1"}
+  - {id: Real, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "n == 0", to: "n == 2"}
+`)
+	vs, err := Vacuity(context.Background(), p, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range vs {
+		got[v.Property] = v.Why
+	}
+	if !strings.Contains(got["Never"], "premise (n > 2) is false in all 6 reachable states") {
+		t.Errorf("Never: %q", got["Never"])
+	}
+	if !strings.Contains(got["AtOnce"], "holds at once") {
+		t.Errorf("AtOnce: %q", got["AtOnce"])
+	}
+	if got["Real"] != "" || len(vs) != 2 {
+		t.Errorf("findings %v", got)
+	}
+	if vs, _ := Vacuity(context.Background(), heldCalls(t, nil), 1000); len(vs) != 0 {
+		t.Errorf("held calls: %v", vs)
+	}
+}

@@ -24,7 +24,10 @@ type Vacuous struct {
 // property that is violated somewhere is never vacuous.
 //
 // A property's conditions are its maximal sub-formulas that are not built
-// with !, &&, || or =>: comparisons and boolean variables.
+// with !, &&, || or =>: comparisons and boolean variables. A leads-to
+// property P ~> Q is vacuous when P holds in no reachable state, and
+// trivial when Q holds in every reachable state where P does (it holds
+// at once, so fairness plays no part).
 func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) {
 	type watch struct {
 		prop    *ir.Property
@@ -37,8 +40,13 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		broken  bool      // the property is false somewhere
 	}
 	var ws []*watch
+	var ls []*leadsWatch
 	for i := range p.model.Properties {
 		pr := &p.model.Properties[i]
+		if pr.Kind == ir.LeadsTo && pr.From != nil && pr.To != nil {
+			ls = append(ls, &leadsWatch{prop: pr, from: p.compile(pr.From), to: p.compile(pr.To), atOnce: true})
+			continue
+		}
 		if pr.Expr == nil {
 			continue
 		}
@@ -63,6 +71,12 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 			}
 			if w.premise != nil && w.premise(k) != 0 {
 				w.premOK = true
+			}
+		}
+		for _, l := range ls {
+			if l.from(k) != 0 {
+				l.premOK = true
+				l.atOnce = l.atOnce && l.to(k) != 0
 			}
 		}
 	}
@@ -94,6 +108,18 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		}
 	}
 	var found []Vacuous
+	for _, l := range ls {
+		switch {
+		case !l.premOK:
+			found = append(found, Vacuous{Property: l.prop.ID, Pos: l.prop.Pos,
+				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so nothing ever has to follow and it holds vacuously",
+					l.prop.From, visited.len())})
+		case l.atOnce:
+			found = append(found, Vacuous{Property: l.prop.ID, Pos: l.prop.Pos,
+				Why: fmt.Sprintf("its goal %s holds in every reachable state where its premise %s does, so it holds at once, whatever the fairness",
+					l.prop.To, l.prop.From)})
+		}
+	}
 	for _, w := range ws {
 		if w.broken {
 			continue
@@ -114,6 +140,16 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		}
 	}
 	return found, nil
+}
+
+// leadsWatch follows a leads-to property P ~> Q over the reachable states.
+// It holds vacuously when P never holds, and trivially (at once) when Q
+// holds wherever P does.
+type leadsWatch struct {
+	prop     *ir.Property
+	from, to evalFn
+	premOK   bool // P held somewhere
+	atOnce   bool // Q held wherever P did
 }
 
 // collectAtoms appends e's conditions: the maximal sub-formulas not built
