@@ -77,14 +77,7 @@ func TestMaxStatesExact(t *testing.T) {
 func referenceBFS(p *Program, inv evalFn) (status Status, states int, actions []string) {
 	st := newStore(p.words)
 	st.add(p.init, hashWords(p.init), noParent, 0)
-	path := func(i uint32) []string {
-		var acts []string
-		for ; st.parents[i] != noParent; i = st.parents[i] {
-			acts = append(acts, p.trans[st.acts[i]].t.ID)
-		}
-		slices.Reverse(acts)
-		return acts
-	}
+	path := func(i uint32) []string { return p.trace(st, i, "").Actions() }
 	if inv != nil && inv(p.init) == 0 {
 		return Violated, 1, nil
 	}

@@ -87,15 +87,6 @@ func (v *visited) parent(id uint32) (uint32, uint16) {
 	return s.parents[l>>pageBits][l&(pageSize-1)], s.acts[l>>pageBits][l&(pageSize-1)]
 }
 
-// len is the number of states stored in all shards.
-func (v *visited) len() int {
-	n := 0
-	for i := range v.shards {
-		n += v.shards[i].n
-	}
-	return n
-}
-
 func (s *shard) state(l uint32) []uint64 {
 	o := int(l&(pageSize-1)) * s.words
 	return s.keys[l>>pageBits][o : o+s.words : o+s.words]
@@ -150,20 +141,6 @@ func (s *shard) grow() {
 			i = (i + 1) & s.mask
 		}
 		s.table[i] = uint32(h>>tagShift&0xF)<<idxBits | (l + 1)
-	}
-}
-
-// find returns the local index of k (of hash h) in s.
-func (s *shard) find(k []uint64, h uint64) (uint32, bool) {
-	tag := uint32(h>>tagShift&0xF) << idxBits
-	for i := h & s.mask; ; i = (i + 1) & s.mask {
-		e := s.table[i]
-		if e == 0 {
-			return 0, false
-		}
-		if e&^idxMask == tag && equalWords(s.state(e&idxMask-1), k) {
-			return e&idxMask - 1, true
-		}
 	}
 }
 
