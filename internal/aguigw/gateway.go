@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -26,37 +27,32 @@ const (
 	StageUpstream  = "upstream"         // unreachable, or answered something invalid
 )
 
-// Action is what the gateway does about a finding (AASM P4). Stronger
-// actions compare greater.
-type Action int
+// Action is what the gateway does about a finding (AASM P4): the security
+// processor's one action type, shared with the MCP gateway, of which this
+// relay takes Flag, Quarantine and Deny (a stream cannot be held for a
+// person's approval). Stronger actions compare greater.
+type Action = secproc.Action
 
 // The actions, weakest first. The zero value means "the default".
 const (
-	ActionDefault Action = iota
+	ActionDefault = secproc.ActionDefault
 	// Flag forwards the content and records the finding.
-	Flag
+	Flag = secproc.Flag
 	// Quarantine replaces each offending string with an inert marker,
 	// keeping the event otherwise identical; on tool-call arguments, which
 	// cannot be made inert, it denies.
-	Quarantine
+	Quarantine = secproc.ActionQuarantine
 	// Deny refuses the input (403), or ends the run with a RUN_ERROR.
-	Deny
+	Deny = secproc.Deny
 )
 
-var actionNames = map[Action]string{Flag: "flag", Quarantine: "quarantine", Deny: "deny"}
-
-// String returns the configuration spelling: flag, quarantine, deny.
-func (a Action) String() string {
-	if s, ok := actionNames[a]; ok {
-		return s
-	}
-	return "default"
-}
+// actions are the actions this relay takes.
+var actions = []Action{Flag, Quarantine, Deny}
 
 // ParseAction parses flag, quarantine or deny.
 func ParseAction(s string) (Action, error) {
-	for a, n := range actionNames {
-		if n == s {
+	for _, a := range actions {
+		if a.String() == s {
 			return a, nil
 		}
 	}
@@ -166,8 +162,8 @@ func New(opts Options) (*Handler, error) {
 		return nil, fmt.Errorf("aguigw: Upstream %q: want an http:// or https:// URL with a host", opts.Upstream)
 	}
 	for c, a := range opts.Actions {
-		if _, ok := actionNames[a]; !ok {
-			return nil, fmt.Errorf("aguigw: Actions[%s]: unknown action %d", c, int(a))
+		if !slices.Contains(actions, a) {
+			return nil, fmt.Errorf("aguigw: Actions[%s]: action %s (%d) is not one of flag, quarantine or deny", c, a, int(a))
 		}
 	}
 	if opts.Name == "" {

@@ -136,3 +136,29 @@ func TestActions(t *testing.T) {
 		}
 	}
 }
+
+// TestOneActionType: the AG-UI relay's actions are the security
+// processor's (one Action type for warden's relays), ordered by strength
+// with theirs, and each side still takes only the actions it can carry
+// out: this relay cannot hold a stream for require_approval, the MCP
+// gateway's processor has nothing to quarantine.
+func TestOneActionType(t *testing.T) {
+	var strongest secproc.Action = Quarantine // the same type: no conversion
+	if !(secproc.Flag < strongest && strongest < secproc.RequireApproval && secproc.RequireApproval < Deny) || Deny != secproc.Deny || Flag != secproc.Flag {
+		t.Fatalf("actions flag %d, quarantine %d, require_approval %d, deny %d: want them weakest first, shared",
+			Flag, Quarantine, secproc.RequireApproval, Deny)
+	}
+	if Quarantine.String() != "quarantine" {
+		t.Errorf("Quarantine spells %q", Quarantine)
+	}
+	if _, err := New(Options{Upstream: "http://127.0.0.1:1", Actions: map[secproc.Category]Action{secproc.FileAccess: secproc.RequireApproval}}); err == nil ||
+		!strings.Contains(err.Error(), "require_approval") {
+		t.Errorf("an AG-UI relay configured to hold a stream for approval: %v, want refused naming require_approval", err)
+	}
+	if _, err := secproc.ParseAction("quarantine"); err == nil {
+		t.Error("the security processor's configuration accepts quarantine")
+	}
+	if _, err := secproc.New(secproc.Config{FileAccess: secproc.Policy{Action: Quarantine}}); err == nil {
+		t.Error("a security processor whose file_access findings quarantine was made")
+	}
+}

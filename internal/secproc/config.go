@@ -192,6 +192,8 @@ func compileRules(rules []Rule) ([]compiledRule, []error) {
 		}
 		if r.Action < 0 || r.Action > Deny {
 			bad("action", "unknown action %d", r.Action)
+		} else if r.Action == ActionQuarantine {
+			bad("action", "quarantine is the AG-UI relay's action, not the security processor's (want flag, require_approval or deny)")
 		}
 		c := compiledRule{Rule: r}
 		switch {
@@ -259,6 +261,8 @@ func (c Config) check() ([]compiledRule, error) {
 	for _, cat := range Categories {
 		if a := c.policy(cat).Action; a < 0 || a > Deny {
 			bad(string(cat)+".action", "unknown action %d", a)
+		} else if a == ActionQuarantine {
+			bad(string(cat)+".action", "quarantine is the AG-UI relay's action, not the security processor's (want flag, require_approval or deny)")
 		}
 	}
 	for i, r := range c.AllowedRoots {

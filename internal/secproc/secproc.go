@@ -95,7 +95,9 @@ const (
 var Categories = []Category{FileAccess, CommandInjection, Exfiltration, PrivilegeEscalation, InjectedInstructions}
 
 // Action is what the gateway does about a finding. Stronger actions compare
-// greater.
+// greater. It is the one action type of warden's relays: the MCP gateway
+// takes flag, require_approval and deny (ParseAction), the AG-UI relay
+// flag, quarantine and deny (aguigw.ParseAction).
 type Action int
 
 // The actions, weakest first. The zero value means "the category's default"
@@ -103,13 +105,18 @@ type Action int
 const (
 	ActionDefault Action = iota
 	Flag
+	// ActionQuarantine replaces each offending string with an inert marker
+	// (Quarantine) and lets the rest through: the AG-UI relay's action for
+	// a stream it cannot hold. The processor's own findings never carry it.
+	ActionQuarantine
 	RequireApproval
 	Deny
 )
 
-var actionNames = map[Action]string{Flag: "flag", RequireApproval: "require_approval", Deny: "deny"}
+var actionNames = map[Action]string{Flag: "flag", ActionQuarantine: "quarantine", RequireApproval: "require_approval", Deny: "deny"}
 
-// String returns the configuration spelling: flag, require_approval, deny.
+// String returns the configuration spelling: flag, quarantine,
+// require_approval, deny.
 func (a Action) String() string {
 	if s, ok := actionNames[a]; ok {
 		return s
@@ -117,10 +124,11 @@ func (a Action) String() string {
 	return "default"
 }
 
-// ParseAction parses flag, require_approval or deny.
+// ParseAction parses flag, require_approval or deny: the actions the MCP
+// gateway takes.
 func ParseAction(s string) (Action, error) {
-	for a, n := range actionNames {
-		if n == s {
+	for _, a := range []Action{Flag, RequireApproval, Deny} {
+		if a.String() == s {
 			return a, nil
 		}
 	}
