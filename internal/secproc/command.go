@@ -87,8 +87,8 @@ var injection = []shellRule{
 	// A whole value that is a command: a command word, alone or with its
 	// arguments, that a separator ends or starts (`id|`, `;id;`, `&set&`),
 	// or whose arguments are options or paths (`uname -a`, `cat /etc/passwd`).
-	{"command-value", commandValue, nil},
-	{"command-value", commandLine, nil},
+	{"command-value", commandValue, []string{";", "&", "|", "\x00", "\n"}},
+	{"command-value", commandLine, []string{" ", "\t"}},
 	// A program reached through a traversal (`../../usr/bin/env|`).
 	{"absolute-binary", traversalBinary, []string{"bin/"}},
 	// Brace expansion that runs a command without a space ({cat,/etc/passwd}).
@@ -149,7 +149,7 @@ var freeTextInjection = []shellRule{
 	{"command-chaining", regexp.MustCompile(`(?i)(?:;|&&|\|\|?|&)[ \t]*(?:sudo[ \t]+)?(?:` + shellWords +
 		`)(?:[ \t]+\d+)+[ \t]*(?:[;&|]|$)`), []string{";", "&", "|"}},
 	// A whole value that is a command with a separator (`id|`, `;id;`).
-	{"command-value", commandValue, nil},
+	{"command-value", commandValue, []string{";", "&", "|", "\x00", "\n"}},
 	// A substitution glued to a word (a`sleep 60`): markdown's
 	// inline code stands apart from the words around it.
 	{"command-substitution", regexp.MustCompile("(?i)[\\w'\"=]`(?:" + shellWords + ")(?:[ \t][^`]*)?`"), []string{"`"}},
