@@ -11,7 +11,7 @@ import (
 
 // Readers of MCP params and results, through the gateway's one strict
 // decoder: member names matched exactly (jsonrpc.Lookup), arrays split by
-// jsonrpc.Unmarshal.
+// jsonrpc.Elements (what the decoder validated, not decoded again).
 
 // array returns the elements of the JSON array at path in raw.
 func array(raw []byte, path ...string) []json.RawMessage {
@@ -20,9 +20,7 @@ func array(raw []byte, path ...string) []json.RawMessage {
 		return nil
 	}
 	var elems []json.RawMessage
-	if jsonrpc.Unmarshal(v, &elems) != nil {
-		return nil
-	}
+	jsonrpc.Elements(v, func(raw []byte) { elems = append(elems, raw) })
 	return elems
 }
 
