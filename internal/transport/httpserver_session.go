@@ -58,7 +58,11 @@ type httpSession struct {
 	room       chan struct{}              // closed when a client has read events (markSent) or let go of a stream; nil when no Write waits
 	stalled    bool                       // a reading client made no progress for stallWait: Write drops instead of waiting, until it reads again
 	lastActive time.Time
-	timer      *time.Timer // idle timer; nil when stateless
+	// The idle timer is not stopped and set again around each request, which
+	// would wake the runtime's network poller on every call: idleFired
+	// checks activity when it fires, and finish sets it only when it is not.
+	timer   *time.Timer // idle timer; nil when stateless
+	idleSet bool        // timer will fire
 }
 
 // pendingRequest is a client request the relay has not answered yet.
@@ -120,6 +124,7 @@ func newHTTPSession(srv *HTTPServer, id string, stateless bool, version string) 
 		s.standalone = &sseStream{id: randomStreamID(), nextSeq: 1, sent: 1}
 		s.streams[s.standalone.id] = s.standalone
 		s.timer = time.AfterFunc(srv.idle, s.idleFired)
+		s.idleSet = true
 	}
 	return s
 }
@@ -300,8 +305,8 @@ func (s *httpSession) end(reason string, cancelNow bool) {
 	}
 }
 
-// begin records an HTTP request in flight for the session, pausing the idle
-// timer. It reports false if the session is over.
+// begin records an HTTP request in flight for the session, which keeps it
+// from idling out. It reports false if the session is over.
 func (s *httpSession) begin() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -309,9 +314,6 @@ func (s *httpSession) begin() bool {
 		return false
 	}
 	s.active++
-	if s.active == 1 && s.timer != nil {
-		s.timer.Stop()
-	}
 	return true
 }
 
@@ -322,7 +324,8 @@ func (s *httpSession) finish() {
 	s.active--
 	if s.active == 0 {
 		s.lastActive = time.Now()
-		if s.timer != nil && !s.isEnded && !s.isClosed {
+		if s.timer != nil && !s.idleSet && !s.isEnded && !s.isClosed {
+			s.idleSet = true
 			s.timer.Reset(s.srv.idle)
 		}
 	}
@@ -332,10 +335,11 @@ func (s *httpSession) finish() {
 func (s *httpSession) idleFired() {
 	s.mu.Lock()
 	if s.active > 0 || s.isEnded || s.isClosed {
+		s.idleSet = false // finish sets it again
 		s.mu.Unlock()
 		return
 	}
-	if left := s.srv.idle - time.Since(s.lastActive); left > 0 { // a stale firing
+	if left := s.srv.idle - time.Since(s.lastActive); left > 0 { // active since it was set
 		s.timer.Reset(left)
 		s.mu.Unlock()
 		return
