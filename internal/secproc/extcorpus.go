@@ -90,6 +90,12 @@ var ExternalSources = []ExternalSource{
 		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooExtraction},
 	{Package: "llmverify@1.6.1", File: "examples/prompt-injection.ts", Split: SplitHeldOut,
 		Path: "payloads/llmverify@1.6.1/package/examples/prompt-injection.ts", extract: extractLLMVerify},
+	// Benign prose about LLM APIs (system prompts, roles, tools, messages):
+	// where a directive rule would misfire.
+	{Package: "openai@7.55.0", File: "README.md", Split: SplitHeldOut,
+		Path: "payloads/openai@7.55.0/package/README.md", extract: extractReadme},
+	{Package: "@anthropic-ai/sdk@1.10.0", File: "README.md", Split: SplitHeldOut,
+		Path: "payloads/@anthropic-ai/sdk@1.10.0/package/README.md", extract: extractReadme},
 	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
 	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
 	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),
