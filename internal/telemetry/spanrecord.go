@@ -111,7 +111,7 @@ func (n *nativeSpans) stub(s *Span, b *spanBuilder, op *Operation, aitf bool) tr
 	st := tracetest.SpanStub{
 		Name: s.name, SpanContext: s.sc, Parent: s.parent, SpanKind: s.kind,
 		StartTime: op.Start, EndTime: op.End,
-		Resource: n.res, InstrumentationScope: n.scope, InstrumentationLibrary: n.scope,
+		Resource: n.res, InstrumentationScope: n.scope,
 	}
 	st.Attributes, st.DroppedAttributes = n.limitAttributes(b.attrs, op.Attributes)
 	nev := len(op.Events)

@@ -178,12 +178,12 @@ func stubText(s tracetest.SpanStub) string {
 		s.Status, s.DroppedAttributes, s.DroppedEvents, s.DroppedLinks, s.ChildSpanCount, s.InstrumentationScope, s.Resource)
 	fmt.Fprintf(&b, " flags %s state %q", s.SpanContext.TraceFlags(), s.SpanContext.TraceState())
 	for _, a := range s.Attributes {
-		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+		fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 	}
 	for _, e := range s.Events {
 		fmt.Fprintf(&b, "\n  event %s@%s dropped %d:", e.Name, e.Time.Format(time.RFC3339Nano), e.DroppedAttributeCount)
 		for _, a := range e.Attributes {
-			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", a.Key, a.Value.String())
 		}
 	}
 	fmt.Fprintf(&b, "\n  links %v", s.Links)
