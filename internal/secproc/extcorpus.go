@@ -90,6 +90,10 @@ var ExternalSources = []ExternalSource{
 		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooExtraction},
 	{Package: "llmverify@1.6.1", File: "examples/prompt-injection.ts", Split: SplitHeldOut,
 		Path: "payloads/llmverify@1.6.1/package/examples/prompt-injection.ts", extract: extractLLMVerify},
+	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal-nix.txt", Split: SplitHeldOut,
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-nix.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal-win.txt", Split: SplitHeldOut,
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-win.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
 	// Benign prose about LLM APIs (system prompts, roles, tools, messages):
 	// where a directive rule would misfire.
 	{Package: "openai@7.55.0", File: "README.md", Split: SplitHeldOut,
