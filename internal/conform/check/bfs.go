@@ -79,6 +79,8 @@ type Result struct {
 	Edges       int    // transitions fired, including ones leading to known states
 	Depth       int    // levels explored; for Violated, the trace length
 	Fired       []int  // per transition of the model: how often it fired
+	// Edges and Fired count the states expanded: all of them for Holds;
+	// for a search that stopped, those of the blocks expanded so far.
 	Trace       *Trace // the shortest counterexample, for Violated
 	Elapsed     time.Duration
 }
