@@ -183,22 +183,23 @@ func (n *nativeSpans) limitAttributes(a, extra []attribute.KeyValue) ([]attribut
 	}
 	out := make([]attribute.KeyValue, 0, total)
 	dropped := 0
+	cut := n.limits.AttributeValueLengthLimit >= 0
 	for _, src := range [2][]attribute.KeyValue{a, extra} {
-		for _, kv := range src {
+		for i := range src {
+			kv := &src[i]
 			if !kv.Valid() {
 				dropped++
 				continue
 			}
-			kv = n.truncate(kv)
-			if i := indexOfKey(out, kv.Key); i >= 0 {
-				out[i] = kv
+			if j := indexOfKey(out, kv.Key); j >= 0 {
+				out[j] = n.truncate(*kv, cut)
 				continue
 			}
 			if lim > 0 && len(out) >= lim {
 				dropped++
 				continue
 			}
-			out = append(out, kv)
+			out = append(out, n.truncate(*kv, cut))
 		}
 	}
 	if len(out) == 0 {
@@ -218,13 +219,13 @@ func indexOfKey(kvs []attribute.KeyValue, key attribute.Key) int {
 	return -1
 }
 
-// truncate cuts kv's string values to AttributeValueLengthLimit characters,
-// as the SDK does (no limit when negative, the default).
-func (n *nativeSpans) truncate(kv attribute.KeyValue) attribute.KeyValue {
-	lim := n.limits.AttributeValueLengthLimit
-	if lim < 0 {
+// truncate cuts kv's string values to AttributeValueLengthLimit characters
+// when cut (the limit is not negative, the default), as the SDK does.
+func (n *nativeSpans) truncate(kv attribute.KeyValue, cut bool) attribute.KeyValue {
+	if !cut {
 		return kv
 	}
+	lim := n.limits.AttributeValueLengthLimit
 	switch kv.Value.Type() {
 	case attribute.STRING:
 		kv.Value = attribute.StringValue(cutRunes(kv.Value.AsString(), lim))
