@@ -81,8 +81,8 @@ type Result struct {
 	Fired       []int  // per transition of the model: how often it fired
 	// Edges and Fired count the states expanded: all of them for Holds;
 	// for a search that stopped, those of the blocks expanded so far.
-	Trace       *Trace // the shortest counterexample, for Violated
-	Elapsed     time.Duration
+	Trace   *Trace // the shortest counterexample, for Violated
+	Elapsed time.Duration
 }
 
 // Check explores p breadth-first and reports whether property (an id of
