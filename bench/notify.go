@@ -35,6 +35,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
@@ -175,7 +176,7 @@ func startNotifyGateway(procs *scaleProcs, bin, dir, name, upstreams string, inp
 		if err != nil {
 			return "", err
 		}
-		opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
+		opts, err := assemble.FromConfig(cfg, slog.New(slog.DiscardHandler))
 		if err != nil {
 			return "", err
 		}

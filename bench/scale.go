@@ -42,6 +42,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -301,7 +302,7 @@ type soakResult struct {
 // soakOne runs soakSessions sessions of steady, unpaced load against one
 // gateway on st for d, sampling this process's goroutines and live heap.
 // warden's /metrics has no Go runtime metrics, so this gateway runs in this
-// process (gateway.FromConfig, gateway.New) and the samples count the whole
+// process (assemble.FromConfig, gateway.New) and the samples count the whole
 // process: gateway, clients and demo server, whose own share is steady.
 func soakOne(ctx context.Context, ring *zerotrust.KeyRing, st soakStore, upstream string, d time.Duration) (*soakResult, error) {
 	url, stop, err := serveSoakGateway(st, upstream)
@@ -393,7 +394,7 @@ gateway:
 	}
 	var opts gateway.Options
 	if err == nil {
-		opts, err = gateway.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		opts, err = assemble.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	}
 	var g *gateway.Gateway
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/attack"
 	"github.com/agentwarden/warden/internal/attack/attacktest"
 	"github.com/agentwarden/warden/internal/config"
@@ -27,7 +28,7 @@ func startGateway(t *testing.T, yaml string) string {
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
+	opts, err := assemble.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

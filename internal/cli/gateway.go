@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/console"
@@ -154,7 +155,7 @@ func stdioUpstream(env *Env, cfg *config.Config, f *gatewayFlags, argv []string)
 // serveStdio wraps one stdio server, cfg's one upstream (stdioUpstream),
 // for one client on stdin/stdout.
 func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFlags, program string, logger *slog.Logger) (int, error) {
-	opts, err := gateway.FromConfig(cfg, logger)
+	opts, err := assemble.FromConfig(cfg, logger)
 	if err != nil {
 		return ExitConfig, err
 	}
@@ -210,11 +211,11 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 	if listen != "" {
 		cfg.Gateway.Listen.Addr = listen
 	}
-	tlsConfig, err := gateway.TLSConfig(cfg.Gateway.Listen.TLS)
+	tlsConfig, err := assemble.TLSConfig(cfg.Gateway.Listen.TLS)
 	if err != nil {
 		return ExitConfig, err
 	}
-	opts, err := gateway.FromConfig(cfg, logger)
+	opts, err := assemble.FromConfig(cfg, logger)
 	if err != nil {
 		return ExitConfig, err
 	}
@@ -246,7 +247,7 @@ func serveHTTP(ctx context.Context, env *Env, cfg *config.Config, listen string,
 		logger.Warn("the listener is not on a loopback address: anyone who can reach it can use the upstreams", "addr", ln.Addr().String())
 	}
 	if opts.Approvals != nil {
-		jwtLogin, err := gateway.ConsoleJWT(cfg.Gateway)
+		jwtLogin, err := assemble.ConsoleJWT(cfg.Gateway)
 		if err != nil {
 			return ExitConfig, fmt.Errorf("gateway.auth: %w", err)
 		}
@@ -436,14 +437,14 @@ func closerOf(r io.Reader) io.Closer {
 // when it is in Redis; 4 when not. It checks both and prints a line for each.
 func checkStore(ctx context.Context, env *Env, cfg *config.Config) (int, error) {
 	code := ExitOK
-	rep, err := gateway.CheckStore(ctx, cfg.Gateway.ZeroTrust)
+	rep, err := assemble.CheckStore(ctx, cfg.Gateway.ZeroTrust)
 	if err != nil {
 		fmt.Fprintf(env.Stdout, "store %s: NOT OK: %v\n", storeWhere(rep), err)
 		code = ExitUpstream
 	} else {
 		fmt.Fprintf(env.Stdout, "store %s: ok; epoch %s (tokens issued before it are refused)\n", storeWhere(rep), rep.Epoch.UTC().Format(time.RFC3339Nano))
 	}
-	pins, err := gateway.CheckPinStore(ctx, cfg.Gateway)
+	pins, err := assemble.CheckPinStore(ctx, cfg.Gateway)
 	switch {
 	case err != nil:
 		fmt.Fprintf(env.Stdout, "pin store %s: NOT OK: %v\n", storeWhere(pins), err)
@@ -455,7 +456,7 @@ func checkStore(ctx context.Context, env *Env, cfg *config.Config) (int, error) 
 }
 
 // storeWhere is a store's kind and, when known, its file or URL.
-func storeWhere(rep gateway.StoreReport) string {
+func storeWhere(rep assemble.StoreReport) string {
 	if rep.Where != "" {
 		return rep.Kind + " " + rep.Where
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentwarden/warden/internal/approval"
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/console"
@@ -112,7 +113,7 @@ gateway:
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
+	opts, err := assemble.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

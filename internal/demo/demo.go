@@ -291,7 +291,7 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 				}
 				return &countingConn{Conn: c, scene: s}, nil
 			},
-			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.NewToolPolicy(config.Upstream{Tools: tools,
+			Pipeline: gateway.NewPipeline(gateway.MethodPolicy{}, gateway.NewToolPolicy(gateway.ToolLists{Tools: tools,
 				RequireToken: config.List{Allow: []config.Pattern{transfer}}}), security,
 				gateway.Classify{Classifier: classifier, Subject: zt.Subject}, *s.taint, zt),
 		}, {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agentwarden/warden/internal/attack/attacktest"
 	"github.com/agentwarden/warden/internal/audit"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -31,7 +30,7 @@ func TestAGUIThroughTheGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, err := gateway.AGUIHandlers(config.GatewayConfig{}, []gateway.AGUISpec{
+	hs, err := gateway.AGUIHandlers(nil, []gateway.AGUISpec{
 		{Name: "notes", URL: agent.URL},
 		{Name: "strict", URL: agent.URL, Actions: map[string]string{"prompt_injection": "deny"}},
 	}, nil, &gateway.Records{Audit: l}, nil)
@@ -68,7 +67,7 @@ func TestAGUIThroughTheGateway(t *testing.T) {
 	if status != http.StatusForbidden || !strings.Contains(got, `"rule":"prompt_injection/override"`) {
 		t.Errorf("deny: %d %s", status, got)
 	}
-	if _, err := gateway.AGUIHandlers(config.GatewayConfig{}, []gateway.AGUISpec{{Name: "x", URL: agent.URL,
+	if _, err := gateway.AGUIHandlers(nil, []gateway.AGUISpec{{Name: "x", URL: agent.URL,
 		Actions: map[string]string{"prompt_injection": "require_approval"}}}, nil, nil, nil); err == nil ||
 		!strings.Contains(err.Error(), "gateway.agui[0].actions.prompt_injection") {
 		t.Errorf("a bad action: %v", err)

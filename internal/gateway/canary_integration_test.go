@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/demoserver"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -121,7 +122,7 @@ telemetry:
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	opts, err := gateway.FromConfig(cfg, logger)
+	opts, err := assemble.FromConfig(cfg, logger)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/testenv"
@@ -491,7 +492,7 @@ func clientThroughWarden(client, upstream string) int {
 	if err != nil {
 		return fail(err)
 	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	opts, err := assemble.FromConfig(cfg, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return fail(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -99,7 +100,7 @@ telemetry:
 			t.Fatal(err)
 		}
 		logs := &lockedBuffer{}
-		opts, err := gateway.FromConfig(cfg, slog.New(slog.NewJSONHandler(logs, nil)))
+		opts, err := assemble.FromConfig(cfg, slog.New(slog.NewJSONHandler(logs, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 )
@@ -19,7 +20,7 @@ func optionsFromYAML(t *testing.T, yaml string) (*config.Config, gateway.Options
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.DiscardHandler))
+	opts, err := assemble.FromConfig(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

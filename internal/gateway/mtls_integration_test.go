@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/gateway"
 )
 
@@ -102,7 +103,7 @@ gateway:
   audit: {backend: jsonl, path: %q}
   upstreams: [{name: demo, url: %s}]
 `, certFile, keyFile, caFile, auditPath, up))
-	tlsConfig, err := gateway.TLSConfig(cfg.Gateway.Listen.TLS)
+	tlsConfig, err := assemble.TLSConfig(cfg.Gateway.Listen.TLS)
 	if err != nil {
 		t.Fatal(err)
 	}

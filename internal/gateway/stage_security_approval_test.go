@@ -2,20 +2,18 @@ package gateway
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/agentwarden/warden/internal/approval"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
-// newSecurityHoldHarness relays through the pipeline FromConfig builds for
-// a configuration whose security processor sends exfiltration to a person
-// (require_approval) and whose zero-trust stage can hold calls
-// (hold_for_approval, admin channel): the wiring under test is the
-// configuration's, not a hand-built pipeline.
+// newSecurityHoldHarness relays through the pipeline assemble.FromConfig
+// builds (OptionsFromYAML) for a configuration whose security processor
+// sends exfiltration to a person (require_approval) and whose zero-trust
+// stage can hold calls (hold_for_approval, admin channel): the wiring under
+// test is the configuration's, not a hand-built pipeline.
 func newSecurityHoldHarness(t *testing.T) (*approval.Queue, *harness) {
 	t.Helper()
 	dir := t.TempDir()
@@ -26,22 +24,12 @@ func newSecurityHoldHarness(t *testing.T) (*approval.Queue, *harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte(fmt.Sprintf(`version: 1
+	opts := OptionsFromYAML(t, fmt.Sprintf(`version: 1
 gateway:
   security: {exfiltration: require_approval, allowed_hosts: [example.com]}
   zero_trust: {data_dir: %q, store: memory, subject: alice, hold_for_approval: true, approval_channels: [admin]}
   upstreams: [{name: web, url: "http://127.0.0.1:9/mcp", require_token: [transfer_funds]}]
-`, dir)), "test.yaml")
-	if err == nil {
-		err = cfg.Validate()
-	}
-	if err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	opts, err := FromConfig(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+`, dir))
 	t.Cleanup(func() {
 		for _, c := range opts.Closers {
 			if c != nil {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/mtibben/confusables"
 
-	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/glob"
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 )
@@ -101,9 +101,9 @@ func (t toolNames) variantOf(name, key string) (string, bool) {
 // passes the list as written and its normal form passes the list in normal
 // form, so a deny on a tool denies its look-alikes, and an allow list admits
 // a look-alike of nothing it lists.
-type allForms struct{ exact, normal config.List }
+type allForms struct{ exact, normal glob.List }
 
-func newAllForms(l config.List) allForms { return allForms{l, normalList(l)} }
+func newAllForms(l glob.List) allForms { return allForms{l, normalList(l)} }
 
 func (a allForms) Permits(name string) (bool, string) {
 	ok, rule := a.exact.Permits(name)
@@ -121,9 +121,9 @@ func (a allForms) Permits(name string) (bool, string) {
 // anyForm is a Permitter for requirement lists (require_token,
 // require_signature): a name is required when it is listed as written, or
 // its normal form is listed in normal form.
-type anyForm struct{ exact, normal config.List }
+type anyForm struct{ exact, normal glob.List }
 
-func newAnyForm(l config.List) anyForm { return anyForm{l, normalList(l)} }
+func newAnyForm(l glob.List) anyForm { return anyForm{l, normalList(l)} }
 
 func (a anyForm) Permits(name string) (bool, string) {
 	ok, rule := a.exact.Permits(name)
@@ -140,42 +140,52 @@ func (a anyForm) Permits(name string) (bool, string) {
 
 // normalList returns l with every pattern in normal form ('*' stays a
 // wildcard). A pattern whose normal form does not compile stays as it was.
-func normalList(l config.List) config.List {
-	norm := func(ps []config.Pattern) []config.Pattern {
-		out := make([]config.Pattern, len(ps))
+func normalList(l glob.List) glob.List {
+	norm := func(ps []glob.Pattern) []glob.Pattern {
+		out := make([]glob.Pattern, len(ps))
 		for i, p := range ps {
 			out[i] = p
-			if n, err := config.CompilePattern(NormalTool(p.String())); err == nil {
+			if n, err := glob.Compile(NormalTool(p.String())); err == nil {
 				out[i] = n
 			}
 		}
 		return out
 	}
-	return config.List{Allow: norm(l.Allow), Deny: norm(l.Deny)}
+	return glob.List{Allow: norm(l.Allow), Deny: norm(l.Deny)}
+}
+
+// ToolLists is what an upstream's configuration says about its tools
+// (gateway.upstreams[i]: tools, require_token, require_signature,
+// mandates).
+type ToolLists struct {
+	Tools            glob.List // allow and deny
+	RequireToken     glob.List
+	RequireSignature glob.List
+	Mandated         []string // the tools of its mandates
 }
 
 // NewToolPolicy returns the tool-policy stage of an upstream: its allow and
 // deny lists matched in both forms, and the look-alikes of every tool its
 // configuration names refused.
-func NewToolPolicy(u config.Upstream) ToolPolicy {
-	return ToolPolicy{List: newAllForms(u.Tools), Names: configuredTools(u)}
+func NewToolPolicy(l ToolLists) ToolPolicy {
+	return ToolPolicy{List: newAllForms(l.Tools), Names: configuredTools(l)}
 }
 
 // RequireList returns a requirement list (require_token,
 // require_signature) matched in both forms.
-func RequireList(l config.List) Permitter { return newAnyForm(l) }
+func RequireList(l glob.List) Permitter { return newAnyForm(l) }
 
 // configuredTools returns the tool names an upstream's configuration lists
 // literally: the look-alikes of these are refused.
-func configuredTools(u config.Upstream) toolNames {
+func configuredTools(tl ToolLists) toolNames {
 	t := toolNames{}
-	for _, l := range []config.List{u.Tools, u.RequireToken, u.RequireSignature} {
-		for _, p := range append(append([]config.Pattern(nil), l.Allow...), l.Deny...) {
+	for _, l := range []glob.List{tl.Tools, tl.RequireToken, tl.RequireSignature} {
+		for _, p := range append(append([]glob.Pattern(nil), l.Allow...), l.Deny...) {
 			t.add(p.String())
 		}
 	}
-	for _, m := range u.Mandates {
-		t.add(m.Tool)
+	for _, m := range tl.Mandated {
+		t.add(m)
 	}
 	return t
 }

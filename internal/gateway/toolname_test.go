@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/glob"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
@@ -91,8 +91,8 @@ func TestPolicyListsMatchTheNormalForm(t *testing.T) {
 // TestRelayRefusesToolNameVariants: through the relay, a look-alike of a
 // configured tool never reaches the upstream, and the exact name does.
 func TestRelayRefusesToolNameVariants(t *testing.T) {
-	u := config.Upstream{RequireToken: mustList(t, []string{"transfer_funds"}, nil)}
-	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(ToolPolicy{List: newAllForms(config.List{}), Names: configuredTools(u)})})
+	u := ToolLists{RequireToken: mustList(t, []string{"transfer_funds"}, nil)}
+	h := newHarness(t, RelayOptions{Pipeline: NewPipeline(ToolPolicy{List: newAllForms(glob.List{}), Names: configuredTools(u)})})
 	for i, name := range []string{`Transfer_Funds`, `transfer_funds `, `transfer_funds\u0000`, `tr\u0430nsfer_funds`, `TRANSFER\u005fFUNDS`} {
 		id := string(rune('1' + i))
 		h.send(h.client, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+name+`","arguments":{}}}`)
@@ -148,7 +148,7 @@ func TestRelayRefusesLookAlikesOfListedTools(t *testing.T) {
 	idx := newToolIndex()
 	idx.learn("tools/list", []byte(`{"tools":[{"name":"transfer_funds","inputSchema":{"type":"object"}},`+
 		`{"name":"getUser","inputSchema":{"type":"object"}},{"name":"getuser","inputSchema":{"type":"object"}}]}`))
-	h := newHarness(t, RelayOptions{Tools: idx.info(), Pipeline: NewPipeline(NewToolPolicy(config.Upstream{}))})
+	h := newHarness(t, RelayOptions{Tools: idx.info(), Pipeline: NewPipeline(NewToolPolicy(ToolLists{}))})
 	h.send(h.client, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"transfer_fund\u0455","arguments":{}}}`)
 	if code, d := detailOf(t, h.recv(h.client)); code != jsonrpc.CodeDenied || d.Rule != "tool-name-variant" {
 		t.Errorf("Cyrillic look-alike: code %d detail %+v", code, d)

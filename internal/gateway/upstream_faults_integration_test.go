@@ -32,6 +32,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -362,7 +363,7 @@ net.Server.prototype.listen = function (port, ...rest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := gateway.FromConfig(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	opts, err := assemble.FromConfig(cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/agentwarden/warden/internal/assemble"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/conform/check"
 	"github.com/agentwarden/warden/internal/conform/ir"
@@ -125,7 +126,7 @@ func newGateway(yaml, file string, logger *slog.Logger) (gateway.Options, *gatew
 	if err != nil {
 		return gateway.Options{}, nil, fmt.Errorf("warden configuration: %w", err)
 	}
-	opts, err := gateway.FromConfig(cfg, logger)
+	opts, err := assemble.FromConfig(cfg, logger)
 	if err != nil {
 		return gateway.Options{}, nil, err
 	}

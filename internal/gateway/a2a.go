@@ -1,40 +1,27 @@
 package gateway
 
+// A2A through the gateway: where the listener serves the agents, how their
+// messages enter the audit log, and the policy beyond the protocol (consent
+// and taint) that internal/a2agw asks the gateway about. The builder
+// (internal/assemble) makes the A2A handlers from the configuration.
+
 import (
 	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
-	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/deny"
+	"github.com/agentwarden/warden/internal/glob"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/taint"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
-
-// taintFrom returns the taint stage of gc, or nil when tracking is off or
-// nothing could be a sink (no classification, no sink tools, no A2A
-// agents): then answers are not even fingerprinted. canHold says whether
-// the zero-trust stage holds calls for a person.
-func taintFrom(gc config.GatewayConfig, canHold bool) *Taint {
-	t := gc.Taint
-	if t.Disabled || (len(gc.ZeroTrust.Classification) == 0 && len(t.SinkTools) == 0 && len(gc.A2A) == 0) {
-		return nil
-	}
-	action := secproc.RequireApproval
-	switch t.Action {
-	case "deny":
-		action = secproc.Deny
-	case "flag":
-		action = secproc.Flag
-	}
-	return &Taint{Tracker: taint.New(taint.Config{MinMatch: t.MinMatch, TTL: t.TTL}), Action: action,
-		Sinks: t.SinkTools, CanHold: canHold}
-}
 
 // a2aFlow is the policy of one A2A agent beyond the protocol (a2agw.Flow):
 // consent, for the methods its require_approval lists (AASM P5), and
@@ -44,10 +31,10 @@ func taintFrom(gc config.GatewayConfig, canHold bool) *Taint {
 // action of deny or flag decides without a person). The agent's own
 // answers are tracked in turn.
 type a2aFlow struct {
-	taint    *Taint           // nil: no taint tracking
-	consent  []config.Pattern // methods that need approval
-	upstream string           // "a2a:<name>"
-	queue    *approval.Queue  // nil: nothing can be held
+	taint    *Taint          // nil: no taint tracking
+	consent  []glob.Pattern  // methods that need approval
+	upstream string          // "a2a:<name>"
+	queue    *approval.Queue // nil: nothing can be held
 	log      *slog.Logger
 }
 
@@ -121,9 +108,16 @@ func (t *Taint) A2AFlow(name string, queue *approval.Queue, log *slog.Logger) a2
 	return newA2AFlow(t, nil, name, queue, log)
 }
 
-// newA2AFlow returns the flow of the A2A agent name: taint (t, may be nil)
-// and consent for the methods listed.
-func newA2AFlow(t *Taint, consent []config.Pattern, name string, queue *approval.Queue, log *slog.Logger) a2aFlow {
+// NewA2AFlow returns the flow of the A2A agent name, for
+// a2agw.Options.Flow: taint (t, may be nil) and consent for the methods
+// listed (require_approval). queue, if not nil, holds a request for a
+// person's approval; nil refuses it.
+func NewA2AFlow(t *Taint, consent []glob.Pattern, name string, queue *approval.Queue, log *slog.Logger) a2agw.Flow {
+	return newA2AFlow(t, consent, name, queue, log)
+}
+
+// newA2AFlow is NewA2AFlow as its own type.
+func newA2AFlow(t *Taint, consent []glob.Pattern, name string, queue *approval.Queue, log *slog.Logger) a2aFlow {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -140,3 +134,22 @@ func (f a2aFlow) Observe(_ context.Context, principal, method string, params, re
 }
 
 var _ a2agw.Flow = a2aFlow{}
+
+// A2APath is where the listener serves the A2A agents: A2APath/<name>, its
+// agent card at A2APath/<name>/.well-known/agent-card.json.
+const A2APath = "/a2a/"
+
+// A2ARecord returns an a2agw.Options.Record that writes each A2A message
+// into the gateway's audit log before it leaves: the same chain as MCP's,
+// so a bridge operation is audited in both domains.
+func A2ARecord(l *audit.Log) func(context.Context, a2agw.Event) error {
+	return func(ctx context.Context, e a2agw.Event) error {
+		r := audit.Record{Time: time.Now(), Actor: e.Principal, Upstream: "a2a:" + e.Upstream, Method: e.Method,
+			RequestID: e.ID.Raw(), Tool: e.TaskID, Decision: audit.Allow, Direction: e.Direction}
+		if e.Decision == "deny" {
+			r.Decision, r.Stage, r.Rule, r.Reason = audit.Deny, e.Stage, e.Rule, e.Reason
+		}
+		_, err := l.Append(context.WithoutCancel(ctx), r)
+		return err
+	}
+}

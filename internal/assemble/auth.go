@@ -1,4 +1,4 @@
-package gateway
+package assemble
 
 import (
 	"encoding/json"

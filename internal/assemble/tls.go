@@ -1,4 +1,4 @@
-package gateway
+package assemble
 
 import (
 	"crypto/tls"

@@ -1,4 +1,4 @@
-package gateway
+package assemble
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/gateway"
 )
 
 // The gateway, restarted on a log whose records after the last checkpoint
@@ -37,8 +38,8 @@ gateway:
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := func() (*Records, func(), error) {
-		rs, closers, err := records(cfg, slog.New(slog.DiscardHandler))
+	start := func() (*gateway.Records, func(), error) {
+		rs, closers, err := records(cfg, slog.New(slog.DiscardHandler), &lifecycle{})
 		return rs, func() {
 			for _, c := range closers {
 				c.Close()
@@ -108,7 +109,7 @@ func TestGatewayRefusesALogEditedInTheMiddle(t *testing.T) {
 	if err := os.WriteFile(logFile, []byte(strings.Join(lines, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, closers, err := records(cfg, slog.New(slog.DiscardHandler))
+	_, closers, err := records(cfg, slog.New(slog.DiscardHandler), &lifecycle{})
 	for _, c := range closers {
 		c.Close()
 	}

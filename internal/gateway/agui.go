@@ -9,7 +9,6 @@ import (
 
 	"github.com/agentwarden/warden/internal/aguigw"
 	"github.com/agentwarden/warden/internal/audit"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -33,23 +32,13 @@ type AGUISpec struct {
 }
 
 // AGUIHandlers builds the AG-UI gateways (internal/aguigw) of specs, each
-// with the listener's authentication, gc's security processor (secproc's
-// defaults when gateway.security is off: AG-UI content is always
-// inspected) and, when the audit log is on, its records. Errors name the
-// configuration path.
-func AGUIHandlers(gc config.GatewayConfig, specs []AGUISpec, auth func(*http.Request) (string, *transport.AuthRefusal), rs *Records, logger *slog.Logger) (map[string]http.Handler, error) {
+// with the listener's authentication, the security processor proc (nil:
+// secproc's defaults, since AG-UI content is always inspected) and, when
+// the audit log is on, its records. Errors name the configuration path
+// (gateway.agui[i]).
+func AGUIHandlers(proc *secproc.Processor, specs []AGUISpec, auth func(*http.Request) (string, *transport.AuthRefusal), rs *Records, logger *slog.Logger) (map[string]http.Handler, error) {
 	if len(specs) == 0 {
 		return nil, nil
-	}
-	var proc *secproc.Processor
-	if gc.Security.Enabled {
-		sc, err := gc.Security.Processor()
-		if err == nil {
-			proc, err = secproc.New(sc)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("gateway.security: %w", err)
-		}
 	}
 	out := map[string]http.Handler{}
 	for i, s := range specs {

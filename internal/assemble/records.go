@@ -1,4 +1,4 @@
-package gateway
+package assemble
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
+	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/zerotrust"
@@ -26,26 +28,26 @@ import (
 // (warden_telemetry_dropped_total).
 const deferredSpans = 4096
 
-// closerFunc adapts a function to io.Closer.
-type closerFunc func() error
-
-func (f closerFunc) Close() error { return f() }
-
 // records builds the Recorder of cfg's audit log and telemetry, or nil when
-// neither is on, and what to close when the gateway stops. Closers run in
-// order: telemetry flushes before the audit log closes.
-func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, error) {
+// neither is on, and what to close when the gateway stops, each provided
+// to l as it opens. Closers run in order: telemetry flushes before the
+// audit log closes.
+func records(cfg *config.Config, logger *slog.Logger, l *lifecycle) (*gateway.Records, []io.Closer, error) {
 	a, t := cfg.Gateway.Audit, cfg.Telemetry
 	spansOn, ocsfOn := t.Spans.Exporter != "none" && t.Spans.Exporter != "", t.OCSF.Exporter != "none" && t.OCSF.Exporter != ""
 	if !a.Enabled && !spansOn && !ocsfOn && !t.Metrics {
 		return nil, nil, nil
 	}
-	rs := &Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP,
+	rs := &gateway.Records{Propagate: t.Propagate, Transport: telemetry.TransportStreamableHTTP,
 		URLs: serverURLs(cfg.Gateway.Upstreams), Transports: serverTransports(cfg.Gateway.Upstreams)}
 	if t.Metrics {
-		rs.Metrics = &Metrics{}
+		rs.Metrics = &gateway.Metrics{}
 	}
 	var closers []io.Closer
+	opened := func(c io.Closer) {
+		closers = append(closers, c)
+		l.provide(c)
+	}
 	// inDataDir is name in the data directory: the default of every file.
 	inDataDir := func(name string) (string, error) {
 		dir := cfg.Gateway.ZeroTrust.DataDir
@@ -60,12 +62,7 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		}
 		return filepath.Join(dir, name), nil
 	}
-	fail := func(err error) (*Records, []io.Closer, error) {
-		for _, c := range closers {
-			c.Close()
-		}
-		return nil, nil, err
-	}
+	fail := func(err error) (*gateway.Records, []io.Closer, error) { return nil, nil, err }
 	if spansOn || ocsfOn {
 		opts := telemetry.Options{Capture: telemetry.Capture{Mode: telemetry.CaptureMode(t.Capture)}, Logger: logger,
 			Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}}
@@ -96,7 +93,7 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		// First closer: the Recorder's last spans end, then the spans
 		// flush, before the OCSF queue drains and before the audit log
 		// closes.
-		closers = append(closers, closerFunc(func() error {
+		opened(closerFunc(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			var err error
@@ -120,7 +117,7 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 			}
 			opts.OCSFSink, opts.OCSFProfile = q, ocsf.Profile(t.OCSF.Profile)
 			// The queue drains, then closes its file.
-			closers = append(closers, closerFunc(func() error {
+			opened(closerFunc(func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				return q.Close(ctx)
@@ -144,15 +141,21 @@ func records(cfg *config.Config, logger *slog.Logger) (*Records, []io.Closer, er
 		if err != nil {
 			return fail(fmt.Errorf("gateway.audit: %w", err))
 		}
-		l, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger, Checkpoint: ck})
-		if err != nil {
-			if ck.Witness != nil {
-				ck.Witness.Close()
+		// The witnesses are the log's once it opens; until then, the build's.
+		witness := ck.Witness
+		l.provide(closerFunc(func() error {
+			if witness == nil {
+				return nil
 			}
+			return witness.Close()
+		}))
+		log, err := audit.Open(context.Background(), audit.Kind(a.Backend), path, audit.Options{Logger: logger, Checkpoint: ck})
+		if err != nil {
 			return fail(fmt.Errorf("gateway.audit: %w", err))
 		}
-		rs.Audit = l
-		closers = append(closers, l) // last: after every record is in
+		witness = nil
+		rs.Audit = log
+		opened(log) // last: after every record is in
 	}
 	return rs, closers, nil
 }
@@ -211,4 +214,38 @@ func checkpointOptions(a config.AuditConfig) (audit.CheckpointOptions, error) {
 		ck.Witness = ws
 	}
 	return ck, nil
+}
+
+// serverURLs returns the URL of each HTTP upstream, by name, as spans and
+// OCSF events may show it: scheme, host and path. The query is left out,
+// since it may carry a key (the configuration refuses credentials in the
+// URL itself, but not in its query).
+func serverURLs(upstreams []config.Upstream) map[string]string {
+	urls := make(map[string]string, len(upstreams))
+	for _, u := range upstreams {
+		if u.URL == "" {
+			continue
+		}
+		p, err := url.Parse(u.URL)
+		if err != nil {
+			continue
+		}
+		urls[u.Name] = (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path, RawPath: p.RawPath}).String()
+	}
+	return urls
+}
+
+// serverTransports names the transport of each upstream as telemetry does:
+// stdio for a command, streamable_http for a URL.
+func serverTransports(upstreams []config.Upstream) map[string]string {
+	ts := make(map[string]string, len(upstreams))
+	for _, u := range upstreams {
+		switch u.Transport() {
+		case config.TransportStdio:
+			ts[u.Name] = telemetry.TransportStdio
+		case config.TransportHTTP:
+			ts[u.Name] = telemetry.TransportStreamableHTTP
+		}
+	}
+	return ts
 }
