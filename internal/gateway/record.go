@@ -28,7 +28,6 @@ package gateway
 
 import (
 	"context"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +35,6 @@ import (
 	"time"
 
 	"github.com/agentwarden/warden/internal/audit"
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/secproc"
@@ -58,12 +56,13 @@ type Records struct {
 	// Transport is the client leg, as telemetry names it.
 	Transport string
 	// Transports are the upstream legs, by upstream name, as telemetry
-	// names them: see serverTransports.
+	// names them (internal/assemble sets them from the configuration).
 	Transports map[string]string
 	// Metrics, if set, counts messages, denials and operation durations.
 	Metrics *Metrics
 	// URLs are the endpoints of the network upstreams, by upstream name,
-	// as spans show them (aitf.mcp.server.url): see serverURLs.
+	// as spans show them (aitf.mcp.server.url): scheme, host and path, never
+	// the query, which may carry a key (internal/assemble sets them).
 	URLs map[string]string
 
 	// names are the resource names each session's upstream listed.
@@ -350,40 +349,6 @@ func addFindings(op *telemetry.Operation, prior, findings []secproc.Finding) {
 		op.Findings = append(op.Findings, f.OCSFFinding(""))
 	}
 	op.Attributes = secproc.SpanAttributes(append(slices.Clip(prior), findings...))
-}
-
-// serverURLs returns the URL of each HTTP upstream, by name, as spans and
-// OCSF events may show it: scheme, host and path. The query is left out,
-// since it may carry a key (the configuration refuses credentials in the
-// URL itself, but not in its query).
-func serverURLs(upstreams []config.Upstream) map[string]string {
-	urls := make(map[string]string, len(upstreams))
-	for _, u := range upstreams {
-		if u.URL == "" {
-			continue
-		}
-		p, err := url.Parse(u.URL)
-		if err != nil {
-			continue
-		}
-		urls[u.Name] = (&url.URL{Scheme: p.Scheme, Host: p.Host, Path: p.Path, RawPath: p.RawPath}).String()
-	}
-	return urls
-}
-
-// serverTransports names the transport of each upstream as telemetry does:
-// stdio for a command, streamable_http for a URL.
-func serverTransports(upstreams []config.Upstream) map[string]string {
-	ts := make(map[string]string, len(upstreams))
-	for _, u := range upstreams {
-		switch u.Transport() {
-		case config.TransportStdio:
-			ts[u.Name] = telemetry.TransportStdio
-		case config.TransportHTTP:
-			ts[u.Name] = telemetry.TransportStreamableHTTP
-		}
-	}
-	return ts
 }
 
 // withParams returns a copy of m with params replaced.

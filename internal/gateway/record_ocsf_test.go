@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/ocsf/ocsfschema/ocsfschematest"
@@ -53,7 +52,7 @@ func TestLiveOCSFEventsAreValid(t *testing.T) {
 			Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(),
 				OCSFSink: sink, OCSFProfile: profile, Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}}),
 			Transport:  telemetry.TransportStreamableHTTP,
-			Transports: serverTransports([]config.Upstream{{Name: "fs", Command: []string{"fs-server"}}}),
+			Transports: map[string]string{"fs": telemetry.TransportStdio},
 		}
 		ctx := context.Background()
 		req := decode(`{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"read_file","arguments":{"path":"/tmp/x"}}}`)
