@@ -21,8 +21,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/deny"
+	"github.com/agentwarden/warden/internal/glob"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
 	"github.com/agentwarden/warden/internal/policy"
@@ -48,7 +48,7 @@ type Taint struct {
 	// refused when CanHold is false), secproc.Deny or secproc.Flag.
 	Action secproc.Action
 	// Sinks are tools that no untrusted text may reach, whatever their tier.
-	Sinks []config.Pattern
+	Sinks []glob.Pattern
 	// CanHold means the zero-trust stage after this one holds calls for a
 	// person.
 	CanHold bool
