@@ -76,6 +76,11 @@ type JSONL struct {
 	headDirty bool     // the sidecar was written since its last sync; guarded by mu
 	last      Anchor   // the last record this process wrote (zero: none); guarded by mu
 	headAt    Anchor   // what this process last wrote to the sidecar; guarded by mu
+
+	watchMu    sync.Mutex
+	watchTried bool       // lost set up the watch (or failed to); guarded by watchMu
+	watch      *fileWatch // nil: none, the path is stated every time; guarded by watchMu
+	lostErr    error      // the path no longer names f: sticky; guarded by watchMu
 }
 
 // anchorSize is the sidecar's length: its JSON object, spaces, a newline.
@@ -486,8 +491,14 @@ func (j *JSONL) Close() error {
 		err = errors.Join(err, j.setAnchor(j.last, false))
 	}
 	if j.head != nil {
-		err = errors.Join(j.syncHead(), j.head.Close())
+		err = errors.Join(err, j.syncHead(), j.head.Close())
 		j.head = nil
 	}
+	j.watchMu.Lock()
+	if j.watch != nil {
+		j.watch.close()
+		j.watch = nil
+	}
+	j.watchMu.Unlock()
 	return errors.Join(err, j.f.Close())
 }

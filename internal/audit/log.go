@@ -82,8 +82,8 @@ type Log struct {
 	maxBatch int
 	watch    time.Duration // ≤ 0: no ticker
 	log      *slog.Logger
-	reqs     chan *appendReq   // to the writer; unbuffered, so every request sent is answered
-	stop     chan struct{}     // closed by Close
+	reqs     chan *appendReq   // to the writer, which answers every request queued
+	stop     chan struct{}     // closed by Close, once nothing more can be queued
 	done     chan struct{}     // closed when the writer returns
 	ck       CheckpointOptions // Key nil: no checkpoints; Every and Interval resolved
 	// With a witness: the checkpoints for it, the goroutine that hands
@@ -100,7 +100,10 @@ type Log struct {
 	marked     bool // the loss record was attempted; the writer's alone
 	unattested int  // records after the last checkpoint; the writer's alone
 
-	closed    atomic.Bool
+	// queueing is held shared while a request is queued, and by Close to
+	// set closed: no request is queued after the writer's last drain.
+	queueing  sync.RWMutex
+	closed    atomic.Bool // set under queueing
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -320,29 +323,28 @@ func (l *Log) enqueue(ctx context.Context, rec Record, req *appendReq) error {
 		return err
 	}
 	req.rec = rec
+	// No select on channels every appender shares (stop, done): with many
+	// appenders their locks are contended, per record. The writer answers
+	// every request queued, and none is queued once Close set closed.
+	l.queueing.RLock()
+	defer l.queueing.RUnlock()
+	if l.closed.Load() {
+		return ErrClosed
+	}
 	select {
 	case l.reqs <- req:
 		return nil
-	case <-l.stop:
-		return ErrClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
 // await waits for the writer's answer to a queued req; answered is false
-// when it gave up first (ctx ended, or the log closed with req unanswered).
+// when ctx ended first.
 func (l *Log) await(ctx context.Context, req *appendReq) (r appendReply, answered bool) {
 	select {
 	case r := <-req.reply:
 		return r, true
-	case <-l.done: // closed while rec waited in the queue, unless it was answered
-		select {
-		case r := <-req.reply:
-			return r, true
-		default:
-			return appendReply{err: ErrClosed}, false
-		}
 	case <-ctx.Done():
 		return appendReply{err: ctx.Err()}, false
 	}
@@ -373,7 +375,9 @@ func (l *Log) Export(ctx context.Context, w io.Writer) error { return Export(ctx
 // the backend and the witness.
 func (l *Log) Close() error {
 	l.closeOnce.Do(func() {
+		l.queueing.Lock()
 		l.closed.Store(true)
+		l.queueing.Unlock()
 		close(l.stop)
 		<-l.done
 		l.closeErr = errors.Join(l.b.Close(), l.stopWitness())
@@ -405,7 +409,14 @@ func (l *Log) writeLoop() {
 					l.log.Error("audit: the closing checkpoint could not be written; the last records stay unattested", "err", err)
 				}
 			}
-			return
+			for { // what was queued before Close: refused, as after it
+				select {
+				case r := <-l.reqs:
+					r.reply <- appendReply{err: ErrClosed}
+				default:
+					return
+				}
+			}
 		case <-ckTick:
 			if l.unattested > 0 {
 				// A lost log was reported when it was lost, once.
@@ -415,7 +426,7 @@ func (l *Log) writeLoop() {
 			}
 			continue
 		case <-tick:
-			if err := l.lostNow(); err != nil {
+			if err := l.lostNow(true); err != nil {
 				l.markOnce(err)
 			} else if af, ok := l.b.(anchorFlusher); ok {
 				if err := af.flushAnchor(); err != nil {
@@ -447,7 +458,7 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 	// Checked before the write too, so that records of refused calls are
 	// not written into a lost file, and after it (below), for a loss
 	// during the write.
-	if err := l.lostNow(); err != nil {
+	if err := l.lostNow(false); err != nil {
 		l.markOnce(err)
 		refuse(batch, err)
 		return recs
@@ -485,7 +496,7 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 		return recs
 	}
 	// Durable, but perhaps in a file no one can find any more.
-	if err := l.lostNow(); err != nil {
+	if err := l.lostNow(false); err != nil {
 		l.markOnce(err)
 		refuse(batch, err)
 		return recs
@@ -518,7 +529,7 @@ func (l *Log) checkpointRecord(seq uint64, prev, rule, reason string) Record {
 // writeCheckpoint writes a checkpoint of rule on its own, then hands it to
 // the witness. Only the writer calls it (or New, before the writer runs).
 func (l *Log) writeCheckpoint(rule, reason string) error {
-	if err := l.lostNow(); err != nil {
+	if err := l.lostNow(false); err != nil {
 		return err
 	}
 	head := l.Head()
@@ -526,7 +537,7 @@ func (l *Log) writeCheckpoint(rule, reason string) error {
 	if err := l.b.Write(context.Background(), []Record{rec}); err != nil {
 		return err
 	}
-	if err := l.lostNow(); err != nil {
+	if err := l.lostNow(false); err != nil {
 		return err
 	}
 	l.mu.Lock()

@@ -8,7 +8,7 @@ package audit
 // batch, that the path still names the file it opened (device and inode),
 // and again on a ticker while idle and on Ping:
 //
-//	Write (fsync) ─▶ os.Stat(path) same file? ─yes─▶ acknowledge the batch
+//	Write (fsync) ─▶ same file? ─yes─▶ acknowledge the batch
 //	                                  │ no
 //	                                  ▼
 //	              refuse the batch and every later Append (ErrLost; sticky)
@@ -22,10 +22,17 @@ package audit
 // log stays refused until the process opens it again: a restart is the
 // operator's acknowledgement.
 //
-// The check is one stat(2) per batch, next to the batch's fsync
-// (BenchmarkLostCheck). Identity by device and inode is sound because the
-// backend keeps the lost file open, so its inode cannot be reused by the
-// file that replaces it.
+// "Same file?" is a stat(2) of the path (device and inode). Identity by
+// device and inode is sound because the backend keeps the lost file open,
+// so its inode cannot be reused by the file that replaces it. For the
+// JSONL file, a stat per batch cost more CPU than anything else the log
+// adds to a group-commit file (a third more per record with one
+// appender), so at a batch it first asks an inotify watch on the file and
+// on every directory of its path (watch_linux.go): one non-blocking read,
+// and a stat only when an event came. The idle ticker and Ping always
+// stat, which also catches what no event shows (a file system mounted
+// over one of the directories). A path with a symbolic link on it is
+// stated at every batch (BenchmarkLostCheck).
 
 import (
 	"context"
@@ -50,8 +57,9 @@ const DefaultWatchInterval = time.Second
 // fileBackend is a Backend kept in a file at a path, which can be lost.
 type fileBackend interface {
 	// lost reports why the backend's path no longer names the file it
-	// writes, or nil while it does.
-	lost() error
+	// writes, or nil while it does. Unless full is set, the backend may
+	// answer from what it watches instead of looking at the path.
+	lost(full bool) error
 	// reopen opens a new backend of the same kind at the same path.
 	reopen() (Backend, error)
 	// filePath is the path the backend was opened at.
@@ -81,8 +89,8 @@ func (r *Record) IsLoss() bool {
 
 // lostNow checks the backend's file, unless the log is already lost, and
 // makes a loss sticky. It returns the error Append and Ping then report
-// (wrapping ErrLost), or nil.
-func (l *Log) lostNow() error {
+// (wrapping ErrLost), or nil. full: see fileBackend.lost.
+func (l *Log) lostNow(full bool) error {
 	if err := l.lostErr(); err != nil {
 		return err
 	}
@@ -90,7 +98,7 @@ func (l *Log) lostNow() error {
 	if !ok {
 		return nil
 	}
-	cause := fb.lost()
+	cause := fb.lost(full)
 	if cause == nil {
 		return nil
 	}
@@ -179,7 +187,7 @@ func (l *Log) Ping(context.Context) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
-	if err := l.lostNow(); err != nil {
+	if err := l.lostNow(true); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -192,7 +200,7 @@ func (l *Log) Ping(context.Context) error {
 
 // lost implements fileBackend: the database and its write-ahead log, where
 // the records are until a checkpoint moves them into the database.
-func (s *SQLite) lost() error {
+func (s *SQLite) lost(bool) error {
 	if err := sameFile(s.path, s.file); err != nil {
 		return err
 	}
@@ -203,7 +211,25 @@ func (s *SQLite) reopen() (Backend, error) { return NewSQLite(s.path) }
 func (s *SQLite) filePath() string         { return s.path }
 func (s *SQLite) opened() bool             { return sameFile(s.path, s.file) == nil }
 
-func (j *JSONL) lost() error              { return sameFile(j.path, j.file) }
+// lost implements fileBackend: a stat of the path when the watch (set up
+// at the first call, before that call's stat) saw an event, when full is
+// set, or when there is no watch. A loss once seen stays.
+func (j *JSONL) lost(full bool) error {
+	j.watchMu.Lock()
+	defer j.watchMu.Unlock()
+	switch {
+	case j.lostErr != nil:
+		return j.lostErr
+	case !j.watchTried:
+		j.watchTried = true
+		j.watch = newFileWatch(j.path)
+	case j.watch != nil && j.watch.quiet() && !full:
+		return nil
+	}
+	j.lostErr = sameFile(j.path, j.file)
+	return j.lostErr
+}
+
 func (j *JSONL) reopen() (Backend, error) { return NewJSONL(j.path) }
 func (j *JSONL) filePath() string         { return j.path }
 func (j *JSONL) opened() bool             { return false } // lost is about the file alone
