@@ -370,3 +370,24 @@ func TestHiddenCarriersAndImageExfil(t *testing.T) {
 		{"markdown comment without directive", output("[//]: # (TODO: add a diagram)"), ""},
 	})
 }
+
+// TestFileAccessSpelling holds traversals by their meaning to a file
+// server rather than their spelling: segments that Windows or a servlet
+// container reads as ".." ("....//", ".. /", "..;/"), and a value in a
+// member not named like a path that traverses once decoded.
+func TestFileAccessSpelling(t *testing.T) {
+	p := testProcessor(t, Config{AllowedRoots: []string{"/workspace"}})
+	runCases(t, p, []tc{
+		{"filter bypass dots", call("read_file", `{"path":"....//....//etc/passwd"}`), "file_access/dot-segment"},
+		{"trailing space segment", call("read_file", `{"path":".. /.. /etc/passwd"}`), "file_access/dot-segment"},
+		{"servlet parameter", call("read_file", `{"path":"static/..;/..;/WEB-INF/web.xml"}`), "file_access/dot-segment"},
+		{"encoded slash in a page", call("serve_static", `{"page":"..%2f..%2f..%2fetc%2fpasswd"}`), "file_access/encoded-traversal"},
+		{"overlong slash in a page", call("serve_static", `{"page":"..%c0%af..%c0%afetc/passwd"}`), "file_access/overlong-utf8"},
+		{"backslashes in a page", call("serve_static", `{"page":"..\\..\\..\\windows\\win.ini"}`), "file_access/traversal"},
+
+		{"ellipsis as a label", call("set_label", `{"label":"..."}`), ""},
+		{"version range", call("pin", `{"range":"1.2..1.4"}`), ""},
+		{"page name", call("serve_static", `{"page":"docs/index.html"}`), ""},
+		{"dots in a file name", call("read_file", `{"path":"/workspace/notes..txt"}`), ""},
+	})
+}

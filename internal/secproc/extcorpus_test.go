@@ -71,12 +71,13 @@ func TestExternalCorpusReport(t *testing.T) {
 
 // Floors of the held-out measurement, per category: a regression guard set
 // from the third round's measurement of 2026-11-28 (command injection
-// 0.870, injected instructions 0.667, file access 0.771; see
+// 0.870, injected instructions 0.667, file access 0.888; see
 // docs/security-processor.md), not the targets (recall ≥ 0.90 and FP rate
 // ≤ 0.02), which no category meets. File access was 0.914 on the sources
-// of the first two rounds; wfuzz's two dirTraversal lists, added unread in
-// the third round (1 718 paths), measure 0.760, and the floor follows the
-// corpus, not a detector change.
+// of the first two rounds and its floor 0.90; wfuzz's two dirTraversal
+// lists, added unread in the third round (1 718 paths), measured 0.760,
+// then 0.882 after the traversal-by-meaning change, and the floor follows
+// the larger corpus.
 // Raise a floor when the detectors get better; never lower one to make a
 // change pass. minMalicious and minBenign keep the guard from passing on a
 // corpus that lost its cases.
@@ -85,7 +86,7 @@ var externalFloors = []struct {
 	minRecall, maxFPR       float64
 	minMalicious, minBenign int
 }{
-	{FileAccess, 0.75, 0.02, 1800, 20},
+	{FileAccess, 0.85, 0.02, 1800, 20},
 	{CommandInjection, 0.85, 0.02, 23, 1500},
 	{InjectedInstructions, 0.65, 0.02, 27, 1500},
 }
@@ -98,7 +99,7 @@ var unspentFloors = []struct {
 	minRecall, maxFPR       float64
 	minMalicious, minBenign int
 }{
-	{FileAccess, 0.75, 0.02, 1700, 2},
+	{FileAccess, 0.85, 0.02, 1700, 2},
 	{CommandInjection, 0.95, 0.02, 8, 1500},
 	{InjectedInstructions, 0.55, 0.02, 7, 1500},
 }

@@ -16,6 +16,7 @@ type normPath struct {
 	drive   bool     // a Windows drive letter ("C:\...")
 	unc     bool     // a UNC or remote file: URL (\\host\share, file://host/x)
 	dotdot  bool     // the decoded path had a ".." segment
+	sep     bool     // the decoded path had a separator
 	escapes bool     // a relative path whose clean form leaves its base
 	tricks  []string // obfuscations seen: nul, encoded-traversal, double-encoding, overlong-utf8, unicode-lookalike
 }
@@ -85,6 +86,20 @@ func normalizePath(v string) normPath {
 		_, s, _ = strings.Cut(s, "/")
 		s = "~/" + s
 	}
+	// Windows drops the trailing dots and spaces of a name, so "...." and
+	// ".. " are ".."; a servlet container drops a ";param" ("..;/"). A
+	// filter that strips "../" once leaves "../" of "....//" too.
+	if strings.Contains(s, "..") {
+		segs := strings.Split(s, "/")
+		for i, seg := range segs {
+			if seg != ".." && dotSegment(seg) {
+				trick("dot-segment")
+				segs[i] = ".."
+			}
+		}
+		s = strings.Join(segs, "/")
+	}
+	np.sep = strings.Contains(s, "/")
 	for seg := range strings.SplitSeq(s, "/") {
 		if seg == ".." {
 			np.dotdot = true
@@ -102,6 +117,31 @@ func normalizePath(v string) normPath {
 		np.escapes = true
 	}
 	return np
+}
+
+// dotSegment reports whether a path segment means ".." to some file
+// server: two dots followed by more dots or spaces, or by ";" and a
+// parameter.
+func dotSegment(seg string) bool {
+	if !strings.HasPrefix(seg, "..") || len(seg) == 2 {
+		return false
+	}
+	if seg[2] == ';' {
+		return true
+	}
+	return strings.Trim(seg, ". ") == ""
+}
+
+// traverses reports whether a decoded value climbs out of a directory.
+func traverses(np normPath) bool { return np.dotdot && np.sep }
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' }
@@ -299,6 +339,12 @@ func pathCandidate(s str) bool {
 		return false
 	}
 	low := strings.ToLower(v)
+	// A value that traverses once decoded is a path, however it is spelt
+	// (..%2f, ..%c0%af, ..%u2215, ....//).
+	if (strings.Contains(v, "..") || strings.Contains(low, "%2e") || strings.Contains(low, "%c0") ||
+		strings.Contains(low, "%u") || !isASCII(v)) && traverses(normalizePath(v)) {
+		return true
+	}
 	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~/") || strings.HasPrefix(low, "file:") ||
 		strings.HasPrefix(v, `\\`) || strings.HasPrefix(v, "../") || strings.HasPrefix(v, `..\`) ||
 		len(v) > 2 && v[1] == ':' && isLetter(v[0]) && (v[2] == '\\' || v[2] == '/') ||
