@@ -1,10 +1,11 @@
 package telemetry
 
-// Exporters. Spans go through the OpenTelemetry SDK: register an exporter
-// with sdktrace.WithBatcher, whose BatchSpanProcessor has a bounded queue
-// and drops spans when it is full (it never blocks the caller unless
-// WithBlocking is set, which warden never does). NewSpanWriter gives the
-// JSONL file and stdout span exporters.
+// Exporters. Spans reach an sdktrace.SpanExporter from the Recorder's own
+// goroutine, in batches (Options.SpanExporter, as the gateway records
+// them), or through the OpenTelemetry SDK: sdktrace.WithBatcher, whose
+// BatchSpanProcessor has a bounded queue and drops spans when it is full
+// (it never blocks the caller unless WithBlocking is set). NewSpanWriter
+// gives the JSONL file and stdout span exporters.
 //
 // OCSF events go through a Queue: Emit puts the event in a bounded buffer
 // and returns at once; one goroutine hands events to an EventWriter (a

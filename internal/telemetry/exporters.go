@@ -5,9 +5,9 @@ package telemetry
 // OCSF queues (JSONL file, HTTP sink), so that the gateway and tests build
 // them the same way.
 //
-//	spans:  Recorder ─▶ TracerProvider ─▶ BatchSpanProcessor (bounded, drops) ─▶ SpanExporter
-//	        with Options.Deferred: Recorder ─End─▶ its queue (bounded, drops, counted)
-//	        ─▶ its goroutine ─▶ BatchSpanProcessor (bounded, waits) ─▶ SpanExporter
+//	spans:  the gateway's: Recorder ─End─▶ its queue (bounded, drops, counted) ─▶ its goroutine:
+//	        span built (spanrecord.go), batched ─▶ SpanExporter (Options.SpanExporter)
+//	        others': Recorder ─▶ TracerProvider ─▶ BatchSpanProcessor (bounded, drops) ─▶ SpanExporter
 //	OCSF:   Recorder ─Emit─▶ Queue (bounded, drops) ─▶ EventWriter (JSONL file | HTTPWriter)
 
 import (
