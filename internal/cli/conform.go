@@ -363,14 +363,14 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 		for _, p := range m.Properties {
 			o := opts
 			o.NoAdversary = true
-			r, err := check.Check(ctx, prog, p.ID, o)
+			r, err := check.Verify(ctx, prog, p.ID, o)
 			if err != nil {
 				return ExitInternal, err
 			}
 			adversary := false
 			if r.Status == check.Holds {
 				o.NoAdversary = false
-				if r, err = check.Check(ctx, prog, p.ID, o); err != nil {
+				if r, err = check.Verify(ctx, prog, p.ID, o); err != nil {
 					return ExitInternal, err
 				}
 				adversary = r.Status == check.Violated
@@ -387,7 +387,14 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 				if adversary {
 					how = "needs adversary"
 				}
-				line += fmt.Sprintf(" %-14s length %d (%s): %s", label, r.Trace.Len(), how, strings.Join(r.Trace.Actions(), " → "))
+				if c := r.Trace.Cycle; c != nil {
+					// A lasso: the prefix, then the cycle that repeats forever.
+					line += fmt.Sprintf(" %-14s lasso, prefix %d + cycle %d (%s): %s ⟲ %s", label, c.Start,
+						len(r.Trace.CycleActions()), how, strings.Join(r.Trace.Actions()[:c.Start], " → "),
+						strings.Join(r.Trace.CycleActions(), " → "))
+				} else {
+					line += fmt.Sprintf(" %-14s length %d (%s): %s", label, r.Trace.Len(), how, strings.Join(r.Trace.Actions(), " → "))
+				}
 				if *out != "" {
 					file := filepath.Join(*out, filepath.FromSlash(report.TracePath(m.Name, p.ID)))
 					if err := writeTrace(file, r.Trace); err != nil {
@@ -546,7 +553,7 @@ func runTLC(ctx context.Context, env *Env, jar, dir string, m *ir.Model) (int, e
 	}
 	code := ExitOK
 	for _, r := range rs {
-		want, err := check.Check(ctx, prog, r.Property, check.Options{})
+		want, err := check.Verify(ctx, prog, r.Property, check.Options{})
 		if err != nil {
 			return ExitInternal, err
 		}

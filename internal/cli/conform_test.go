@@ -469,3 +469,42 @@ properties:
 		t.Errorf("-D without a value: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// A user's model file with leads-to properties is checked from the CLI: a
+// violation prints its lasso (prefix ⟲ cycle) and writes an ITF trace with
+// "loop"; the held call that cannot be postponed is decided.
+func TestConformCheckLeadsTo(t *testing.T) {
+	file := filepath.Join("..", "conform", "testdata", "held-calls.yaml")
+	dir := t.TempDir()
+	code, out, errs := runConformTest(t, "check", "--model", file, "-D", "POSTPONE=1", "--out", dir)
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d: %s%s", code, ExitFindings, out, errs)
+	}
+	line := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, " HeldDecided ") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "violated") || !strings.Contains(line, "lasso, prefix 4 + cycle 4") || !strings.Contains(line, "⟲ Postpone → Ping → Resume → Ping") {
+		t.Errorf("HeldDecided line: %q\n%s", line, out)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "traces", "held-calls", "HeldDecided.itf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var itf struct {
+		Loop   *int             `json:"loop"`
+		States []map[string]any `json:"states"`
+	}
+	if err := json.Unmarshal(data, &itf); err != nil {
+		t.Fatal(err)
+	}
+	if itf.Loop == nil || *itf.Loop != 4 || len(itf.States) != 8 {
+		t.Errorf("loop %v over %d states", itf.Loop, len(itf.States))
+	}
+	code, out, _ = runConformTest(t, "check", "--model", file)
+	if code != ExitFindings || !strings.Contains(out, "HeldDecided                  P5  AASM-HARDENING    holds") {
+		t.Errorf("without postponing, exit %d:\n%s", code, out)
+	}
+}

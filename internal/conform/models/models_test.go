@@ -81,7 +81,7 @@ func TestGuardedVariantsHold(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, pr := range g.Properties {
-			r, err := check.Check(context.Background(), p, pr.ID, budget)
+			r, err := check.Verify(context.Background(), p, pr.ID, budget)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +218,7 @@ func TestCompositionInvariants(t *testing.T) {
 				continue
 			}
 			n++
-			if r, _ := check.Check(context.Background(), p, pr.ID, budget); r.Status == check.Holds {
+			if r, _ := check.Verify(context.Background(), p, pr.ID, budget); r.Status == check.Holds {
 				holds = append(holds, m.Name+"/"+pr.ID)
 			}
 		}
@@ -262,4 +262,66 @@ func TestPaperP3WithQuantifier(t *testing.T) {
 			t.Errorf("%d agents behind warden: P3 %s", agents, r.Status)
 		}
 	}
+}
+
+// The MCP model's lifecycle property: every held call is eventually
+// decided or expires. It holds under weak fairness, plain and behind
+// warden; it fails without fairness (another transition may run forever
+// while the call waits), and in a variant where the host may put the
+// decision off and come back to it without end (deciding is then never
+// continuously enabled, so weak fairness does not force it).
+func TestMCPHeldCallsAreDecided(t *testing.T) {
+	src, file, err := Source("mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(t *testing.T, src string) *ir.Model {
+		t.Helper()
+		m, ds := ir.Load([]byte(src), file, ir.LintOptions{})
+		if ds.HasErrors() {
+			t.Fatalf("%s", ds)
+		}
+		return m
+	}
+	verify := func(t *testing.T, m *ir.Model) *check.Result {
+		t.Helper()
+		p, err := check.Compile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := check.Verify(context.Background(), p, "P5_hold_decided", budget)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	m := load(t, string(src))
+	if pr, _ := m.Property("P5_hold_decided"); pr.Kind != ir.LeadsTo || pr.Fairness != ir.WeakFairness {
+		t.Fatalf("P5_hold_decided: %s under %s fairness", pr.Kind, pr.Fairness)
+	}
+	for _, v := range []*ir.Model{m, m.Guarded()} {
+		if r := verify(t, v); r.Status != check.Holds {
+			t.Errorf("%s: %s under weak fairness", v.Name, r.Status)
+		}
+	}
+	unfair := strings.Replace(string(src), "{id: P5_hold_decided, kind: leads-to,", "{id: P5_hold_decided, kind: leads-to, fairness: none,", 1)
+	if unfair == string(src) {
+		t.Fatal("no P5_hold_decided in mcp.yaml")
+	}
+	r := verify(t, load(t, unfair))
+	if r.Status != check.Violated || r.Trace.Cycle == nil || slices.Contains(r.Trace.CycleActions(), "E_user_decides") {
+		t.Fatalf("without fairness: %s %v", r.Status, r.Trace)
+	}
+	postpone := strings.Replace(string(src), "transitions:\n", `  - {name: postponed, type: bool, doc: the host put the prompt off}
+transitions:
+`, 1)
+	postpone = strings.Replace(postpone, "properties:\n", `  - {id: C_postpone, kind: Environment, assumption: the host puts the prompt off, guard: "hold == held", writes: {hold: none, postponed: true}}
+  - {id: C_resume, kind: Environment, assumption: the host shows the prompt again, guard: "postponed", writes: {hold: held, postponed: false}}
+properties:
+`, 1)
+	r = verify(t, load(t, postpone))
+	if r.Status != check.Violated || !slices.Contains(r.Trace.CycleActions(), "C_postpone") || !slices.Contains(r.Trace.CycleActions(), "C_resume") {
+		t.Fatalf("postponed forever: %s, cycle %v", r.Status, r.Trace.CycleActions())
+	}
+	t.Logf("postponed forever: prefix %v, cycle %v", r.Trace.Actions()[:r.Trace.Cycle.Start], r.Trace.CycleActions())
 }

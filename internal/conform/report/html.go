@@ -1,6 +1,7 @@
 package report
 
 import (
+	"fmt"
 	"html/template"
 	"io"
 	"strings"
@@ -50,9 +51,23 @@ func (res *Results) WriteHTML(w io.Writer) error {
 			continue
 		}
 		c := cx{Finding: f}
-		for _, s := range f.Trace.Steps[1:] {
+		cyc := f.Trace.Cycle
+		for i, s := range f.Trace.Steps[1:] {
 			t := f.Trace.Model.Transitions[s.Action]
-			c.Steps = append(c.Steps, t.ID+" ("+string(t.Kind)+")")
+			step := t.ID + " (" + string(t.Kind) + ")"
+			if cyc != nil && i+1 > cyc.Start {
+				step += " ⟲ cycle"
+			}
+			c.Steps = append(c.Steps, step)
+		}
+		if cyc != nil {
+			// A lasso: the step that closes the cycle, then it repeats.
+			closing := "stutter (nothing is enabled)"
+			if cyc.Action >= 0 {
+				t := f.Trace.Model.Transitions[cyc.Action]
+				closing = t.ID + " (" + string(t.Kind) + ")"
+			}
+			c.Steps = append(c.Steps, fmt.Sprintf("%s ⟲ cycle, back to the state after step %d; it repeats forever", closing, cyc.Start))
 		}
 		cxs = append(cxs, c)
 	}

@@ -47,7 +47,8 @@ type Finding struct {
 	Result         string       `json:"result"` // holds | violated | incomplete
 	Adversary      bool         `json:"adversary"`
 	TraceLen       int          `json:"trace_len,omitempty"`
-	Actions        []string     `json:"actions,omitempty"`
+	Actions        []string     `json:"actions,omitempty"` // for a lasso, the prefix
+	Cycle          []string     `json:"cycle,omitempty"`   // a leads-to lasso's cycle, ending with the action (or "stutter") that closes it
 	Triage         string       `json:"triage"`
 	AmbiguousRefs  []string     `json:"ambiguous_refs,omitempty"`
 	Counterexample string       `json:"counterexample,omitempty"` // relative path of the ITF trace
@@ -106,6 +107,9 @@ func CheckModel(ctx context.Context, m *ir.Model, cat *catalog.Catalog, opts Opt
 		if r.Status == check.Violated {
 			f.TraceLen = r.Trace.Len()
 			f.Actions = r.Trace.Actions()
+			if c := r.Trace.Cycle; c != nil {
+				f.Actions, f.Cycle = f.Actions[:c.Start], r.Trace.CycleActions()
+			}
 			f.Trace = r.Trace
 			f.Counterexample = TracePath(m.Name, p.ID)
 		}
@@ -131,12 +135,12 @@ func TracePath(model, property string) string {
 func twice(ctx context.Context, p *check.Program, prop string, opts check.Options) (*check.Result, bool, error) {
 	o := opts
 	o.NoAdversary = true
-	r, err := check.Check(ctx, p, prop, o)
+	r, err := check.Verify(ctx, p, prop, o)
 	if err != nil || r.Status == check.Violated {
 		return r, false, err
 	}
 	o.NoAdversary = false
-	r2, err := check.Check(ctx, p, prop, o)
+	r2, err := check.Verify(ctx, p, prop, o)
 	if err != nil {
 		return nil, false, err
 	}

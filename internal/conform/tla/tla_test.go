@@ -181,7 +181,11 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(cfg, "\nINVARIANT "+names.Properties[pi]+"\n") || !strings.Contains(cfg, "SPECIFICATION SpecNoAdversary") {
+		check, spec := "INVARIANT", "SpecNoAdversary"
+		if p.Kind == ir.LeadsTo {
+			check, spec = "PROPERTY", "FairSpecNoAdversary"
+		}
+		if !strings.Contains(cfg, "\n"+check+" "+names.Properties[pi]+"\n") || !strings.Contains(cfg, "SPECIFICATION "+spec+"\n") {
 			t.Errorf("configuration for %s:\n%s", p.ID, cfg)
 		}
 	}

@@ -20,9 +20,10 @@ VARIABLES
   audit, \* audit records of tool calls
   frame, \* a frame with duplicate members or invalid UTF-8 is in flight
   malformed_accepted, \* the server acted on an ambiguous frame
-  early_served \* a request other than ping was answered before initialization completed
+  early_served, \* a request other than ping was answered before initialization completed
+  hold \* a tools/call held until the user approves or denies it
 
-vars == <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+vars == <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 TypeOK ==
   /\ phase \in {"uninit", "initializing", "ready", "closed"}
@@ -43,6 +44,7 @@ TypeOK ==
   /\ frame \in {"none", "ambiguous"}
   /\ malformed_accepted \in BOOLEAN
   /\ early_served \in BOOLEAN
+  /\ hold \in {"none", "held", "decided", "expired"}
 
 Init ==
   /\ phase = "uninit"
@@ -63,37 +65,38 @@ Init ==
   /\ frame = "none"
   /\ malformed_accepted = FALSE
   /\ early_served = FALSE
+  /\ hold = "none"
 
 \* Protocol: initialize [MCP-2025-06-18-LIFECYCLE-01, MCP-2025-11-25-LIFECYCLE-01]
 C_initialize ==
   /\ (phase = "uninit")
   /\ phase' = "initializing"
-  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: notifications/initialized [MCP-2025-06-18-LIFECYCLE-02]
 C_initialized ==
   /\ (phase = "initializing")
   /\ phase' = "ready"
-  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: OAuth authorization code with PKCE [MCP-2025-06-18-AUTH-01, MCP-2025-06-18-AUTH-08, MCP-2025-06-18-AUTH-12]
 C_authorize ==
   /\ ((auth = "none") /\ (phase # "closed"))
   /\ auth' = "valid"
   /\ cred' = "active"
-  /\ UNCHANGED <<phase, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Environment: token lifetime ends [MCP-2025-06-18-AUTH-10]
 E_token_expires ==
   /\ (auth = "valid")
   /\ auth' = "expired"
-  /\ UNCHANGED <<phase, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: user approves the tool [MCP-2025-06-18-TOOLS-01, MCP-2025-06-18-TOOLS-06]
 C_consent ==
   /\ ((phase = "ready") /\ (~consented))
   /\ consented' = TRUE
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: tools/call [MCP-2025-06-18-AUTH-01, MCP-2025-06-18-AUTH-05, MCP-2025-06-18-TOOLS-05, MCP-2025-06-18-TOOLS-08, MCP-2025-06-18-TOOLS-01]
 C_call_tool ==
@@ -105,7 +108,7 @@ C_call_tool ==
   /\ served_expired' = (served_expired \/ (auth = "expired"))
   /\ forged_called' = (forged_called \/ (manifest = "forged"))
   /\ output' = (IF payload THEN "injected" ELSE "clean")
-  /\ UNCHANGED <<phase, auth, cred, manifest, upstream_token, payload, prompt_tainted, consented, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, manifest, upstream_token, payload, prompt_tainted, consented, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: tools/call before initialize completes [MCP-2025-06-18-LIFECYCLE-03]
 S_answer_early ==
@@ -114,50 +117,68 @@ S_answer_early ==
   /\ early_served' = TRUE
   /\ ops' = (ops + 1)
   /\ executed' = TRUE
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, audit, frame, malformed_accepted>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, audit, frame, malformed_accepted, hold>>
 
 \* Protocol: tool result enters the model context [MCP-2025-06-18-TOOLS-07]
 C_pass_result_to_model ==
   /\ (output # "none")
   /\ prompt_tainted' = (prompt_tainted \/ (output = "injected"))
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: server calls its upstream API [MCP-2025-06-18-AUTH-06, MCP-2025-06-18-AUTH-07]
 S_call_upstream ==
   /\ ((phase = "ready") /\ (auth = "valid"))
   /\ upstream_token' = "own"
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Protocol: shutdown (close stdin, or DELETE the HTTP session) [MCP-2025-06-18-LIFECYCLE-05]
 C_close ==
   /\ (phase # "closed")
   /\ phase' = "closed"
-  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Adversary ADV-1: directive planted in data the tool reads
 A_plant_directive ==
   /\ (~payload)
   /\ payload' = TRUE
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Adversary ADV-2: tool list replaced (notifications/tools/list_changed)
 A_forge_manifest ==
   /\ (manifest = "genuine")
   /\ manifest' = "forged"
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served, hold>>
 
 \* Adversary DY: frame with duplicate members
 A_ambiguous_frame ==
   /\ (frame = "none")
   /\ frame' = "ambiguous"
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, malformed_accepted, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, malformed_accepted, early_served, hold>>
 
 \* Protocol: server parses the frame [MCP-2025-06-18-TRANSPORTS-01]
 S_accept_frame ==
   /\ (frame = "ambiguous")
   /\ malformed_accepted' = TRUE
   /\ frame' = "none"
-  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, early_served>>
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, early_served, hold>>
+
+\* Protocol: tools/call held for the user's confirmation [MCP-2025-06-18-TOOLS-01]
+C_hold_call ==
+  /\ ((phase = "ready") /\ (hold = "none"))
+  /\ hold' = "held"
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+
+\* Environment: the user approves or denies the held call
+E_user_decides ==
+  /\ (hold = "held")
+  /\ hold' = "decided"
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
+
+\* Environment: the held call's wait times out
+E_hold_expires ==
+  /\ (hold = "held")
+  /\ hold' = "expired"
+  /\ UNCHANGED <<phase, auth, cred, served_unauth, served_expired, manifest, forged_called, upstream_token, payload, output, prompt_tainted, consented, executed, ops, audit, frame, malformed_accepted, early_served>>
 
 Next ==
   \/ C_initialize
@@ -174,6 +195,9 @@ Next ==
   \/ A_forge_manifest
   \/ A_ambiguous_frame
   \/ S_accept_frame
+  \/ C_hold_call
+  \/ E_user_decides
+  \/ E_hold_expires
 
 NextNoAdversary ==
   \/ C_initialize
@@ -187,10 +211,57 @@ NextNoAdversary ==
   \/ S_call_upstream
   \/ C_close
   \/ S_accept_frame
+  \/ C_hold_call
+  \/ E_user_decides
+  \/ E_hold_expires
 
 Spec == Init /\ [][Next]_vars
 
 SpecNoAdversary == Init /\ [][NextNoAdversary]_vars
+
+\* Weak fairness of each transition: one that stays enabled is taken.
+Fairness ==
+  /\ WF_vars(C_initialize)
+  /\ WF_vars(C_initialized)
+  /\ WF_vars(C_authorize)
+  /\ WF_vars(E_token_expires)
+  /\ WF_vars(C_consent)
+  /\ WF_vars(C_call_tool)
+  /\ WF_vars(S_answer_early)
+  /\ WF_vars(C_pass_result_to_model)
+  /\ WF_vars(S_call_upstream)
+  /\ WF_vars(C_close)
+  /\ WF_vars(A_plant_directive)
+  /\ WF_vars(A_forge_manifest)
+  /\ WF_vars(A_ambiguous_frame)
+  /\ WF_vars(S_accept_frame)
+  /\ WF_vars(C_hold_call)
+  /\ WF_vars(E_user_decides)
+  /\ WF_vars(E_hold_expires)
+
+FairnessNoAdversary ==
+  /\ WF_vars(C_initialize)
+  /\ WF_vars(C_initialized)
+  /\ WF_vars(C_authorize)
+  /\ WF_vars(E_token_expires)
+  /\ WF_vars(C_consent)
+  /\ WF_vars(C_call_tool)
+  /\ WF_vars(S_answer_early)
+  /\ WF_vars(C_pass_result_to_model)
+  /\ WF_vars(S_call_upstream)
+  /\ WF_vars(C_close)
+  /\ WF_vars(S_accept_frame)
+  /\ WF_vars(C_hold_call)
+  /\ WF_vars(E_user_decides)
+  /\ WF_vars(E_hold_expires)
+
+FairSpec == Spec /\ Fairness
+
+FairSpecNoAdversary == SpecNoAdversary /\ FairnessNoAdversary
+
+ProgressSpec == Spec /\ WF_vars(Next)
+
+ProgressSpecNoAdversary == SpecNoAdversary /\ WF_vars(NextNoAdversary)
 
 \* P1 SPEC-RECOMMENDED [MCP-2025-06-18-AUTH-02, MCP-2025-06-18-TRANSPORTS-05]
 P1_identity == (~served_unauth)
@@ -218,6 +289,9 @@ P8_revocation == ((phase = "closed") => (cred # "active"))
 
 \* WF SPEC-MANDATED [MCP-2025-06-18-TRANSPORTS-01]
 w_WF_wire == (~malformed_accepted)
+
+\* P5 AASM-HARDENING, leads-to under weak fairness (FairSpec) [MCP-2025-06-18-TOOLS-01]
+P5_hold_decided == ((hold = "held")) ~> (((hold = "decided") \/ (hold = "expired")))
 
 \* SL SPEC-MANDATED [MCP-2025-06-18-LIFECYCLE-01]
 SL_lifecycle == (~early_served)
