@@ -113,14 +113,21 @@ func (g *groupFile) close() error {
 	return g.f.Close()
 }
 
+// floorHash fills the floor's two hash fields: it computes no chain, but
+// writes as many bytes per record as the audit log does.
+const floorHash = "0000000000000000000000000000000000000000000000000000000000000000"
+
 // encodeFloorRecord is the record as one JSON line, encoded by hand: the
-// least a durable record costs to form.
+// least a durable record costs to form. It has the fields, and so the
+// length, of the line the audit log writes for the same record (its
+// prev_hash and hash, and the fields the record leaves empty), so that
+// both write and sync the same bytes; only its hashes are not computed.
 func encodeFloorRecord(b []byte, seq uint64, now time.Time) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"time":"`...)
 	b = now.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","upstream":"demo","method":"tools/call","request_id":"1","tool":"echo","decision":"allow","direction":"client"}`+"\n"...)
+	b = append(b, `","prev_hash":"`+floorHash+`","hash":"`+floorHash+`","actor":"","session":"","upstream":"demo","method":"tools/call","request_id":"1","tool":"echo","params_hash":"","decision":"allow","stage":"","rule":"","invariant":"","jti":"","approver":"","direction":"client"}`+"\n"...)
 	return b
 }
 
@@ -173,7 +180,7 @@ func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int
 		s := byN[n]
 		r := Result{Name: fmt.Sprintf("durable record CPU per record, group-commit file floor, %d appenders", n), Unit: "µs"}
 		if n == 1 {
-			r.Note = "appenders queue a hand-encoded JSON line; one writer writes the batch in one pwrite(2), calls fdatasync(2) once and then releases them; the file grows in pre-zeroed 1 MiB steps so most syncs carry data only; CPU of the whole bench process (utime + stime, getrusage) over the appends"
+			r.Note = "appenders queue a hand-encoded JSON line with the audit record's fields and length (its two hash fields fixed, not computed); one writer writes the batch in one pwrite(2), calls fdatasync(2) once and then releases them; the file grows in pre-zeroed 1 MiB steps so most syncs carry data only; CPU of the whole bench process (utime + stime, getrusage) over the appends"
 		}
 		add(spread(r, s.floor))
 		r = Result{Name: fmt.Sprintf("durable audit CPU per record (%s), %d appenders", backend, n), Unit: "µs"}
@@ -186,7 +193,7 @@ func floorsDurable(ctx context.Context, add func(Result), dir string, rounds int
 			ratios = append(ratios, s.log[i]/s.floor[i])
 		}
 		add(judge(spread(Result{Name: fmt.Sprintf("durable audit CPU per record ÷ group-commit file floor, %d appenders", n), Unit: "×", Target: "≤ 1.1"}, ratios),
-			median(ratios) <= 1.1, "the audit log also hashes the chain, encodes every field and commits through its backend (SQLite: a WAL transaction per group); the floor only encodes a short line, writes and syncs"))
+			median(ratios) <= 1.1, "beyond the floor's work (encode a line, pwrite and fdatasync per batch into space grown ahead in zeros), the audit log (the group-commit JSONL file, the default backend) checks each record, computes the hash chain in its writer, and checks after each batch's fdatasync that its file was not deleted, moved or replaced (one read of an inotify watch), so that a lost log refuses the calls"))
 	}
 	return nil
 }
