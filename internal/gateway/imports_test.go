@@ -2,8 +2,6 @@ package gateway_test
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -15,11 +13,7 @@ import (
 // or through another package. A gateway that imported the configuration
 // again would fail here by name.
 func TestArchitectureGatewayImportsNoConfiguration(t *testing.T) {
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := exec.LookPath(goTool); err != nil {
-		goTool = "go" // the go command the test runs under, from PATH
-	}
-	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", "github.com/agentwarden/warden/internal/gateway").CombinedOutput()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "github.com/agentwarden/warden/internal/gateway").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
