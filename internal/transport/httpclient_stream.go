@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -305,45 +304,15 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 // httpDrainBytes; what it reads is discarded, as the stream has served its
 // purpose.
 func drainStream(r *bufio.Reader, body io.Closer) {
-	d := drainTimers.Get().(*drainTimer)
-	d.set(body)
-	d.t.Reset(httpDrainWait)
+	e := drains.after(func() { body.Close() })
 	_, _ = r.Discard(httpDrainBytes)
-	if d.t.Stop() { // else it fired: it may still be closing body, so it is not reused
-		d.set(nil)
-		drainTimers.Put(d)
-	}
+	drains.stop(e)
 }
 
-// drainTimer closes the body of a stream drainStream gave up on. They are
-// recycled: one would otherwise be made for most requests.
-type drainTimer struct {
-	t    *time.Timer // runs fire
-	mu   sync.Mutex  // guards body
-	body io.Closer
-}
-
-var drainTimers = sync.Pool{New: func() any {
-	d := new(drainTimer)
-	d.t = time.AfterFunc(time.Hour, d.fire)
-	d.t.Stop()
-	return d
-}}
-
-func (d *drainTimer) set(body io.Closer) {
-	d.mu.Lock()
-	d.body = body
-	d.mu.Unlock()
-}
-
-func (d *drainTimer) fire() {
-	d.mu.Lock()
-	body := d.body
-	d.mu.Unlock()
-	if body != nil {
-		body.Close()
-	}
-}
+// drains gives up on the drains that take too long, with one timer for
+// all of them (delay.go): one set per call would wake the runtime's network
+// poller on every call.
+var drains = newDelayQueue(httpDrainWait)
 
 // get opens (or resumes) an SSE stream with GET.
 func (c *HTTPClientConn) get(st *streamState) (*http.Response, error) {

@@ -220,6 +220,7 @@ type HTTPServer struct {
 	bodyTimeout    time.Duration
 	idle           time.Duration
 	openWait       time.Duration // < 0: open SSE streams at once
+	holds          *delayQueue   // the held answers' OpenWait (pump); nil when openWait < 0
 	eventBuffer    int
 	eventBytes     int
 	log            *slog.Logger
@@ -279,6 +280,9 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 	}
 	if h.openWait == 0 {
 		h.openWait = DefaultOpenWait
+	}
+	if h.openWait > 0 {
+		h.holds = newDelayQueue(h.openWait)
 	}
 	h.eventBytes = 16 * h.limits.MaxBytes
 	if h.log == nil {

@@ -819,14 +819,6 @@ var (
 	noCache         = []string{"no-cache, no-transform"}
 )
 
-// holdTimers recycles the timers of held answers (pump): one would
-// otherwise be made for most POSTs.
-var holdTimers = sync.Pool{New: func() any {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
-}}
-
 // heldAnswer is the answer to a POST whose stream waits for its first
 // message before it opens (see HTTPServerOptions.OpenWait).
 type heldAnswer struct {
@@ -864,21 +856,18 @@ func (h *heldAnswer) open(s *httpSession, w http.ResponseWriter, st *sseStream, 
 func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseStream, att *attachment, held *heldAnswer) (finished bool) {
 	rc := http.NewResponseController(w)
 	defer s.detach(st, att)
-	var timeout <-chan time.Time
+	var timeout <-chan struct{}
 	if held != nil {
 		defer func() {
 			if held != nil { // nothing written: still answer with an (empty) stream
 				held.open(s, w, st, att, false)
 			}
 		}()
-		if held.wait > 0 {
-			t := holdTimers.Get().(*time.Timer)
-			t.Reset(held.wait)
-			defer func() {
-				t.Stop() // no stale tick is received after Stop (Go 1.23+)
-				holdTimers.Put(t)
-			}()
-			timeout = t.C
+		if held.wait > 0 { // it is the server's openWait: one timer for all (delay.go)
+			c := make(chan struct{})
+			e := s.srv.holds.after(func() { close(c) })
+			defer s.srv.holds.stop(e)
+			timeout = c
 		}
 	}
 	var buf [4]loggedEvent
