@@ -205,6 +205,7 @@ func New(opts Options) (_ *Gateway, err error) {
 			u.Pipeline = NewPipeline()
 		}
 		u.tools = newToolIndex()
+		u.Pipeline = u.Pipeline.withTools(u.tools) // the index learns each tools/list answer
 		u.sessionless = new(atomic.Bool)
 		g.upstreams[u.Name] = u
 	}
@@ -368,7 +369,6 @@ func (g *Gateway) ServeConn(ctx context.Context, client transport.Conn, upstream
 		Stateless:     stateless && u.sessionless.Load(),
 		OnInitialized: u.sessionless.Store,
 		Principal:     principalFrom(ctx),
-		OnResult:      u.tools.learn,
 		Tools:         u.tools.info(),
 		Draining:      g.draining.Load,
 		Logger:        g.log,

@@ -59,8 +59,7 @@ type Relay struct {
 	timeout          time.Duration
 	observe          func(Decision)
 	recorder         Recorder
-	results          ResultFilter // the pipeline's response halves; nil if none
-	onResult         func(method string, result []byte)
+	results          ResultFilter                  // the pipeline's response halves; nil if none
 	answers          func(context.Context, Answer) // the pipeline's AnswerStages; nil if none
 	tools            ToolInfo
 	recheck          func(ctx context.Context, upstream string, result []byte) error // the pipeline's RecheckStage; nil if none
@@ -137,11 +136,6 @@ type RelayOptions struct {
 	// leaves the gateway (the audit log, telemetry). When it fails, the
 	// message does not go through (fail-secure).
 	Recorder Recorder
-	// OnResult, if set, sees the result of every successful response the
-	// upstream sends to a client request, with the request's method (the tool
-	// index learns tool schemas from tools/list this way). It must not block
-	// and must not keep result.
-	OnResult func(method string, result []byte)
 	// Tools looks up what the upstream declared about its tools (for
 	// classification rules and approvals).
 	Tools ToolInfo
@@ -182,7 +176,6 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		observe:       opts.Observe,
 		recorder:      opts.Recorder,
 		results:       opts.Pipeline.resultFilter(),
-		onResult:      opts.OnResult,
 		answers:       opts.Pipeline.answersHook(),
 		tools:         opts.Tools,
 		recheck:       opts.Pipeline.rechecker(),
@@ -510,9 +503,6 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		if r.results != nil {
 			msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, method, p.tool, msg)
 			d.Msg = msg
-		}
-		if r.onResult != nil && msg.Result != nil {
-			r.onResult(method, msg.Result)
 		}
 		if method == mcp.MethodToolsList && msg.Result != nil && d.Denial == nil {
 			r.listed(msg.Result)

@@ -1,5 +1,29 @@
 package gateway
 
+// The hot path of a tool call, top to bottom. The relay (relay.go) moves
+// messages; every check is a half of a stage in StageTable, below, run in
+// the table's order:
+//
+//	client tools/call ─► relayClientCall: newCall (the one decoded view:
+//	                     tool, arguments; Call.Hashed hashes them once)
+//	  request halves, Pipeline.Check, top to bottom; the first refusal stops:
+//	    method-policy ─► tool-policy ─► pin ─► security ─► classify ─► taint
+//	    ─► consent (no token: a mandate's, or a person's approval)
+//	    ─► zero-trust (verify INV-1..3, 5, 6) ─► revocation (P8)
+//	  commit halves, once all passed: zero-trust consumes the token (INV-4)
+//	  ─► the Recorder keeps the decision ─► upstream gets Call.Forward
+//	upstream answer ─► upstreamMessage: the pending call it answers
+//	  response halves, Pipeline.Result, top to bottom: pin (filter
+//	    tools/list) ─► security (inspect, withhold) ─► tools (the tool
+//	    index learns what passed)
+//	  ─► the Recorder keeps it ─► Answered halves: taint (fingerprint the
+//	     answer), consent (the approval queue told the call ran) ─► client
+//
+// The relay's own refusals (stages session, relay, audit, upstream: the
+// lifecycle, duplicate and unsolicited ids, a record that cannot be kept,
+// an upstream that fails) are about the session, not the call, and stay in
+// relay*.go.
+
 import (
 	"context"
 	"log/slog"
@@ -249,6 +273,7 @@ var StageTable = []Stage{
 	Consent{},      // P5: a token for a mandate or a person's approval; each answer: the approval queue told the call ran
 	ZeroTrust{},    // INV-1..3, 5, 6 on the token; commit half: INV-4, consume it, forward canonical arguments
 	Revocation{},   // P8: the verified token's jti, subject and session against the registry, before it is consumed
+	Tools{},        // each tools/list answer, as the stages above let it through: the definitions the stages read (Call.Annotations, ...)
 }
 
 // stageRank is each table stage's position, by name.
@@ -281,19 +306,26 @@ type Pipeline struct {
 // consent before it (when it can issue tokens: mandates or approvals) and
 // revocation after it (when it has a registry); see ZeroTrust.entries.
 func NewPipeline(stages ...Stage) *Pipeline {
-	p := &Pipeline{stages: make([]Stage, 0, len(stages)+2)}
+	entries := make([]Stage, 0, len(stages)+2)
 	for _, s := range stages {
 		if g, ok := s.(interface{ entries() []Stage }); ok {
-			p.stages = append(p.stages, g.entries()...)
+			entries = append(entries, g.entries()...)
 		} else {
-			p.stages = append(p.stages, s)
+			entries = append(entries, s)
 		}
 	}
+	return pipelineOf(entries)
+}
+
+// pipelineOf returns the pipeline of these table entries, as they are. It
+// panics when one is out of StageTable's order, or there twice.
+func pipelineOf(stages []Stage) *Pipeline {
+	p := &Pipeline{stages: stages}
 	last := -1
 	for _, s := range p.stages {
 		if r, ok := stageRank[s.Name()]; ok {
-			if r < last {
-				panic("gateway: stage " + s.Name() + " out of StageTable's order")
+			if r <= last {
+				panic("gateway: stage " + s.Name() + " out of StageTable's order, or twice")
 			}
 			last = r
 		}
@@ -314,6 +346,18 @@ func NewPipeline(stages ...Stage) *Pipeline {
 		}
 	}
 	return p
+}
+
+// withTools returns p with the tools entry that keeps index up to date
+// (Gateway.New gives each upstream's pipeline its own index).
+func (p *Pipeline) withTools(index *toolIndex) *Pipeline {
+	stages := make([]Stage, 0, len(p.stages)+1)
+	for _, s := range p.stages {
+		if _, ok := s.(Tools); !ok {
+			stages = append(stages, s)
+		}
+	}
+	return pipelineOf(append(stages, Tools{index: index}))
 }
 
 // MayBlock reports whether a stage can hold a call for a long time (an

@@ -51,7 +51,7 @@ func (s Consent) MayBlock() bool { return s.zt.MayBlock() }
 // one, which it leaves in c.issued for the zero-trust stage.
 func (s Consent) Check(ctx context.Context, c *Call) *Denial {
 	z := s.zt
-	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest || z.Signer == nil {
+	if c.Msg.Method != mcp.MethodToolsCall || c.Msg.Kind != jsonrpc.KindRequest || z.Signer == nil || c.issued != "" {
 		return nil
 	}
 	need, needSig := z.needs(c)
