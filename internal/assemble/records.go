@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
@@ -69,8 +67,11 @@ func records(cfg *config.Config, logger *slog.Logger, l *lifecycle) (*gateway.Re
 		for _, c := range t.Conventions {
 			opts.Conventions = append(opts.Conventions, telemetry.Convention(c))
 		}
-		// The span exporter's file, if any, closes when the provider shuts down.
-		tp := sdktrace.NewTracerProvider()
+		// The Recorder makes its spans itself and hands them to the
+		// exporter; with spans off, it still makes span contexts
+		// (propagation, OCSF's ids) and builds no span. The exporter's
+		// file, if any, closes when the Recorder closes.
+		opts.SpanExporter = telemetry.NoSpans
 		if spansOn {
 			path := t.Spans.Path
 			if t.Spans.Exporter == "jsonl" && path == "" {
@@ -84,23 +85,21 @@ func records(cfg *config.Config, logger *slog.Logger, l *lifecycle) (*gateway.Re
 			if err != nil {
 				return fail(fmt.Errorf("telemetry.spans: %w", err))
 			}
-			tp = telemetry.NewDeferredTracerProvider(exp)
+			opts.SpanExporter = exp
 		}
-		opts.TracerProvider = tp
 		// Spans end off the call's path, on the Recorder's goroutine.
 		opts.Deferred = deferredSpans
 		var rec *telemetry.Recorder
-		// First closer: the Recorder's last spans end, then the spans
-		// flush, before the OCSF queue drains and before the audit log
-		// closes.
+		// First closer: the Recorder's last spans end and are exported,
+		// and the exporter shuts down, before the OCSF queue drains and
+		// before the audit log closes.
 		opened(closerFunc(func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			var err error
-			if rec != nil {
-				err = rec.Close(ctx)
+			if rec == nil { // NewRecorder not reached: the exporter is ours to shut down
+				return opts.SpanExporter.Shutdown(ctx)
 			}
-			return errors.Join(err, tp.Shutdown(ctx))
+			return rec.Close(ctx)
 		}))
 		if ocsfOn {
 			path := t.OCSF.Path

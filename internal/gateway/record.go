@@ -280,7 +280,7 @@ func (rs *Records) start(ctx context.Context, d *Decision, params string, seq ui
 	_, sp := rs.Spans.Start(ctx, op)
 	if rs.Propagate && d.Msg != nil {
 		if params, err := telemetry.InjectMeta(d.Msg.Params, sp.Context()); err == nil {
-			d.Msg = withParams(d.Msg, params)
+			d.Msg = d.Msg.WithParams(params)
 		}
 	}
 	return op, sp
@@ -349,13 +349,6 @@ func addFindings(op *telemetry.Operation, prior, findings []secproc.Finding) {
 		op.Findings = append(op.Findings, f.OCSFFinding(""))
 	}
 	op.Attributes = secproc.SpanAttributes(append(slices.Clip(prior), findings...))
-}
-
-// withParams returns a copy of m with params replaced.
-func withParams(m *jsonrpc.Message, params []byte) *jsonrpc.Message {
-	out := jsonrpc.NewRequest(m.ID, m.Method, params)
-	out.Header, out.Related = m.Header, m.Related
-	return out
 }
 
 // resourceNames holds what each session's upstream called its resources

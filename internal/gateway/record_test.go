@@ -262,15 +262,21 @@ func TestNoRecordNoCall(t *testing.T) {
 
 // BenchmarkRecordSpans measures what telemetry costs a relayed tools/call
 // on the calling goroutine: the request's and the answer's Record with
-// spans in both conventions and OCSF events (no audit log), exporters
-// discarding in the background.
+// spans in both conventions and OCSF events (no audit log), recorded as a
+// configured gateway records them (spans built and exported in batches on
+// the Recorder's goroutine), exporters discarding in the background.
 func BenchmarkRecordSpans(b *testing.B) {
 	exp, _ := telemetry.NewSpanWriter(io.Discard)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-	defer tp.Shutdown(context.Background())
 	queue := telemetry.NewQueue(telemetry.JSONLWriter{W: io.Discard}, telemetry.QueueOptions{})
 	defer queue.Close(context.Background())
-	rs := &Records{Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: tp, OCSFSink: queue}),
+	rec := telemetry.NewRecorder(telemetry.Options{SpanExporter: exp, OCSFSink: queue, Deferred: 4096})
+	defer func() {
+		rec.Close(context.Background())
+		if st := rec.Stats(); st.Dropped != 0 {
+			b.Errorf("telemetry dropped: %+v", st)
+		}
+	}()
+	rs := &Records{Spans: rec,
 		Propagate: true, Transport: telemetry.TransportStreamableHTTP, Metrics: &Metrics{}}
 	req, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"message":"bench"}}}`), jsonrpc.Limits{})
 	if err != nil {
@@ -282,7 +288,10 @@ func BenchmarkRecordSpans(b *testing.B) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
+	calls := uint64(0)
 	for b.Loop() {
+		calls++
+		keepUp(rec, calls, 2048) // drop no span
 		d := &Decision{Upstream: "demo", Session: "s1", Kind: jsonrpc.KindRequest, Method: "tools/call", Tool: "echo",
 			ID: req.ID, Direction: "client", Msg: req, Arguments: []byte(`{"message":"bench"}`)}
 		if err := rs.Record(ctx, d); err != nil {
