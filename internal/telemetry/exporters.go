@@ -194,19 +194,6 @@ func NewTracerProvider(exp sdktrace.SpanExporter, opts ...sdktrace.TracerProvide
 	return sdktrace.NewTracerProvider(opts...)
 }
 
-// NewDeferredTracerProvider is NewTracerProvider for a Recorder with
-// Options.Deferred, whose goroutine alone ends spans: its batcher waits
-// for room in its queue (WithBlocking) instead of dropping spans the SDK
-// does not count. That holds up only the Recorder's goroutine, never a
-// call; the Recorder's own bounded queue is then the one place spans are
-// dropped, and it counts them (Recorder.Stats). Do not use it with a
-// Recorder that ends spans on the caller's goroutine.
-func NewDeferredTracerProvider(exp sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *sdktrace.TracerProvider {
-	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithResource(wardenResource()),
-		sdktrace.WithBatcher(exp, sdktrace.WithBlocking())}, opts...)
-	return sdktrace.NewTracerProvider(opts...)
-}
-
 // wardenResource is the resource of warden's spans: service.name "warden".
 func wardenResource() *resource.Resource {
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", "warden")))
