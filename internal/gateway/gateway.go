@@ -10,8 +10,9 @@
 //	                                                           Relay ─► pipeline ─► upstream Conn ─► MCP server
 //	MCP client ─► stdio (warden gateway --stdio) ─────────────┘
 //
-// The package knows nothing of configuration files: the CLI builds Options
-// (see FromConfig) and the demo builds them in code.
+// The package knows nothing of configuration files and does not import
+// them: internal/assemble builds Options from one (assemble.FromConfig) and
+// the demo builds them in code.
 package gateway
 
 import (
@@ -428,8 +429,8 @@ func (g *Gateway) Close() error {
 }
 
 // release closes what the options hold open: the upstreams' Close, then
-// Closers in order (the audit log last). FromConfig and New call it when
-// they fail, Gateway.Close when the sessions are over.
+// Closers in order (the audit log last). New calls it when it refuses the
+// options, Gateway.Close when the sessions are over.
 func (o *Options) release() error {
 	for _, u := range o.Upstreams {
 		if u.Close != nil {
