@@ -215,8 +215,10 @@ Support/warden).
       file, or a directory of *.yaml model files (diagnostics with
       positions; exit code 3 on an error). -D NAME=N sets a constant the
       model declares (constants:), e.g. -D AGENTS=3; it works with lint,
-      emit and matrix too. --out writes each counterexample
-      as ITF JSON under DIR/traces/. --warden checks the models behind the
+      emit and matrix too. A leads-to property (kind: leads-to, P ~> Q
+      under weak fairness per transition) fails with a lasso, printed as
+      prefix ⟲ cycle. --out writes each counterexample
+      as ITF JSON under DIR/traces/ (a lasso with "loop"). --warden checks the models behind the
       gateway. When stderr is a terminal a progress line (states, states/s,
       depth, queue) is shown there; --progress shows it anywhere,
       --progress=false never. Exit code 1 when a property is violated, 6 when
