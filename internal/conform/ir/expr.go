@@ -56,11 +56,15 @@ type Expr struct {
 	Op   Op
 	Args []*Expr
 	Name string // OpVar: the variable; OpConst of an enum: the value's name; OpBound, OpForall, OpExists: the bound variable; OpIndex: the array
-	Var  int    // OpVar: index into Model.Vars; OpIndex: index into Model.Arrays
-	Val  int    // OpConst: 0/1 for bool, the index for enum, the integer for int, the bit-vector for a set
-	Type Type
-	Dom  *Domain // OpForall, OpExists: the domain the bound variable ranges over
-	Pos  Pos
+	// Field is the field read of a record (r.f) or of an array of records
+	// (a[i].f): set by ParseExpr, kept on an OpIndex (whose Var is then
+	// the field's array), folded into Name once an OpVar is resolved.
+	Field string
+	Var   int // OpVar: index into Model.Vars; OpIndex: index into Model.Arrays
+	Val   int // OpConst: 0/1 for bool, the index for enum, the integer for int, the bit-vector for a set
+	Type  Type
+	Dom   *Domain // OpForall, OpExists: the domain the bound variable ranges over
+	Pos   Pos
 }
 
 // String prints e in the model syntax, fully parenthesised.
@@ -72,6 +76,9 @@ func (e *Expr) String() string {
 		}
 		return e.Type.Format(e.Val)
 	case OpVar:
+		if e.Field != "" {
+			return e.Name + "." + e.Field
+		}
 		return e.Name
 	case OpNot, OpNeg:
 		return e.Op.Text() + e.Args[0].String()
@@ -84,6 +91,9 @@ func (e *Expr) String() string {
 		b.WriteString(e.Name)
 		for _, a := range e.Args {
 			b.WriteString("[" + a.String() + "]")
+		}
+		if e.Field != "" {
+			b.WriteString("." + e.Field)
 		}
 		return b.String()
 	case OpSetLit:
@@ -135,7 +145,7 @@ func lex(src string) ([]token, int, error) {
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
 			i++
-		case strings.ContainsRune("()[]{},:", rune(c)):
+		case strings.ContainsRune("()[]{},:.", rune(c)):
 			toks = append(toks, token{string(c), string(c), i})
 			i++
 		case isLetter(c):
@@ -459,8 +469,9 @@ func (p *exprParser) primary() *Expr {
 			p.fail("unexpected %q", t.text)
 			return nil
 		}
+		e := &Expr{Op: OpVar, Name: t.text, Var: -1, Pos: p.pos(t.off)}
 		if p.peek().kind == "[" {
-			e := &Expr{Op: OpIndex, Name: t.text, Var: -1, Pos: p.pos(t.off)}
+			e.Op = OpIndex
 			for p.err == nil && p.peek().kind == "[" {
 				p.next()
 				e.Args = append(e.Args, p.sum())
@@ -468,9 +479,19 @@ func (p *exprParser) primary() *Expr {
 					return nil
 				}
 			}
-			return e
 		}
-		return &Expr{Op: OpVar, Name: t.text, Var: -1, Pos: p.pos(t.off)}
+		if p.peek().kind == "." {
+			// A record field: r.f, a[i].f.
+			p.next()
+			f := p.peek()
+			if f.kind != "id" {
+				p.fail("expected the name of a field after \".\"")
+				return nil
+			}
+			p.next()
+			e.Field = f.text
+		}
+		return e
 	case "(":
 		p.next()
 		e := p.implies()

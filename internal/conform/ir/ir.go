@@ -205,6 +205,10 @@ type Array struct {
 	First int // index in Model.Vars of the first cell
 	Doc   string
 	Pos   Pos
+	// Record and Field are set for one field of an array of records: the
+	// array "calls.state" holds field state of every record of calls, and
+	// its cells are named calls[1].state.
+	Record, Field string
 }
 
 // Cells is the number of cells of a.
@@ -227,6 +231,49 @@ func (a *Array) Cell(idx []int) (int, bool) {
 		off = off*t.Size() + t.Bit(idx[i])
 	}
 	return a.First + off, true
+}
+
+// Record is a variable whose type is a record, {f1: T1, f2: T2, ...}, or
+// an array of records (Index not nil). It is flattened when parsed: each
+// field of a record is a scalar variable of the model named "r.f", each
+// field of an array of records an array named "calls.f" whose cells are
+// named calls[1].f. The checker and the Promela printer see scalars; the
+// TLA+ printer one variable (a function, for an array) per field.
+type Record struct {
+	Name   string
+	Index  []Type // the index domains of an array of records; nil for one record
+	Fields []Field
+	Doc    string
+	Pos    Pos
+}
+
+// Field is one field of a record variable.
+type Field struct {
+	Name string
+	Type Type
+	// Var is the field's scalar variable (index into Model.Vars) for a
+	// record, or its array (index into Model.Arrays) for an array of
+	// records.
+	Var int
+}
+
+// FieldIndex returns the position of the field named name, or -1.
+func (r *Record) FieldIndex(name string) int {
+	for i, f := range r.Fields {
+		if f.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// FieldNames lists the names of r's fields, in order.
+func (r *Record) FieldNames() []string {
+	out := make([]string, len(r.Fields))
+	for i, f := range r.Fields {
+		out[i] = f.Name
+	}
+	return out
 }
 
 // Var is a state variable: a scalar, or one cell of an array (Index is not
@@ -404,6 +451,7 @@ type Model struct {
 	Constants   []Constant // their values after any override
 	Domains     []Domain
 	Arrays      []Array
+	Records     []Record // flattened into Vars and Arrays
 	Vars        []Var
 	Transitions []Transition
 	Properties  []Property
@@ -431,6 +479,16 @@ func (m *Model) VarIndex(name string) int {
 func (m *Model) ArrayIndex(name string) int {
 	for i, a := range m.Arrays {
 		if a.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// RecordIndex returns the index of the record variable named name, or -1.
+func (m *Model) RecordIndex(name string) int {
+	for i, r := range m.Records {
+		if r.Name == name {
 			return i
 		}
 	}

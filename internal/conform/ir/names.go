@@ -22,7 +22,10 @@ import "strings"
 // variable); in Promela each cell is a variable of its own, named after the
 // array and its indices ("delegation_1_2"), made unique against every
 // other printed name. Instances of a transition with parameters are named
-// after the transition and their arguments ("A_amplify_2_1_exec").
+// after the transition and their arguments ("A_amplify_2_1_exec"). A
+// record's fields are variables of their own: r.state prints as r_state,
+// the field state of an array of records calls as the array calls_state
+// (cells calls_state_1 in Promela).
 type Names struct {
 	Vars        []string // indexed like Model.Vars; for a cell, its Promela variable
 	Arrays      []string // indexed like Model.Arrays
@@ -52,14 +55,16 @@ func (m *Model) PrintNames() Names {
 	}
 	used := map[string]bool{}
 	for i, v := range m.Vars {
-		if v.Index == nil {
+		if v.Index == nil && !strings.Contains(v.Name, ".") {
 			n.Vars[i] = Ident(v.Name)
 			used[n.Vars[i]] = true
 		}
 	}
 	for i, a := range m.Arrays {
-		n.Arrays[i] = Ident(a.Name)
-		used[n.Arrays[i]] = true
+		if a.Record == "" {
+			n.Arrays[i] = Ident(a.Name)
+			used[n.Arrays[i]] = true
+		}
 	}
 	for _, t := range m.Transitions {
 		if len(t.Args) == 0 {
@@ -75,6 +80,19 @@ func (m *Model) PrintNames() Names {
 		}
 		used[s] = true
 		return s
+	}
+	// A record's field "r.f" (a scalar, or an array of one field of an
+	// array of records) prints as r_f, made unique against every other
+	// printed name.
+	for i, v := range m.Vars {
+		if v.Index == nil && strings.Contains(v.Name, ".") {
+			n.Vars[i] = unique(Ident(strings.ReplaceAll(v.Name, ".", "_")))
+		}
+	}
+	for i, a := range m.Arrays {
+		if a.Record != "" {
+			n.Arrays[i] = unique(Ident(a.Record + "_" + a.Field))
+		}
 	}
 	for i, v := range m.Vars {
 		if v.Index != nil {

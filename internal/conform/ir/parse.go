@@ -191,7 +191,7 @@ func (p *parser) exprPos(n *yaml.Node) Pos {
 // expr parses and types an expression over the model's state, with the
 // transition parameters being expanded (p.fixed) bound.
 func (p *parser) expr(n *yaml.Node, want *Type) *Expr {
-	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, domains: p.m.Domains, bound: p.fixed}, want)
+	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records, domains: p.m.Domains, bound: p.fixed}, want)
 }
 
 func (p *parser) exprIn(n *yaml.Node, sc *scope, want *Type) *Expr {
@@ -453,7 +453,7 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 		p.d.add(v.Pos, "missing", "a variable needs a name")
 	} else if !validIdent(v.Name) {
 		p.d.add(v.Pos, "name", "variable name %q must be an identifier", v.Name)
-	} else if m.VarIndex(v.Name) >= 0 || m.ArrayIndex(v.Name) >= 0 {
+	} else if m.VarIndex(v.Name) >= 0 || m.ArrayIndex(v.Name) >= 0 || m.RecordIndex(v.Name) >= 0 {
 		p.d.add(v.Pos, "duplicate-id", "variable %q is declared twice", v.Name)
 	} else if _, ok := p.consts[v.Name]; ok {
 		p.d.add(v.Pos, "duplicate-id", "variable %q has the name of a constant", v.Name)
@@ -468,6 +468,10 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 	}
 	if strings.Contains(ts.typ, "->") {
 		p.arrayVar(v, &ts, initNode, m)
+		return
+	}
+	if strings.HasPrefix(strings.TrimSpace(ts.typ), "{") {
+		p.recordVar(v, &ts, initNode, m)
 		return
 	}
 	t, ok := p.scalarType(ts.typ, &ts, what, v.Pos)
@@ -505,7 +509,31 @@ func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 		}
 		a.Index = append(a.Index, *d)
 	}
-	elem, eok := p.scalarType(strings.TrimSpace(parts[len(parts)-1]), ts, fmt.Sprintf("%q's cells", v.Name), v.Pos)
+	elemText := strings.TrimSpace(parts[len(parts)-1])
+	if strings.HasPrefix(elemText, "{") {
+		// An array of records: one array per field.
+		fields, fok := p.recordType(elemText, fmt.Sprintf("%q's cells", v.Name), v.Pos)
+		if !ok || !fok {
+			return
+		}
+		inits := p.recordInit(initNode, v.Name, fields)
+		if a.Cells()*len(fields) > 1<<12 {
+			p.d.add(v.Pos, "domain", "array of records %q has %d cells; at most 4096", v.Name, a.Cells()*len(fields))
+			return
+		}
+		r := Record{Name: v.Name, Index: a.Index, Doc: v.Doc, Pos: v.Pos}
+		for i, f := range fields {
+			fa := a
+			fa.Name, fa.Record, fa.Field, fa.Elem, fa.First = v.Name+"."+f.Name, v.Name, f.Name, f.Type, len(m.Vars)
+			f.Var = len(m.Arrays)
+			p.addArray(fa, names, inits[i], m)
+			fields[i] = f
+		}
+		r.Fields = fields
+		m.Records = append(m.Records, r)
+		return
+	}
+	elem, eok := p.scalarType(elemText, ts, fmt.Sprintf("%q's cells", v.Name), v.Pos)
 	if !ok || !eok {
 		return
 	}
@@ -514,13 +542,23 @@ func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 		p.d.add(v.Pos, "domain", "array %q has %d cells; at most 4096", v.Name, a.Cells())
 		return
 	}
+	p.addArray(a, names, initNode, m)
+}
+
+// addArray appends a to the model with its cells, each initialised by
+// initNode, which may read the named indices (names[i] names index i).
+func (p *parser) addArray(a Array, names []string, initNode *yaml.Node, m *Model) {
 	ai := len(m.Arrays)
 	m.Arrays = append(m.Arrays, a)
+	base := a.Name
+	if a.Record != "" {
+		base = a.Record
+	}
 	idx := make([]int, len(a.Index))
 	var cells func(dim int)
 	cells = func(dim int) {
 		if dim == len(a.Index) {
-			c := Var{Name: v.Name, Type: elem, Doc: v.Doc, Pos: v.Pos, Array: ai, Index: slices.Clone(idx)}
+			c := Var{Name: base, Type: a.Elem, Doc: a.Doc, Pos: a.Pos, Array: ai, Index: slices.Clone(idx)}
 			var bound []boundVar
 			for i, t := range a.Index {
 				c.Name += "[" + t.Format(idx[i]) + "]"
@@ -528,11 +566,14 @@ func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 					bound = append(bound, boundVar{name: names[i], typ: t, fixed: true, val: idx[i]})
 				}
 			}
-			if elem.Kind == Int {
-				c.Init = elem.Min
+			if a.Record != "" {
+				c.Name += "." + a.Field
+			}
+			if a.Elem.Kind == Int {
+				c.Init = a.Elem.Min
 			}
 			if initNode != nil {
-				c.Init = p.initValue(initNode, elem, bound)
+				c.Init = p.initValue(initNode, a.Elem, bound)
 			}
 			m.Vars = append(m.Vars, c)
 			return
@@ -543,6 +584,166 @@ func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 		}
 	}
 	cells(0)
+}
+
+// recordVar declares a record variable "{f1: T1, f2: T2}": one scalar
+// variable per field, named name.f1, name.f2.
+func (p *parser) recordVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
+	fields, ok := p.recordType(ts.typ, fmt.Sprintf("%q", v.Name), v.Pos)
+	if !ok {
+		return
+	}
+	inits := p.recordInit(initNode, v.Name, fields)
+	r := Record{Name: v.Name, Doc: v.Doc, Pos: v.Pos}
+	for i, f := range fields {
+		c := Var{Name: v.Name + "." + f.Name, Type: f.Type, Doc: v.Doc, Pos: v.Pos}
+		if f.Type.Kind == Int {
+			c.Init = f.Type.Min
+		}
+		if inits[i] != nil {
+			c.Init = p.initValue(inits[i], f.Type, nil)
+		}
+		fields[i].Var = len(m.Vars)
+		m.Vars = append(m.Vars, c)
+	}
+	r.Fields = fields
+	m.Records = append(m.Records, r)
+}
+
+// recordInit reads a record's init, a mapping from field name to initial
+// value: {state: idle, owner: 1}. A field it leaves out starts at its
+// domain's first value. The result is indexed like fields.
+func (p *parser) recordInit(n *yaml.Node, name string, fields []Field) []*yaml.Node {
+	out := make([]*yaml.Node, len(fields))
+	if n == nil || !p.ok(n) {
+		return out
+	}
+	if n.Kind != yaml.MappingNode {
+		p.d.add(p.pos(n), "init", "the init of record %q is a mapping from field to initial value, {%s: ...}", name, fields[0].Name)
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !p.ok(k) || !p.ok(v) {
+			continue
+		}
+		fi := slices.IndexFunc(fields, func(f Field) bool { return f.Name == k.Value })
+		switch {
+		case fi < 0:
+			names := make([]string, len(fields))
+			for j, f := range fields {
+				names[j] = f.Name
+			}
+			p.d.add(p.pos(k), "unknown-field", "record %q has no field %q (its fields: %s)", name, k.Value, strings.Join(names, ", "))
+		case out[fi] != nil:
+			p.d.add(p.pos(k), "duplicate-key", "field %q is initialised twice", k.Value)
+		default:
+			out[fi] = v
+		}
+	}
+	return out
+}
+
+// recordType reads "{f1: T1, f2: T2, ...}". A field's type is bool, a
+// domain, "set D", "enum [v1, v2, ...]" or "int [lo..hi]" (lo and hi
+// integers or constants).
+func (p *parser) recordType(typ, what string, pos Pos) ([]Field, bool) {
+	typ = strings.TrimSpace(typ)
+	if !strings.HasPrefix(typ, "{") || !strings.HasSuffix(typ, "}") {
+		p.d.add(pos, "invalid-type", "record type of %s must be {field: type, ...}, not %q", what, typ)
+		return nil, false
+	}
+	var parts []string
+	depth, startAt := 0, 1
+	for i := 1; i < len(typ)-1; i++ {
+		switch typ[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case '{':
+			p.d.add(pos, "invalid-type", "a field of %s is a record; records do not nest", what)
+			return nil, false
+		case ',':
+			if depth == 0 {
+				parts = append(parts, typ[startAt:i])
+				startAt = i + 1
+			}
+		}
+	}
+	parts = append(parts, typ[startAt:len(typ)-1])
+	var fields []Field
+	ok := true
+	for _, part := range parts {
+		name, ft, found := strings.Cut(part, ":")
+		name, ft = strings.TrimSpace(name), strings.TrimSpace(ft)
+		switch {
+		case !found || name == "" || ft == "":
+			p.d.add(pos, "invalid-type", "field %q of %s must be \"name: type\"", strings.TrimSpace(part), what)
+			ok = false
+			continue
+		case !validIdent(name):
+			p.d.add(pos, "name", "field name %q of %s must be an identifier", name, what)
+			ok = false
+			continue
+		case slices.ContainsFunc(fields, func(f Field) bool { return f.Name == name }):
+			p.d.add(pos, "duplicate-id", "%s has two fields named %q", what, name)
+			ok = false
+			continue
+		}
+		fwhat := fmt.Sprintf("field %s of %s", name, what)
+		var ts typeSpec
+		switch {
+		case strings.HasPrefix(ft, "enum"):
+			vals := strings.TrimSpace(strings.TrimPrefix(ft, "enum"))
+			if !strings.HasPrefix(vals, "[") || !strings.HasSuffix(vals, "]") {
+				p.d.add(pos, "invalid-type", "%s: an enum field is written \"enum [v1, v2, ...]\", not %q", fwhat, ft)
+				ok = false
+				continue
+			}
+			for _, val := range strings.Split(vals[1:len(vals)-1], ",") {
+				ts.values = append(ts.values, strings.TrimSpace(val))
+			}
+			ts.typ = "enum"
+		case strings.HasPrefix(ft, "int") && strings.Contains(ft, ".."):
+			rng := strings.TrimSpace(strings.TrimPrefix(ft, "int"))
+			lo, hi, _ := strings.Cut(strings.Trim(rng, "[]"), "..")
+			ts.typ = "int"
+			ts.min, ts.minSet = p.bound(strings.TrimSpace(lo))
+			ts.max, ts.maxSet = p.bound(strings.TrimSpace(hi))
+			if !ts.minSet || !ts.maxSet || !strings.HasPrefix(rng, "[") || !strings.HasSuffix(rng, "]") {
+				p.d.add(pos, "invalid-type", "%s: an int field is written \"int [lo..hi]\" with integers or constants, not %q", fwhat, ft)
+				ok = false
+				continue
+			}
+		case ft == "enum" || ft == "int":
+			p.d.add(pos, "invalid-type", "%s: write \"enum [v1, v2]\" or \"int [lo..hi]\", or name a domain", fwhat)
+			ok = false
+			continue
+		default:
+			ts.typ = ft
+		}
+		t, tok := p.scalarType(ts.typ, &ts, fwhat, pos)
+		if !tok {
+			ok = false
+			continue
+		}
+		fields = append(fields, Field{Name: name, Type: t})
+	}
+	if ok && len(fields) == 0 {
+		p.d.add(pos, "invalid-type", "record type of %s has no fields", what)
+		ok = false
+	}
+	return fields, ok
+}
+
+// bound reads an integer or a constant's value.
+func (p *parser) bound(s string) (int, bool) {
+	if c, ok := p.consts[s]; ok {
+		return c, true
+	}
+	v, err := strconv.Atoi(s)
+	return v, err == nil
 }
 
 // initValue is the value of an init expression: a constant once the
@@ -590,14 +791,18 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 		}
 		seen[k.Value] = true
 		idx := m.VarIndex(k.Value)
-		if strings.Contains(k.Value, "[") {
-			// An array cell: its indices are constants once the
-			// transition's parameters have values.
+		if m.RecordIndex(k.Value) >= 0 {
+			p.d.add(p.pos(k), "record", "record %q is written one field at a time: \"%s.%s\"", k.Value, k.Value, m.Records[m.RecordIndex(k.Value)].Fields[0].Name)
+			continue
+		}
+		if strings.ContainsAny(k.Value, "[.") {
+			// An array cell or a record field: its indices are constants
+			// once the transition's parameters have values.
 			lv := p.expr(k, nil)
 			if lv == nil || lv.Type.Kind == 0 {
 				continue
 			}
-			if lv.Op != OpVar || m.Vars[lv.Var].Index == nil {
+			if lv.Op != OpVar {
 				p.d.add(p.pos(k), "write", "%q is not an array cell with constant indices", k.Value)
 				continue
 			}
@@ -673,7 +878,7 @@ func (p *parser) params(n *yaml.Node) []boundVar {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		name := k.Value
-		sc := &scope{vars: p.m.Vars, arrays: p.m.Arrays}
+		sc := &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records}
 		_, isConst := p.consts[name]
 		switch {
 		case !validIdent(name):

@@ -1,5 +1,7 @@
 package ir
 
+import "strings"
+
 // scope is what a name in an expression may stand for: a state variable,
 // an array, a domain (after forall/exists), or a bound variable. A bound
 // variable is fixed (a transition parameter, whose value is known when the
@@ -7,6 +9,7 @@ package ir
 type scope struct {
 	vars    []Var
 	arrays  []Array
+	records []Record
 	domains []Domain
 	bound   []boundVar // innermost last
 }
@@ -54,10 +57,45 @@ func (sc *scope) domain(name string) *Domain {
 	return nil
 }
 
+func (sc *scope) record(name string) *Record {
+	for i := range sc.records {
+		if sc.records[i].Name == name {
+			return &sc.records[i]
+		}
+	}
+	return nil
+}
+
 // taken reports whether name already means something in sc.
 func (sc *scope) taken(name string) bool {
 	_, b := sc.lookupBound(name)
-	return b || sc.scalar(name) >= 0 || sc.array(name) >= 0
+	return b || sc.scalar(name) >= 0 || sc.array(name) >= 0 || sc.record(name) != nil
+}
+
+// field finds the field e.Field of the record e.Name; problems are
+// reported and give -1. indexed says whether the read has indices.
+func (sc *scope) field(e *Expr, indexed bool, d *diags) (*Record, int) {
+	r := sc.record(e.Name)
+	switch {
+	case r == nil && sc.taken(e.Name):
+		d.add(e.Pos, "record", "%q is not a record; only a record has fields (%s.%s)", e.Name, e.Name, e.Field)
+		return nil, -1
+	case r == nil:
+		d.add(e.Pos, "unknown-variable", "unknown record %q", e.Name)
+		return nil, -1
+	case indexed && r.Index == nil:
+		d.add(e.Pos, "type-mismatch", "record %q is not an array: read its field as %s.%s", e.Name, e.Name, e.Field)
+		return nil, -1
+	case !indexed && r.Index != nil:
+		d.add(e.Pos, "type-mismatch", "%q is an array of records, read one cell at a time: %s[...].%s", e.Name, e.Name, e.Field)
+		return nil, -1
+	}
+	fi := r.FieldIndex(e.Field)
+	if fi < 0 {
+		d.add(e.Pos, "unknown-field", "record %q has no field %q (its fields: %s)", e.Name, e.Field, strings.Join(r.FieldNames(), ", "))
+		return nil, -1
+	}
+	return r, fi
 }
 
 // resolve types e in sc, turning identifiers into variables, bound
@@ -75,6 +113,23 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 	case OpConst:
 		return e.Type
 	case OpVar:
+		if e.Field != "" {
+			r, fi := sc.field(e, false, d)
+			if r == nil {
+				return Type{}
+			}
+			e.Var, e.Type = r.Fields[fi].Var, r.Fields[fi].Type
+			e.Name, e.Field = e.Name+"."+e.Field, ""
+			return e.Type
+		}
+		if r := sc.record(e.Name); r != nil {
+			read := e.Name + "[...]." + r.Fields[0].Name
+			if r.Index == nil {
+				read = e.Name + "." + r.Fields[0].Name
+			}
+			d.add(e.Pos, "record", "record %q is read one field at a time: %s", e.Name, read)
+			return Type{}
+		}
 		if b, ok := sc.lookupBound(e.Name); ok {
 			if b.fixed {
 				*e = Expr{Op: OpConst, Val: b.val, Type: b.typ, Pos: e.Pos}
@@ -266,6 +321,16 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 // the node becomes the cell variable itself.
 func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 	ai := sc.array(e.Name)
+	if e.Field != "" {
+		r, fi := sc.field(e, true, d)
+		if r == nil {
+			return Type{}
+		}
+		ai = r.Fields[fi].Var
+	} else if r := sc.record(e.Name); r != nil {
+		d.add(e.Pos, "record", "%q is an array of records, read one field at a time: %s[...].%s", e.Name, e.Name, r.Fields[0].Name)
+		return Type{}
+	}
 	if ai < 0 {
 		if sc.scalar(e.Name) >= 0 {
 			d.add(e.Pos, "type-mismatch", "%q is not an array", e.Name)
@@ -276,7 +341,7 @@ func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 	}
 	a := &sc.arrays[ai]
 	if len(e.Args) != len(a.Index) {
-		d.add(e.Pos, "type-mismatch", "array %q has %d indices, not %d", a.Name, len(a.Index), len(e.Args))
+		d.add(e.Pos, "type-mismatch", "array %q has %d indices, not %d", e.Name, len(a.Index), len(e.Args))
 		return Type{}
 	}
 	ok, allConst := true, true
@@ -296,7 +361,7 @@ func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 		reads := false
 		x.Vars(func(int) { reads = true })
 		if reads {
-			d.add(x.Pos, "index", "an index of %s reads a state variable; indices use constants and bound variables only", a.Name)
+			d.add(x.Pos, "index", "an index of %s reads a state variable; indices use constants and bound variables only", e.Name)
 			ok = false
 			continue
 		}
