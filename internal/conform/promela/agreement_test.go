@@ -129,3 +129,40 @@ func TestSpinQuantified(t *testing.T) {
 		agree(t, m)
 	}
 }
+
+// TestSpinRecords runs SPIN on ../testdata/records.yaml, a record and an
+// array of records flattened into one Promela variable per field cell
+// (calls_owner_1): SPIN must agree with the Go checker on the state count
+// (74), every verdict and the shortest counterexample.
+func TestSpinRecords(t *testing.T) {
+	if !SpinAvailable() {
+		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
+			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
+		}
+		t.Skip("spin or gcc is not installed")
+	}
+	file := filepath.Join("..", "testdata", "records.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ds := ir.Load(data, file, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	sr, err := RunSpin(context.Background(), t.TempDir(), m, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sr.Stored != 74+1 {
+		t.Errorf("SPIN stored %d states, want 75 (74 and its initial-state copy)", sr.Stored)
+	}
+	ov, err := RunSpin(context.Background(), t.TempDir(), m, "OwnerKept", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ov.Violated || ov.TraceLen != 2 {
+		t.Errorf("OwnerKept: SPIN violated=%v in %d steps, want violated in 2 (Hold, Steal)", ov.Violated, ov.TraceLen)
+	}
+	agree(t, m)
+}

@@ -94,7 +94,8 @@ func TestEveryModuleParses(t *testing.T) {
 	for _, m := range all {
 		ms = append(ms, m, m.Guarded())
 	}
-	ms = append(ms, testdataModel(t, "reserved-names.yaml"), testdataModel(t, "delegation.yaml"), testdataModel(t, "held-calls.yaml"))
+	ms = append(ms, testdataModel(t, "reserved-names.yaml"), testdataModel(t, "delegation.yaml"), testdataModel(t, "held-calls.yaml"),
+		testdataModel(t, "records.yaml"))
 	dir := t.TempDir()
 	var files []string
 	for _, m := range ms {
@@ -131,8 +132,9 @@ func TestParserCatchesFairnessPrefix(t *testing.T) {
 }
 
 // testdataModel loads a model of ../testdata: reserved-names.yaml (names
-// TLA+, Promela and C reserve) or delegation.yaml (quantifiers, sets,
-// arrays and a transition with parameters, with Cardinality).
+// TLA+, Promela and C reserve), delegation.yaml (quantifiers, sets,
+// arrays and a transition with parameters, with Cardinality) or
+// records.yaml (a record and an array of records, one variable per field).
 func testdataModel(t *testing.T, name string) *ir.Model {
 	t.Helper()
 	file := filepath.Join("..", "testdata", name)
