@@ -12,13 +12,17 @@ import (
 // problem has a code and a position inside the file.
 func FuzzLoad(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "models", "builtin", "*.yaml"))
+	extra, _ := filepath.Glob(filepath.Join("..", "testdata", "*.yaml"))
+	files = append(files, extra...)
 	for _, file := range files {
 		if data, err := os.ReadFile(file); err == nil {
 			f.Add(data)
 		}
 	}
 	for _, s := range []string{"", "version: 1\n", "a: &x 1\nb: *x\n", "version: 1\nversion: 2\n",
-		"vars:\n  - {name: x, type: bool}\ninit: 'x &&'\n", "--- 1\n--- 2\n", "\t: [\n"} {
+		"vars:\n  - {name: x, type: bool}\ninit: 'x &&'\n", "--- 1\n--- 2\n", "\t: [\n",
+		"variables:\n  - {name: r, type: \"{a: enum [x, y], b: int [0..]}\", init: {a: r}}\n",
+		"variables:\n  - {name: r, type: \"{}\"}\n  - {name: s, type: \"D -> {a: bool}\", init: \"a\"}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
