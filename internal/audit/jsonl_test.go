@@ -252,3 +252,35 @@ func TestDefaultKindKeepsExistingLogs(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchOverTheWindow appends records of a 1 KiB reason faster than
+// they are synced, so that batches exceed tornWindow and are written and
+// synced in pieces of whole lines: every record must be there once, in
+// order, and the log must verify and open again.
+func TestBatchOverTheWindow(t *testing.T) {
+	be := backends[1]
+	path := be.path(t)
+	l, err := Open(context.Background(), be.kind, path, Options{MaxBatch: 2048})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2048 // 2048 × about 1.5 KiB: up to 3 MiB in one batch
+	waits := make([]func() (Record, error), 0, n)
+	for i := range n {
+		rec := sample(i)
+		rec.Reason = strings.Repeat("r", MaxReason)
+		waits = append(waits, l.Submit(context.Background(), rec))
+	}
+	for i, w := range waits {
+		if rec, err := w(); err != nil || rec.Seq != uint64(i+1) {
+			t.Fatalf("record %d: seq %d, %v", i+1, rec.Seq, err)
+		}
+	}
+	l.Close()
+	if rep := mustVerify(t, openBackend(t, be, path)); rep.Records != n {
+		t.Errorf("Verify read %d records, want %d", rep.Records, n)
+	}
+	if got := openLog(t, be, path).Head().Seq; got != n {
+		t.Errorf("reopened at seq %d, want %d", got, n)
+	}
+}
