@@ -3,6 +3,7 @@ package ir
 import (
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // Bits is the number of bits a value of t occupies in a packed state.
@@ -155,11 +156,17 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 		if v.Index != nil {
 			arrayRead[v.Array] = arrayRead[v.Array] || read[i]
 		} else if !read[i] {
-			d.warn(v.Pos, "unused-variable", "variable %q is never read by a guard, a write or a property", v.Name)
+			what := "variable"
+			if strings.Contains(v.Name, ".") {
+				what = "field"
+			}
+			d.warn(v.Pos, "unused-variable", "%s %q is never read by a guard, a write or a property", what, v.Name)
 		}
 	}
 	for i, a := range m.Arrays {
-		if !arrayRead[i] {
+		if !arrayRead[i] && a.Record != "" {
+			d.warn(a.Pos, "unused-variable", "field %q of the array of records %q is never read by a guard, a write or a property", a.Field, a.Record)
+		} else if !arrayRead[i] {
 			d.warn(a.Pos, "unused-variable", "array %q is never read by a guard, a write or a property", a.Name)
 		}
 	}
