@@ -10,47 +10,54 @@ import (
 	"time"
 )
 
-// Each function runs its delay after it was queued, not before and not
-// when an earlier one runs; a stopped one never runs; and the queue sets
-// its timer once per wait, not once per entry.
+// Each entry is closed its delay after it was queued, not before and not
+// when an earlier one is; a stopped one is never closed; the queue sets its
+// timer once per wait, not once per entry; and a stopped entry is used
+// again, so that an entry stopped in time costs no allocation.
 func TestDelayQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const delay = 100 * time.Millisecond
 		q := newDelayQueue(delay)
 		start := time.Now()
 		var mu sync.Mutex
-		ran := map[string]time.Duration{}
-		queue := func(name string) *delayed {
-			return q.after(func() {
+		closed := map[string]time.Duration{}
+		watch := func(name string, e *delayed) {
+			go func() {
+				<-e.C
 				mu.Lock()
-				ran[name] = time.Since(start)
+				closed[name] = time.Since(start)
 				mu.Unlock()
-			})
+			}()
 		}
-		a := queue("a")
+		a := q.signal()
+		watch("a", a)
 		time.Sleep(30 * time.Millisecond)
-		b := queue("b")
+		b := q.signal()
 		time.Sleep(30 * time.Millisecond)
-		queue("c")
+		c := q.signal()
+		watch("c", c)
 		if !q.stop(b) {
-			t.Fatal("stop(b) before its time reported it had run")
+			t.Fatal("stop(b) before its time reported it due")
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
 		mu.Lock()
-		defer mu.Unlock()
 		want := map[string]time.Duration{"a": delay, "c": 60*time.Millisecond + delay}
-		if len(ran) != len(want) || ran["a"] != want["a"] || ran["c"] != want["c"] {
-			t.Errorf("ran at %v, want %v (b stopped)", ran, want)
+		if len(closed) != len(want) || closed["a"] != want["a"] || closed["c"] != want["c"] {
+			t.Errorf("closed at %v, want %v (b stopped)", closed, want)
 		}
+		mu.Unlock()
 		if q.stop(a) {
-			t.Error("stop(a) after it ran reported it had not")
+			t.Error("stop(a) after it was due reported it was not")
 		}
 		q.mu.Lock()
 		arms := q.arms
 		q.mu.Unlock()
 		if arms != 2 { // for a, then for c; b's and c's queuing changed nothing
 			t.Errorf("the timer was set %d times for 3 entries, want 2", arms)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { q.stop(q.signal()) }); allocs != 0 {
+			t.Errorf("an entry stopped in time costs %.1f allocations, want 0", allocs)
 		}
 	})
 }

@@ -304,7 +304,7 @@ func (c *HTTPClientConn) readSSE(body io.ReadCloser, st *streamState) sseEnd {
 // httpDrainBytes; what it reads is discarded, as the stream has served its
 // purpose.
 func drainStream(r *bufio.Reader, body io.Closer) {
-	e := drains.after(func() { body.Close() })
+	e := drains.closeAfter(body)
 	_, _ = r.Discard(httpDrainBytes)
 	drains.stop(e)
 }

@@ -864,10 +864,9 @@ func (s *httpSession) pump(ctx context.Context, w http.ResponseWriter, st *sseSt
 			}
 		}()
 		if held.wait > 0 { // it is the server's openWait: one timer for all (delay.go)
-			c := make(chan struct{})
-			e := s.srv.holds.after(func() { close(c) })
+			e := s.srv.holds.signal()
 			defer s.srv.holds.stop(e)
-			timeout = c
+			timeout = e.C
 		}
 	}
 	var buf [4]loggedEvent
