@@ -220,7 +220,7 @@ func (p *parser) substConstants(e *Expr, sc *scope) {
 		return
 	}
 	if e.Op == OpVar {
-		if v, ok := p.consts[e.Name]; ok && !sc.taken(e.Name) {
+		if v, ok := p.consts[e.Name]; ok && !sc.taken(e.Name) && e.Field == "" {
 			*e = Expr{Op: OpConst, Val: v, Type: Type{Kind: Int, Min: v, Max: v}, Pos: e.Pos}
 		}
 		return

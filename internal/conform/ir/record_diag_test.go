@@ -97,3 +97,13 @@ func TestRecordDiagnostics(t *testing.T) {
 		})
 	}
 }
+
+// A constant's name followed by a field is not the constant.
+func TestRecordFieldOfConstant(t *testing.T) {
+	src := strings.Replace(recs, "protocol: MCP", "protocol: MCP\nconstants: [{name: K, value: 1}]", 1)
+	src = strings.Replace(src, "gate.count == 1\"", "gate.count == K.x\"", 1)
+	_, ds := Load([]byte(src), "r.yaml", LintOptions{})
+	if want := `r.yaml:14:116: error: unknown record "K" [unknown-variable]`; !strings.Contains(ds.String(), want) {
+		t.Errorf("want %q in\n%s", want, ds)
+	}
+}
