@@ -279,7 +279,8 @@ Support/warden).
 Models: mcp, a2a, anp, acp-cap, acp-client, cs1-tool-delegation,
 cs2-chained-tools, cs3-consent-bypass, cs4-delegation-capability,
 cs5-federated. Model types: bool, enum, int, a domain, set D,
-D1 -> D2 -> T; expressions add in, subseteq, union, inter, \, card(),
+D1 -> D2 -> T, records {f: T, ...} (also as array cells: calls[c].state);
+expressions add in, subseteq, union, inter, \, card(),
 forall/exists x in D; transitions may take params. See docs/conform.md.
 `,
 	"manifest": `  warden manifest keygen --out PREFIX
