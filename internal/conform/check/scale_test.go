@@ -71,6 +71,22 @@ func TestMaxStatesExact(t *testing.T) {
 	}
 }
 
+// A model with exactly MaxStates states is explored whole: the budget is
+// exceeded only by a state beyond it, so the run holds, not "incomplete".
+func TestMaxStatesIsABudgetNotATrigger(t *testing.T) {
+	p := countersProgram(t, 4, 5) // 5^4 = 625 states
+	for _, workers := range []int{1, 2} {
+		r, _ := Check(context.Background(), p, "Bounded", Options{Workers: workers, MaxStates: 625})
+		if r.Status != Holds || r.States != 625 {
+			t.Errorf("%d workers, budget 625: %s (%s) with %d states, want holds with 625", workers, r.Status, r.Reason, r.States)
+		}
+		r, _ = Check(context.Background(), p, "Bounded", Options{Workers: workers, MaxStates: 624})
+		if r.Status != Incomplete || r.Reason != "max states" || r.States != 624 {
+			t.Errorf("%d workers, budget 624: %s (%s) with %d states, want incomplete (max states) with 624", workers, r.Status, r.Reason, r.States)
+		}
+	}
+}
+
 // referenceBFS is the plainest breadth-first search: one goroutine, one
 // store, states taken in the order they were found. Check must find the
 // same states, in the same order, as this.

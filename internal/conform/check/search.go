@@ -203,12 +203,14 @@ func (s *search) merge(next []uint32) ([]uint32, stopAt) {
 		if ns.full {
 			return next, stopAt{full: true}
 		}
+		// The budget is exceeded by a new state beyond it, not reached by
+		// the last one: a model of exactly maxStates states is complete.
+		if s.res.States >= s.maxStates {
+			return next, stopAt{full: true}
+		}
 		s.res.States++
 		if ns.bad {
 			return next, stopAt{bad: true, id: ns.id}
-		}
-		if s.res.States >= s.maxStates {
-			return next, stopAt{full: true}
 		}
 		next = append(next, ns.id)
 	}
