@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -259,13 +260,20 @@ func TestNativeSpansAlone(t *testing.T) {
 	op := &Operation{Method: "tools/call", Tool: "echo", RequestID: "7", Upstream: "demo", Session: "s1",
 		Params: []byte(`{"name":"echo","arguments":{"message":"bench"}}`), Arguments: []byte(`{"message":"bench"}`), Start: start}
 	ctx := context.Background()
-	allocs := testing.AllocsPerRun(200, func() {
-		_, sp := r.Start(ctx, op)
-		if !sp.Context().IsValid() {
-			t.Fatal("invalid span context")
-		}
-		r.End(sp, op)
-	})
+	// AllocsPerRun counts the whole process's allocations, the Recorder's
+	// goroutine's too, which builds the queued spans when it wakes from a
+	// nap; that can only add. The least of a few measurements is the
+	// call's path.
+	allocs := math.Inf(1)
+	for range 5 {
+		allocs = min(allocs, testing.AllocsPerRun(200, func() {
+			_, sp := r.Start(ctx, op)
+			if !sp.Context().IsValid() {
+				t.Fatal("invalid span context")
+			}
+			r.End(sp, op)
+		}))
+	}
 	// The Span, its name, the context carrying it (two: the span and the
 	// context), the operation's copy for the queue. An SDK span took
 	// about 20 (TestSDKSpansAllocate).
