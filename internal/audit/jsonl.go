@@ -150,27 +150,26 @@ func dataEnd(f *os.File, size int64) (end, torn int64, err error) {
 // lastNonZero returns the offset just after the last byte in the first
 // size bytes of f that is not 0 (0 if there is none).
 func lastNonZero(f *os.File, size int64) (int64, error) {
-	const chunk = 64 << 10
-	buf := make([]byte, chunk)
-	for end := size; end > 0; {
-		start := max(end-chunk, 0)
-		n, err := f.ReadAt(buf[:end-start], start)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return 0, err
-		}
-		for i := n - 1; i >= 0; i-- {
-			if buf[i] != 0 {
-				return start + int64(i) + 1, nil
+	return scanBack(f, size, func(b []byte) int {
+		for i := len(b) - 1; i >= 0; i-- {
+			if b[i] != 0 {
+				return i
 			}
 		}
-		end = start
-	}
-	return 0, nil
+		return -1
+	})
 }
 
 // completeLines returns the offset just after the last newline in the first
 // size bytes of f (0 if there is none).
 func completeLines(f *os.File, size int64) (int64, error) {
+	return scanBack(f, size, func(b []byte) int { return bytes.LastIndexByte(b, '\n') })
+}
+
+// scanBack reads the first size bytes of f backwards in chunks and returns
+// the offset just after the byte last(chunk) picks in the last chunk where
+// it picks one (last returns -1 for none), or 0.
+func scanBack(f *os.File, size int64, last func([]byte) int) (int64, error) {
 	const chunk = 64 << 10
 	buf := make([]byte, chunk)
 	for end := size; end > 0; {
@@ -179,7 +178,7 @@ func completeLines(f *os.File, size int64) (int64, error) {
 		if err != nil && !errors.Is(err, io.EOF) {
 			return 0, err
 		}
-		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+		if i := last(buf[:n]); i >= 0 {
 			return start + int64(i) + 1, nil
 		}
 		end = start
