@@ -19,7 +19,8 @@ const envFullRoom = "WARDEN_AUDIT_FULL_ROOM" // bytes the log may still grow by
 // TestDiskFull. It limits its own file size (RLIMIT_FSIZE) to the log's
 // size plus the room given, as a full disk would, then appends from 8
 // goroutines, printing "ack SEQ HASH" for each Append that returned and
-// "refused ERR" for each that failed, and stops after 40 refusals.
+// "refused ERR" for each that failed, and stops after 40 refusals; then
+// it appends one record at a time until one is refused, and prints Ping.
 func TestDiskFullHelper(t *testing.T) {
 	path := os.Getenv(envKillPath)
 	if path == "" {
@@ -74,6 +75,22 @@ func TestDiskFullHelper(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// A refused batch of several records can leave room for a smaller
+	// one, so the last concurrent write may have succeeded and Ping is
+	// then right to say nil. One record at a time, the log fills until
+	// even a single record no longer fits; that write is the last.
+	for i := 0; ; i++ {
+		rec, err := l.Append(context.Background(), sample(9_000_000+i))
+		if err != nil {
+			fmt.Fprintf(out, "refused %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+			break
+		}
+		fmt.Fprintf(out, "ack %d %s\n", rec.Seq, rec.Hash)
+		if i == 10_000 {
+			fmt.Fprintln(out, "never full: 10000 more records fitted")
+			break
+		}
+	}
 	fmt.Fprintf(out, "ping %v\n", l.Ping(context.Background()))
 	out.Flush()
 	os.Exit(0) // without Close: the process ends as a full disk may leave it
