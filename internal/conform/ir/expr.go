@@ -64,6 +64,10 @@ type Expr struct {
 	Val   int // OpConst: 0/1 for bool, the index for enum, the integer for int, the bit-vector for a set
 	Type  Type
 	Dom   *Domain // OpForall, OpExists: the domain the bound variable ranges over
+	// Fixed is, for an OpConst, the transition parameter or named array
+	// index whose value it is; "" for a literal or a constant. A value of a
+	// symmetric domain may come from a parameter, never from a literal.
+	Fixed string
 	Pos   Pos
 }
 

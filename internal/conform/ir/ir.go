@@ -79,6 +79,9 @@ type Type struct {
 	// Elem is a Set's element domain, an Enum or an Int. Element i of the
 	// domain (enum index i, integer Min+i) is bit i of the set's encoding.
 	Elem *Type
+	// Sym names the symmetric domain (Domain.Symmetric) whose elements the
+	// values are; "" for any other type. A set's element type carries it.
+	Sym string
 }
 
 // Size is the number of values in the domain.
@@ -191,6 +194,12 @@ type Domain struct {
 	Type Type // Enum or Int
 	Doc  string
 	Pos  Pos
+	// Symmetric (`symmetric: true`) declares that the model treats the
+	// domain's elements alike: no expression names one of them, orders
+	// them or computes with them (code symmetry), so every permutation of
+	// the elements maps behaviours to behaviours and the checker may store
+	// one state per orbit (see package check).
+	Symmetric bool
 }
 
 // Array is a function from one or more finite domains to a scalar type
@@ -493,6 +502,17 @@ func (m *Model) RecordIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// SymmetricDomains lists the domains declared symmetric, in order.
+func (m *Model) SymmetricDomains() []*Domain {
+	var out []*Domain
+	for i := range m.Domains {
+		if m.Domains[i].Symmetric {
+			out = append(out, &m.Domains[i])
+		}
+	}
+	return out
 }
 
 // Property returns the property with the given id.

@@ -209,6 +209,8 @@ func (p *parser) exprIn(n *yaml.Node, sc *scope, want *Type) *Expr {
 	t := resolve(e, sc, want, &p.d)
 	if want != nil && t.Kind != 0 && !compatible(*want, t) {
 		p.d.add(e.Pos, "type-mismatch", "expected %s, not %s", want, t)
+	} else if want != nil && t.Kind != 0 && (symTag(*want) != "" || symTag(t) != "") {
+		symMeet(e, t, symTag(*want), &p.d)
 	}
 	return e
 }
@@ -419,6 +421,12 @@ func (p *parser) domain(n *yaml.Node, m *Model) {
 	fields := p.typeFields(&ts)
 	fields["name"] = func(x *yaml.Node) { p.str(x, &d.Name) }
 	fields["doc"] = func(x *yaml.Node) { p.str(x, &d.Doc) }
+	fields["symmetric"] = func(x *yaml.Node) {
+		if x.Kind != yaml.ScalarNode || x.Value != "true" && x.Value != "false" {
+			p.d.add(p.pos(x), "yaml", "symmetric must be true or false")
+		}
+		d.Symmetric = x.Value == "true"
+	}
 	p.fields(n, "a domain", fields)
 	switch {
 	case !validIdent(d.Name):
@@ -434,6 +442,9 @@ func (p *parser) domain(n *yaml.Node, m *Model) {
 	t, ok := p.scalarType(ts.typ, &ts, "domain "+d.Name, d.Pos)
 	if !ok {
 		return
+	}
+	if d.Symmetric {
+		t.Sym = d.Name
 	}
 	d.Type = t
 	m.Domains = append(m.Domains, d)
@@ -479,6 +490,7 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 	if t.Kind == Int {
 		v.Init = t.Min
 	}
+	p.symScalar(t, v.Name, v.Pos)
 	if ok && initNode != nil {
 		v.Init = p.initValue(initNode, t, nil)
 	}
@@ -574,6 +586,8 @@ func (p *parser) addArray(a Array, names []string, initNode *yaml.Node, m *Model
 			}
 			if initNode != nil {
 				c.Init = p.initValue(initNode, a.Elem, bound)
+			} else if a.Elem.Sym != "" {
+				p.d.add(a.Pos, "symmetry", "the cells of %s hold values of the symmetric domain %s and would all start at its first element; give an init that reads a named index over %s (\"ag: %s -> %s\", init: ag)", a.Name, a.Elem.Sym, a.Elem.Sym, a.Elem.Sym, a.Elem.Sym)
 			}
 			m.Vars = append(m.Vars, c)
 			return
@@ -584,6 +598,16 @@ func (p *parser) addArray(a Array, names []string, initNode *yaml.Node, m *Model
 		}
 	}
 	cells(0)
+}
+
+// symScalar reports a variable (not an array cell) of a symmetric domain:
+// whatever its initial value, that value is one element told apart from
+// the others. A set of the domain (starting empty) or an array indexed by
+// it holds the same information symmetrically.
+func (p *parser) symScalar(t Type, name string, pos Pos) {
+	if t.Kind != Set && t.Sym != "" {
+		p.d.add(pos, "symmetry", "variable %s holds one element of the symmetric domain %s, so its initial value tells that element apart; use \"set %s\" or an array indexed by %s", name, t.Sym, t.Sym, t.Sym)
+	}
 }
 
 // recordVar declares a record variable "{f1: T1, f2: T2}": one scalar
@@ -597,6 +621,7 @@ func (p *parser) recordVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 	r := Record{Name: v.Name, Doc: v.Doc, Pos: v.Pos}
 	for i, f := range fields {
 		c := Var{Name: v.Name + "." + f.Name, Type: f.Type, Doc: v.Doc, Pos: v.Pos}
+		p.symScalar(f.Type, c.Name, v.Pos)
 		if f.Type.Kind == Int {
 			c.Init = f.Type.Min
 		}

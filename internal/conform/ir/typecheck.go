@@ -132,7 +132,7 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		}
 		if b, ok := sc.lookupBound(e.Name); ok {
 			if b.fixed {
-				*e = Expr{Op: OpConst, Val: b.val, Type: b.typ, Pos: e.Pos}
+				*e = Expr{Op: OpConst, Val: b.val, Type: b.typ, Pos: e.Pos, Fixed: b.name}
 				if b.typ.Kind == Enum {
 					e.Name = b.typ.Values[b.val]
 				}
@@ -184,8 +184,12 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			et = resolve(el, sc, eh, d)
 		}
 		e.Type = Type{Kind: Bool}
-		if expectKind(set, st, Set, "right side of in", d) && et.Kind != 0 && !compatible(et, *st.Elem) {
-			d.add(e.Pos, "type-mismatch", "%s is not an element type of %s", et, st)
+		if expectKind(set, st, Set, "right side of in", d) && et.Kind != 0 {
+			if !compatible(et, *st.Elem) {
+				d.add(e.Pos, "type-mismatch", "%s is not an element type of %s", et, st)
+			} else if symTag(st) != "" || symTag(et) != "" {
+				symMeet(el, et, symTag(st), d)
+			}
 		}
 	case OpSubset, OpUnion, OpInter, OpDiff:
 		l, r := e.Args[0], e.Args[1]
@@ -202,6 +206,9 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		if okL && okR && !compatible(lt, rt) {
 			d.add(e.Pos, "type-mismatch", "%s needs sets of one type, not %s and %s", e.Op.Text(), lt, rt)
 			return Type{}
+		}
+		if okL && okR {
+			symPair(l, r, lt, rt, d)
 		}
 		if e.Op == OpSubset {
 			e.Type = Type{Kind: Bool}
@@ -239,6 +246,7 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 	case OpNeg:
 		t := resolve(e.Args[0], sc, nil, d)
 		if expectKind(e.Args[0], t, Int, "operand of unary -", d) {
+			symNoArith(e, []Type{t}, d)
 			e.Type = Type{Kind: Int, Min: -t.Max, Max: -t.Min}
 		} else {
 			e.Type = Type{Kind: Int}
@@ -256,6 +264,7 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		okR := expectKind(e.Args[1], r, Int, "operand of "+e.Op.Text(), d)
 		e.Type = Type{Kind: Int}
 		if okL && okR {
+			symNoArith(e, []Type{l, r}, d)
 			if e.Op == OpAdd {
 				e.Type.Min, e.Type.Max = l.Min+r.Min, l.Max+r.Max
 			} else {
@@ -284,6 +293,11 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			d.add(e.Pos, "type-mismatch", "%s needs integers, not %s", e.Op.Text(), lt)
 			return e.Type
 		}
+		if e.Op == OpEq || e.Op == OpNe {
+			symPair(l, r, lt, rt, d)
+		} else {
+			symNoArith(e, []Type{lt, rt}, d)
+		}
 		if lt.Kind == Int {
 			checkIntConst(l, r, d)
 			checkIntConst(r, l, d)
@@ -307,6 +321,7 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			d.add(e.Pos, "type-mismatch", "the branches of if have different types: %s and %s", at, bt)
 			return Type{}
 		}
+		symPair(a, b, at, bt, d)
 		e.Type = at
 		if at.Kind == Int {
 			e.Type.Min, e.Type.Max = min(at.Min, bt.Min), max(at.Max, bt.Max)
@@ -358,6 +373,9 @@ func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 			ok = false
 			continue
 		}
+		if want.Sym != "" || symTag(t) != "" {
+			symMeet(x, t, want.Sym, d)
+		}
 		reads := false
 		x.Vars(func(int) { reads = true })
 		if reads {
@@ -408,6 +426,9 @@ func resolveSetLit(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		} else if !compatible(t, *elem) || t.Kind == Int && (t.Min < elem.Min || t.Max > elem.Max) {
 			d.add(x.Pos, "type-mismatch", "element %s (%s) is not always in %s", x, t, elem)
 			return Type{}
+		}
+		if elem.Sym != "" || symTag(t) != "" {
+			symMeet(x, t, elem.Sym, d)
 		}
 	}
 	if elem == nil {
