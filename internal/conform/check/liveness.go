@@ -51,12 +51,20 @@ type Cycle struct {
 
 // Verify checks one property of any kind: an invariant with Check, a
 // leads-to property with CheckLeadsTo. It is what callers that do not care
-// about the kind should call.
+// about the kind should call. On a reduced program (Program.Reduced) an
+// invariant is checked over one state per orbit and its counterexample is
+// turned back into an execution of the model; a leads-to property is
+// checked on the unreduced program (the lasso search's fairness is per
+// transition instance, which a renaming does not preserve).
 func Verify(ctx context.Context, p *Program, property string, opts Options) (*Result, error) {
 	if pr, ok := p.model.Property(property); ok && pr.Kind == ir.LeadsTo {
 		return CheckLeadsTo(ctx, p, property, opts)
 	}
-	return Check(ctx, p, property, opts)
+	res, err := Check(ctx, p, property, opts)
+	if err == nil && res.Trace != nil && p.sym != nil {
+		res.Trace, err = p.concrete(res.Trace, opts.NoAdversary)
+	}
+	return res, err
 }
 
 // lgraph is the whole reachable graph, states numbered in BFS order.
@@ -112,6 +120,7 @@ func (g *lgraph) find(k []uint64) (uint32, bool) {
 // Trace.Cycle says where the cycle starts and how it closes. Budgets and
 // cancellation give an Incomplete result.
 func CheckLeadsTo(ctx context.Context, p *Program, property string, opts Options) (*Result, error) {
+	p = p.Unreduced() // see Verify
 	m := p.model
 	pr, ok := m.Property(property)
 	if !ok {

@@ -34,6 +34,7 @@ type ctrans struct {
 	t      *ir.Transition
 	guard  evalFn // nil: always enabled
 	writes []cwrite
+	sym    *symmetry // set in a reduced program: successors are canonical
 }
 
 // Program is a compiled model: the state layout and every guard, write and
@@ -46,6 +47,11 @@ type Program struct {
 	trans []ctrans
 	props map[string]evalFn
 	words int // how many 64-bit words a packed state has (at least 1)
+	// sym is set in a program that stores one state per orbit of the
+	// model's symmetric domains (Reduced); full is then the program it
+	// was reduced from.
+	sym  *symmetry
+	full *Program
 }
 
 // Model returns the model p was compiled from.
@@ -294,6 +300,9 @@ func (ct *ctrans) fire(k, out []uint64) bool {
 			return false
 		}
 		w.slot.set(out, v)
+	}
+	if ct.sym != nil {
+		ct.sym.canon(out)
 	}
 	return true
 }
