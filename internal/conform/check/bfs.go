@@ -19,9 +19,12 @@
 package check
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
@@ -50,6 +53,40 @@ type Options struct {
 	// end.
 	Progress      func(Progress)
 	ProgressEvery time.Duration
+	// Store is how visited states are kept (see StoreMode); "" is exact.
+	// The partial modes bound a check's memory per state (hash
+	// compaction) or in total (bitstate) at the price of a "holds" that
+	// is not a proof: see Result.Coverage. Leads-to properties are always
+	// checked exactly.
+	Store StoreMode
+	// BitstateLog2 is the bitstate array's size, 2^BitstateLog2 bits
+	// (pan -w); 0 means DefaultBitstateLog2. BitstateHashes is the bits
+	// set per state (pan -k); 0 means DefaultBitstateHashes.
+	BitstateLog2, BitstateHashes int
+}
+
+// Validate reports a bad store configuration, naming the option.
+func (o Options) Validate() error {
+	if _, err := ParseStore(string(o.Store)); err != nil {
+		return err
+	}
+	if o.Store != StoreBitstate && (o.BitstateLog2 != 0 || o.BitstateHashes != 0) {
+		return fmt.Errorf("bitstate bits and hashes apply only to the bitstate store, not %s", o.storeMode())
+	}
+	if o.BitstateLog2 != 0 && (o.BitstateLog2 < MinBitstateLog2 || o.BitstateLog2 > MaxBitstateLog2) {
+		return fmt.Errorf("bitstate array of 2^%d bits: want 2^%d to 2^%d", o.BitstateLog2, MinBitstateLog2, MaxBitstateLog2)
+	}
+	if o.BitstateHashes < 0 || o.BitstateHashes > MaxBitstateHash {
+		return fmt.Errorf("%d bitstate hashes: want 1 to %d", o.BitstateHashes, MaxBitstateHash)
+	}
+	return nil
+}
+
+func (o Options) storeMode() StoreMode {
+	if o.Store == "" {
+		return StoreExact
+	}
+	return o.Store
 }
 
 // DefaultMaxStates bounds a check whose Options say nothing.
@@ -83,14 +120,28 @@ type Result struct {
 	// for a search that stopped, those of the blocks expanded so far.
 	Trace   *Trace // the shortest counterexample, for Violated
 	Elapsed time.Duration
+	// Coverage is set by a partial search (hash compaction, bitstate): a
+	// Holds result then means no violation was found among the states
+	// the search told apart, not that none exists (see Label). A
+	// Violated result is real: its trace was replayed on the model.
+	Coverage *Coverage
 }
 
 // Check explores p breadth-first and reports whether property (an id of
 // the model's properties) holds in every reachable state; with an empty
 // property it explores the whole reachable state space (for coverage and
-// state counts). It returns an error only for a bad property id; budgets
-// and cancellation give an Incomplete result.
+// state counts). It returns an error only for a bad property id or bad
+// Options; budgets and cancellation give an Incomplete result.
 func Check(ctx context.Context, p *Program, property string, opts Options) (*Result, error) {
+	return run(ctx, p, property, opts, nil)
+}
+
+// run is Check, calling visit (when not nil) with every state stored, in
+// BFS order, from the checking goroutine.
+func run(ctx context.Context, p *Program, property string, opts Options, visit func([]uint64)) (*Result, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
 	m := p.model
 	res := &Result{Model: m.Name, Property: property, Guarded: m.IsGuarded(), NoAdversary: opts.NoAdversary,
 		Fired: make([]int, len(p.trans))}
@@ -134,11 +185,27 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 	}
 
 	start := time.Now()
-	s := &search{p: p, trans: trans, actIndex: actIndex, inv: inv, workers: workers,
+	s := &search{p: p, trans: trans, actIndex: actIndex, inv: inv, visit: visit, workers: workers,
 		maxStates: maxStates, res: res}
-	s.seen = newVisited(p.words, min(workers, maxShards))
+	mode := opts.storeMode()
+	log2, hashes := cmp.Or(opts.BitstateLog2, DefaultBitstateLog2), cmp.Or(opts.BitstateHashes, DefaultBitstateHashes)
+	switch mode {
+	case StoreExact:
+		s.seen = newVisited(p.words, min(workers, maxShards))
+	case StoreHashCompact:
+		s.compact = newFingerprints(min(workers, maxShards))
+	case StoreBitstate:
+		s.compact = newBitstate(log2, hashes, min(workers, maxShards))
+	}
+	if s.compact != nil {
+		s.links = &links{}
+		s.maxStates = min(s.maxStates, math.MaxUint32-1) // states are numbered with 32 bits
+	}
 	finish := func(status Status, reason string, depth int) (*Result, error) {
 		res.Status, res.Reason, res.Depth = status, reason, depth
+		if s.compact != nil {
+			res.Coverage = newCoverage(mode, log2, hashes, res.States)
+		}
 		res.Elapsed = time.Since(start)
 		if opts.Progress != nil {
 			el := res.Elapsed
@@ -148,16 +215,32 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 		return res, nil
 	}
 	h := hashWords(p.init)
-	local, _, _ := s.seen.shards[s.seen.shardOf(h)].insert(p.init, h, noParent, 0)
+	var first uint32 // the initial state's id
+	if s.compact != nil {
+		s.compact.insert(s.compact.shardOf(h), p.init, h)
+		s.links.add(0, 0)
+		s.nextWords = slices.Clone(p.init)
+	} else {
+		local, _, _ := s.seen.shards[s.seen.shardOf(h)].insert(p.init, h, noParent, 0)
+		first = s.seen.id(s.seen.shardOf(h), local)
+	}
 	res.States = 1
+	if visit != nil {
+		visit(p.init)
+	}
 	if inv != nil && inv(p.init) == 0 {
-		res.Trace = p.traceTo(s.seen, s.seen.id(s.seen.shardOf(h), local), property)
+		res.Trace = &Trace{Model: p.model, Property: property, Steps: []Step{{Action: -1, Values: p.values(p.init)}}}
 		return finish(Violated, "", 0)
 	}
 
 	lastReport := start
-	frontier := []uint32{s.seen.id(s.seen.shardOf(h), local)}
+	frontier := []uint32{first}
 	for depth := 0; len(frontier) > 0; depth++ {
+		if s.compact != nil {
+			// The next level becomes the current one; the one expanded
+			// before it is let go.
+			s.front, s.nextWords, s.frontBase = s.nextWords, s.front[:0], frontier[0]
+		}
 		if opts.MaxDepth > 0 && depth >= opts.MaxDepth {
 			return finish(Incomplete, "max depth", depth)
 		}
@@ -169,6 +252,15 @@ func Check(ctx context.Context, p *Program, property string, opts Options) (*Res
 			var stop stopAt
 			next, stop = s.block(frontier[lo:min(lo+blockStates*workers, len(frontier))], next)
 			switch {
+			case stop.bad && s.compact != nil:
+				tr, err := p.replayTrace(s.links, stop.id, s.badWords, inv, property)
+				if err != nil {
+					// Cannot happen if every link is right; if one is not,
+					// say so rather than print a trace that is not one.
+					return finish(Incomplete, "counterexample did not replay ("+err.Error()+")", depth+1)
+				}
+				res.Trace = tr
+				return finish(Violated, "", depth+1)
 			case stop.bad:
 				res.Trace = p.traceTo(s.seen, stop.id, property)
 				return finish(Violated, "", depth+1)

@@ -169,14 +169,21 @@ func TestSameAsSequentialBFS(t *testing.T) {
 // high-water mark above its level before the check, sampled after every
 // level, divided by the states stored.
 func peakHeapPerState(t *testing.T, p *Program) (float64, int) {
+	return peakHeapPerStateIn(t, p, Options{})
+}
+
+// peakHeapPerStateIn is peakHeapPerState with a store's options.
+func peakHeapPerStateIn(t *testing.T, p *Program, store Options) (float64, int) {
 	t.Helper()
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
 	runtime.GC()
 	base := read()
 	peak := base
-	r, err := Check(context.Background(), p, "", Options{Workers: 2, ProgressEvery: time.Nanosecond,
-		Progress: func(Progress) { peak = max(peak, read()) }})
+	opts := store
+	opts.Workers, opts.ProgressEvery = 2, time.Nanosecond
+	opts.Progress = func(Progress) { peak = max(peak, read()) }
+	r, err := Check(context.Background(), p, "", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 package check
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // blockStates is how many frontier states one worker expands before the
 // shards take in its successors. It bounds the successors waiting in
@@ -14,17 +17,56 @@ const maxShards = 16
 
 // search is the state of one Check: the visited set and the buffers that
 // carry a block of a level from expansion to insertion.
+//
+// An exact search keeps every state in seen and names a state by its id
+// there. A partial search (hash compaction, bitstate) keeps only what
+// compact needs to tell whether a state was seen; it numbers states in
+// BFS order (the initial state is 0, and a level's states are
+// consecutive), keeps the words of the level being expanded (front, whose
+// first state is frontBase) and of the next (nextWords), and records how
+// each state was reached in links, so that a counterexample can be
+// replayed from the initial state.
 type search struct {
 	p         *Program
 	trans     []ctrans
 	actIndex  []uint16 // index in trans → index in the model
 	inv       evalFn   // nil: explore only
+	visit     func(k []uint64)
 	workers   int
 	maxStates int
 	res       *Result
-	seen      *visited
+	seen      *visited     // exact
+	compact   compactSet   // partial
+	links     *links       // partial
+	front     []uint64     // partial: the words of the level being expanded
+	frontBase uint32       // partial: the number of front's first state
+	nextWords []uint64     // partial: the words of the next level so far
+	badWords  []uint64     // partial: the violating state, once found
 	bufs      []candBuf    // one per worker
 	outs      [][]newState // one per shard
+}
+
+// state returns the words of state id, which is being expanded.
+func (s *search) state(id uint32) []uint64 {
+	if s.seen != nil {
+		return s.seen.state(id)
+	}
+	o := int(id-s.frontBase) * s.p.words
+	return s.front[o : o+s.p.words : o+s.p.words]
+}
+
+func (s *search) shards() int {
+	if s.seen != nil {
+		return len(s.seen.shards)
+	}
+	return s.compact.shards()
+}
+
+func (s *search) shardOf(h uint64) int {
+	if s.seen != nil {
+		return s.seen.shardOf(h)
+	}
+	return s.compact.shardOf(h)
 }
 
 // cand is a successor found by a worker, waiting for its shard. pos is its
@@ -47,12 +89,15 @@ type candBuf struct {
 	fired []int
 }
 
-// newState is a state a shard stored for the first time.
+// newState is a state a shard stored for the first time: in an exact
+// search, id; in a partial one, candidate at of worker src's buffer for
+// the shard.
 type newState struct {
-	pos  uint64
-	id   uint32
-	bad  bool // it violates the property
-	full bool // not a state: the shard was full at pos
+	pos     uint64
+	id      uint32
+	src, at uint32
+	bad     bool // it violates the property
+	full    bool // not a state: the shard was full at pos
 }
 
 // stopAt says why a block ended the search, if it did.
@@ -67,7 +112,7 @@ type stopAt struct {
 // per shard; each phase ends before the next begins, so a shard is never
 // read while it is written.
 func (s *search) block(block []uint32, next []uint32) ([]uint32, stopAt) {
-	nsh := len(s.seen.shards)
+	nsh := s.shards()
 	if s.bufs == nil {
 		s.bufs = make([]candBuf, s.workers)
 		for w := range s.bufs {
@@ -139,7 +184,7 @@ func (s *search) expand(w int, chunk []uint32) {
 	next := make([]uint64, W)
 	pos := uint64(w) << 32
 	for _, id := range chunk {
-		cur := s.seen.state(id)
+		cur := s.state(id)
 		for ti := range s.trans {
 			if !s.trans[ti].fire(cur, next) {
 				continue
@@ -147,7 +192,7 @@ func (s *search) expand(w int, chunk []uint32) {
 			b.edges++
 			b.fired[ti]++
 			h := hashWords(next)
-			sh := s.seen.shardOf(h)
+			sh := s.shardOf(h)
 			b.words[sh] = append(b.words[sh], next...)
 			b.cands[sh] = append(b.cands[sh], cand{hash: h, pos: pos, parent: id, act: s.actIndex[ti]})
 			pos++
@@ -160,9 +205,26 @@ func (s *search) expand(w int, chunk []uint32) {
 // first new state that violates the property: nothing after it counts.
 func (s *search) insert(sh, n int) {
 	W := s.p.words
-	shard := &s.seen.shards[sh]
 	out := s.outs[sh][:0]
 	defer func() { s.outs[sh] = out }()
+	if s.compact != nil {
+		for w := range n {
+			words := s.bufs[w].words[sh]
+			for i, c := range s.bufs[w].cands[sh] {
+				k := words[i*W : (i+1)*W : (i+1)*W]
+				if !s.compact.insert(sh, k, c.hash) {
+					continue
+				}
+				bad := s.inv != nil && s.inv(k) == 0
+				out = append(out, newState{pos: c.pos, src: uint32(w), at: uint32(i), bad: bad})
+				if bad {
+					return
+				}
+			}
+		}
+		return
+	}
+	shard := &s.seen.shards[sh]
 	for w := range n {
 		words := s.bufs[w].words[sh]
 		for i, c := range s.bufs[w].cands[sh] {
@@ -209,6 +271,24 @@ func (s *search) merge(next []uint32) ([]uint32, stopAt) {
 			return next, stopAt{full: true}
 		}
 		s.res.States++
+		var k []uint64
+		if s.compact != nil {
+			// Number the state, link it to its parent, keep its words.
+			W := s.p.words
+			c := s.bufs[ns.src].cands[best][ns.at]
+			k = s.bufs[ns.src].words[best][int(ns.at)*W : int(ns.at+1)*W]
+			ns.id = s.links.n
+			s.links.add(c.parent, c.act)
+			s.nextWords = append(s.nextWords, k...)
+			if ns.bad {
+				s.badWords = slices.Clone(k)
+			}
+		} else if s.visit != nil {
+			k = s.seen.state(ns.id)
+		}
+		if s.visit != nil {
+			s.visit(k)
+		}
 		if ns.bad {
 			return next, stopAt{bad: true, id: ns.id}
 		}

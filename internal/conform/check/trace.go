@@ -87,22 +87,6 @@ func (t *Trace) SourceRefs() []string {
 	return refs
 }
 
-func (p *Program) trace(st *store, idx uint32, property string) *Trace {
-	var steps []Step
-	for i := idx; ; i = st.parents[i] {
-		act := -1
-		if st.parents[i] != noParent {
-			act = int(st.acts[i])
-		}
-		steps = append(steps, Step{Action: act, Values: p.values(st.state(i))})
-		if st.parents[i] == noParent {
-			break
-		}
-	}
-	slices.Reverse(steps)
-	return &Trace{Model: p.model, Property: property, Steps: steps}
-}
-
 // obj is a JSON object that keeps its members in order.
 type obj []member
 

@@ -80,40 +80,25 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 			}
 		}
 	}
-	visited := newStore(p.words)
-	visited.add(p.init, hashWords(p.init), noParent, 0)
-	visit(p.init)
-	out := make([]uint64, p.words)
-	// The store's states are in BFS order, so walking it by index is the
-	// search itself.
-	for i := 0; i < visited.len(); i++ {
-		if i&4095 == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-		for ti := range p.trans {
-			if !p.trans[ti].fire(visited.state(uint32(i)), out) {
-				continue
-			}
-			h := hashWords(out)
-			if visited.find(out, h) {
-				continue
-			}
-			if visited.len() >= maxStates {
-				return nil, nil // too large to tell
-			}
-			visited.add(out, h, uint32(i), uint16(ti))
-			visit(out)
-		}
+	// The checker's own search, exact, with every state handed to visit.
+	r, err := run(ctx, p, "", Options{MaxStates: maxStates}, visit)
+	if err != nil {
+		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.Status != Holds {
+		return nil, nil // too large to tell
+	}
+	states := r.States
 	var found []Vacuous
 	for _, l := range ls {
 		switch {
 		case !l.premOK:
 			found = append(found, Vacuous{Property: l.prop.ID, Pos: l.prop.Pos,
 				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so nothing ever has to follow and it holds vacuously",
-					l.prop.From, visited.len())})
+					l.prop.From, states)})
 		case l.atOnce:
 			found = append(found, Vacuous{Property: l.prop.ID, Pos: l.prop.Pos,
 				Why: fmt.Sprintf("its goal %s holds in every reachable state where its premise %s does, so it holds at once, whatever the fairness",
@@ -128,7 +113,7 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		case w.premise != nil && !w.premOK:
 			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
 				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so the implication holds vacuously",
-					w.prop.Expr.Args[0], visited.len())})
+					w.prop.Expr.Args[0], states)})
 		case len(w.atoms) > 0 && allConstant(w.seen):
 			var vals []string
 			for i, a := range w.atoms {
@@ -136,7 +121,7 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 			}
 			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
 				Why: fmt.Sprintf("every condition it reads is constant over the %d reachable states (%s), so it holds whatever the protocol does",
-					visited.len(), strings.Join(vals, ", "))})
+					states, strings.Join(vals, ", "))})
 		}
 	}
 	return found, nil
