@@ -59,8 +59,12 @@ read differently, such as "NAME" beside "name", a lone "Name" or
 "argumentſ", methods such as "Tools/Call", and requests sent as
 notifications are refused), method-policy, tool-policy (which also refuses
 look-alikes of listed tools: "Transfer_Funds", a trailing NUL, a Cyrillic
-"а"), classify and zero-trust (when configured), and every message is
-recorded in the audit log before it leaves (when gateway.audit is on).
+"а"), then those the configuration turns on: pin (gateway.pinning),
+security (gateway.security), classify (gateway.zero_trust.classification),
+taint (gateway.taint), consent, zero-trust and revocation (an upstream's
+require_token), and last tools, which keeps each tools/list answer in the
+tool index. Every message is recorded in the audit log before it leaves (when
+gateway.audit is on).
 warden's own token (params._meta "io.agentwarden/...") is removed from
 every message before it goes upstream. A refusal is a JSON-RPC error whose data names
 the stage and the rule, for example
