@@ -68,6 +68,16 @@ var ExternalSources = []ExternalSource{
 		Path: "payloads/promptfoo@0.123.1/package/dist/src/strategies-CnWizu_k.js", extract: extractPromptfooInjections},
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/Injections/All_attack.txt", Split: SplitTuning,
 		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/Injections/All_attack.txt", extract: extractWfuzzCommands},
+	// Fourth round (2026-11-28), tuning from the start: short examples of
+	// each kind of injected instruction, promptfoo's debug-access requests
+	// (one of which a hand-written test already quoted, so it could not be
+	// held out), and READMEs of LLM SDKs as benign prose.
+	{Package: "@claude-flow/aidefence@3.0.3", File: "README.md", Split: SplitTuning,
+		Path: "payloads/@claude-flow/aidefence@3.0.3/package/README.md", extract: extractAIDefenceReadme},
+	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/debugAccess.ts)", Split: SplitTuning,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooDebugAccess},
+	npmReadme("ai@7.0.173", SplitTuning), npmReadme("@langchain/core@1.4.0", SplitTuning),
+	npmReadme("ollama@0.6.4", SplitTuning),
 
 	{Package: "wapiti 3.0.4+dfsg-2 (Debian)", File: "wapitiCore/data/attacks/execPayloads.txt", Split: SplitHeldOut,
 		Path: "payloads/wapiti_3.0.4+dfsg-2/usr/lib/python3/dist-packages/wapitiCore/data/attacks/execPayloads.txt", Spent: "round 1 (2026-11-27): misses described in docs/security-processor.md", extract: extractWapitiExec},
@@ -100,6 +110,13 @@ var ExternalSources = []ExternalSource{
 		Path: "payloads/openai@7.55.0/package/README.md", extract: extractReadme},
 	{Package: "@anthropic-ai/sdk@1.10.0", File: "README.md", Split: SplitHeldOut,
 		Path: "payloads/@anthropic-ai/sdk@1.10.0/package/README.md", extract: extractReadme},
+	// Fourth round (2026-11-28), held out from the start: ecc-agentshield's
+	// 70 injection payloads, and five more LLM-SDK READMEs as benign prose.
+	{Package: "ecc-agentshield@1.6.0", File: "dist/index.js (src/injection/payloads.ts)", Split: SplitHeldOut,
+		Path: "payloads/ecc-agentshield@1.6.0/package/dist/index.js", extract: extractAgentShield},
+	npmReadme("@google/genai@3.1.0", SplitHeldOut), npmReadme("@mistralai/mistralai@2.7.0", SplitHeldOut),
+	npmReadme("groq-sdk@1.6.0", SplitHeldOut), npmReadme("@openai/agents@0.20.0", SplitHeldOut),
+	npmReadme("@huggingface/inference@4.13.30", SplitHeldOut),
 	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
 	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
 	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),
@@ -110,6 +127,13 @@ var ExternalSources = []ExternalSource{
 func fortunes(file, split string) ExternalSource {
 	return ExternalSource{Package: "fortunes 1:1.99.1-7.3 (Debian)", File: "games/fortunes/" + file, Split: split,
 		Path: "payloads/fortunes_1:1.99.1-7.3/usr/share/games/fortunes/" + file, extract: extractFortunes}
+}
+
+// npmReadme is the README of an npm package that scripts/deps.sh unpacks
+// into payloads/: prose, commands and code about a library, as benign text.
+func npmReadme(pkg, split string) ExternalSource {
+	return ExternalSource{Package: pkg, File: "README.md", Split: split,
+		Path: "payloads/" + pkg + "/package/README.md", extract: extractReadme}
 }
 
 // Labels of a case.

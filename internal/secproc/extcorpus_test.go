@@ -77,7 +77,10 @@ func TestExternalCorpusReport(t *testing.T) {
 // of the first two rounds and its floor 0.90; wfuzz's two dirTraversal
 // lists, added unread in the third round (1 718 paths), measured 0.760,
 // then 0.882 after the traversal-by-meaning change, and the floor follows
-// the larger corpus.
+// the larger corpus. So does injected instructions': the fourth round
+// added ecc-agentshield's 70 payloads, unread, on which the unchanged
+// detectors recall 0.586, and held-out injected instructions fell from
+// 0.667 (27 cases) to 0.608 (97).
 // Raise a floor when the detectors get better; never lower one to make a
 // change pass. minMalicious and minBenign keep the guard from passing on a
 // corpus that lost its cases.
@@ -88,7 +91,7 @@ var externalFloors = []struct {
 }{
 	{FileAccess, 0.85, 0.02, 1800, 20},
 	{CommandInjection, 0.85, 0.02, 23, 1500},
-	{InjectedInstructions, 0.65, 0.02, 27, 1500},
+	{InjectedInstructions, 0.60, 0.02, 97, 1500},
 }
 
 // unspentFloors guard the held-out sources whose misses no one has read
@@ -101,7 +104,7 @@ var unspentFloors = []struct {
 }{
 	{FileAccess, 0.85, 0.02, 1700, 2},
 	{CommandInjection, 0.95, 0.02, 8, 1500},
-	{InjectedInstructions, 0.55, 0.02, 7, 1500},
+	{InjectedInstructions, 0.55, 0.02, 77, 1500},
 }
 
 // TestExternalCorpusFloors fails when the processor's recall or false
