@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentwarden/warden/internal/a2agw"
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/audit"
 	"github.com/agentwarden/warden/internal/config"
@@ -36,6 +38,7 @@ import (
 	"github.com/agentwarden/warden/internal/ocsf"
 	"github.com/agentwarden/warden/internal/pin"
 	"github.com/agentwarden/warden/internal/policy"
+	"github.com/agentwarden/warden/internal/revoke"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/taint"
@@ -58,6 +61,9 @@ type Options struct {
 	// (SQLite) once the gateway has closed it, before the demo's files are
 	// removed.
 	AuditLog func(path string)
+	// Started, if set, is called with the gateway once it serves, before
+	// the script runs: tests read its pipelines through its own API.
+	Started func(*gateway.Gateway)
 }
 
 // Result is what a run established, for tests and the exit code.
@@ -99,7 +105,9 @@ type scene struct {
 	res    *Result
 	ring   *zerotrust.KeyRing // signs the demo's tokens
 	queue  *approval.Queue    // calls held for the demo's approver
-	mu     sync.Mutex         // guards res.UpstreamSaw and userSaw
+	// revoked is the zero-trust stage's revocation registry.
+	revoked *revoke.Memory
+	mu      sync.Mutex // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
 	userSaw  string
 	audit    *audit.Log        // the gateway's audit log
@@ -116,6 +124,9 @@ type scene struct {
 	agents *agents
 	a2aURL string
 	taint  *gateway.Taint
+	// gw is the gateway the client talks to: the header prints each
+	// upstream's pipeline from it.
+	gw *gateway.Gateway
 }
 
 // auditFile is the demo's audit log, in its temporary folder.
@@ -218,6 +229,8 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	// token can predate the store, and the epoch rule (whole-second iat,
 	// 5 s of skew) would only refuse the demo's first seconds.
 	var replay store.Store = struct{ store.Store }{store.NewMemory()}
+	// The revocation registry (AASM P8): bob revokes a token by its id.
+	s.revoked = revoke.NewMemory()
 	s.queue = approval.New(time.Minute)
 	zt := gateway.ZeroTrust{
 		Keys: ring, Store: replay,
@@ -232,6 +245,9 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		// URL, and alice's pinned signing key.
 		URLs:       func(*gateway.Call) []*url.URL { return []*url.URL{s.endpoint} },
 		ClientKeys: func(sub string) []jose.JSONWebKey { return map[string][]jose.JSONWebKey{"alice": s.keys.pinned()}[sub] },
+		// A verified token is checked against the registry before it is
+		// consumed.
+		Revocations: s.revoked,
 	}
 	// The audit log: every message on record before it leaves, with a
 	// checkpoint signed by its own audit key every 16 records, so that a
@@ -324,6 +340,10 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		s.agents.stop()
 		return nil, err
 	}
+	s.gw = g
+	if s.opts.Started != nil {
+		s.opts.Started(g)
+	}
 	srv := &http.Server{Handler: g.Handler(), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	s.url = base + "/mcp"
@@ -365,9 +385,12 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked; at most %d sessions per principal)\n", s.url, sessionsPerPrincipal)
 	fmt.Fprintf(w, "  upstream  billing: a second MCP server whose pay tool will change its description (a rug pull)\n")
 	fmt.Fprintf(w, "  agent     booker: an a2a-go agent at %s (A2A 1.0), reached by alice's planner\n", s.a2aURL)
-	fmt.Fprintf(w, "  pipeline  demo:    wire → method-policy → tool-policy → security → classify → taint → zero-trust\n")
-	fmt.Fprintf(w, "            billing: wire → method-policy → pin\n")
-	fmt.Fprintf(w, "            booker:  wire → method-policy → card → delegation → taint; every message of all three audited\n")
+	// Each MCP upstream's pipeline as the gateway runs it (its stages in
+	// StageTable's order), after the strict decoder; every message of all
+	// three is audited.
+	fmt.Fprintf(w, "  pipeline  demo:    %s\n", s.pipeline("demo"))
+	fmt.Fprintf(w, "            billing: %s\n", s.pipeline("billing"))
+	fmt.Fprintf(w, "            booker:  %s; every message of all three audited\n", strings.Join(a2aStages, arrow))
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
 	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")
@@ -376,6 +399,20 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "            client's signature by a pinned key), by CEL classification rules\n\n")
 	fmt.Fprintf(w, "A scripted MCP client (go-sdk, streamable HTTP) talks to the gateway:\n\n")
 }
+
+// arrow separates the stages of a printed pipeline.
+const arrow = " → "
+
+// pipeline is upstream's pipeline as the gateway runs it: the strict
+// decoder (its refusals name stage "wire"), then the stages of the
+// upstream's Pipeline, in order.
+func (s *scene) pipeline(upstream string) string {
+	return strings.Join(append([]string{jsonrpc.StageWire}, s.gw.Upstream(upstream).Pipeline.Stages()...), arrow)
+}
+
+// a2aStages are the checks of warden's A2A relay in front of booker, in
+// the order a2agw runs them (it has no stage table to read them from).
+var a2aStages = []string{a2agw.StageWire, a2agw.StageMethod, a2agw.StageCard, a2agw.StageDelegation, a2agw.StageTaint}
 
 func (s *scene) summary() {
 	w := s.opts.Out

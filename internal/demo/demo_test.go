@@ -49,6 +49,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		`a tools/call whose tool is in "Name", which only a case-insensitive server reads`:                    "refused wire (member-case)",
 		"transfer_funds sent as a notification (no id: nothing to answer, a server may still run it)":         "refused wire (request-as-notification)",
 		"a token for exactly this transfer, approved for upstream billing":                                    "refused zero-trust (INV-1)",
+		"that fresh token with exactly its arguments, after bob revoked it (warden token revoke --jti)":       "refused zero-trust (revoked)",
 		`tools/call Get_Env {}`:                                                                            "refused tool-policy (tool-name-variant)",
 		`a request nested 100 levels deep`:                                                                 "refused wire (depth)",
 		`a POST from a web page at http://evil.example (DNS rebinding)`:                                    "refused listener (host)",
@@ -92,7 +93,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"14 relayed, 23 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"14 relayed, 24 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c",
 		"checkpoints signed by its audit key attest it"} {
 		if !strings.Contains(out.String(), want) {

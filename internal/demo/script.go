@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/approval"
 	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/revoke"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
 
@@ -78,7 +79,8 @@ func (s *scene) script(ctx context.Context) error {
 		`{"recipient":"vendor@example.com","amount":1000.0,"account_id":"ACC_123"}`,
 		`{"account_id":"ACC_123","amount":1001,"recipient":"vendor@example.com"}`)
 	s.callWith(ctx, cs, "the same token again (replay)", "transfer_funds", approved, token, "refused")
-	fresh, err := s.issue("alice", "transfer_funds", `{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)
+	fresh, freshClaims, err := zerotrust.Issue(s.ring, zerotrust.IssueRequest{Sub: "alice", Upstream: "demo", Tool: "transfer_funds",
+		Arguments: []byte(`{"account_id":"ACC_123","amount":1000,"recipient":"vendor@example.com"}`)})
 	if err != nil {
 		return err
 	}
@@ -89,6 +91,14 @@ func (s *scene) script(ctx context.Context) error {
 		return err
 	}
 	s.callWith(ctx, cs, "a token for exactly this transfer, approved for upstream billing", "transfer_funds", approved, elsewhere, "refused")
+	// P8: the fresh token was refused above without being used; with its
+	// own arguments it would pass, until it is revoked.
+	if err := s.revoked.Revoke(ctx, revoke.Revocation{Kind: revoke.KindToken, ID: freshClaims.ID, By: "bob",
+		Reason: "alice reported her device lost"}); err != nil {
+		return err
+	}
+	s.callWith(ctx, cs, "that fresh token with exactly its arguments, after bob revoked it (warden token revoke --jti)",
+		"transfer_funds", approved, fresh, "refused")
 	if err := s.tiers(ctx, cs); err != nil {
 		return err
 	}
