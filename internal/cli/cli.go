@@ -50,10 +50,10 @@ var exitCodes = []struct {
 	text string
 }{
 	{ExitOK, "ok", "success"},
-	{ExitFindings, "findings", "ran, and found something (an exploited target, a violated property)"},
+	{ExitFindings, "findings", "ran, and found something (an exploited target, a violated property, a broken audit chain, a token that does not verify)"},
 	{ExitUsage, "usage", "bad command line"},
-	{ExitConfig, "config", "the configuration is invalid"},
-	{ExitUpstream, "upstream", "an upstream or the listener could not be started"},
+	{ExitConfig, "config", "the configuration, an OATF document or a protocol model is invalid; warden conform replay: the target cannot be set up"},
+	{ExitUpstream, "upstream", "an upstream, a store, the listener or the admin API could not be reached or started; warden attack run: a target was never really exercised (verdict error)"},
 	{ExitInternal, "internal", "an unexpected failure inside warden"},
 	{ExitPartial, "partial", "warden attack run: some of an attack's indicators matched, not all; warden audit verify --key: intact, but records after the last checkpoint are unattested; warden conform: a check stopped at its state budget (incomplete) or a replay probe got no verdict (inconclusive)"},
 	{ExitDrained, "drained", "warden gateway stopped with calls in flight past the drain time (answered with -32035)"},
