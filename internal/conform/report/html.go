@@ -80,7 +80,8 @@ func (res *Results) WriteHTML(w io.Writer) error {
 		CXs          []cx
 		TriageLine   string
 		BehindLine   string
-	}{doc, ir.Principles, rows, columns, doc.Compositions, cxs, triageLine(doc.Summary.ByTriage), res.BehindLine()}
+		PartialLine  string
+	}{doc, ir.Principles, rows, columns, doc.Compositions, cxs, triageLine(doc.Summary.ByTriage), res.BehindLine(), res.partialLine()}
 	return htmlPage.Execute(w, data)
 }
 
@@ -127,11 +128,13 @@ section.cx { border-top: 1px solid #ddd; padding-top: 0.5em; }
 <body>
 <h1>AgentConform: protocol × principle matrix</h1>
 <p id="summary">{{.Doc.Summary.Cells}} cells: {{.Doc.Summary.Violated}} violated, {{.Doc.Summary.Holds}} hold. Triage: {{.TriageLine}}. {{.BehindLine}} Replay: {{.Doc.Replay}}.</p>
+{{with .PartialLine}}<p id="coverage" class="partial">{{.}}</p>
+{{end}}
 <p>Each cell: ✗ violated or ✓ holds, the triage label and the taxonomy class (SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness); † the violation needs an Adversary action. A violated cell links to its counterexample.</p>
 <table id="matrix">
 <thead><tr><th>protocol</th>{{range .Principles}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr id="row-{{.Protocol}}"><th>{{.Protocol}}</th>{{range .Cells}}<td class="cell t-{{.Triage}}" title="{{.Triage}} · {{.Class}}">{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{mark .Result}}{{if .Adversary}}†{{end}}</a>{{else}}{{mark .Result}}{{end}} {{short .Triage}} {{cls .Class}}</td>{{end}}</tr>
+{{range .Rows}}<tr id="row-{{.Protocol}}"><th>{{.Protocol}}</th>{{range .Cells}}<td class="cell t-{{.Triage}}" title="{{.Triage}} · {{.Class}}">{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{mark .Result}}{{if .Adversary}}†{{end}}</a>{{else}}{{mark .Result}}{{if eq .Coverage "partial"}}*{{end}}{{end}} {{short .Triage}} {{cls .Class}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table>
 {{if .Columns}}<h2 id="implementation-heading">Implementation and behind warden</h2>
@@ -145,7 +148,7 @@ section.cx { border-top: 1px solid #ddd; padding-top: 0.5em; }
 <table id="compositions">
 <thead><tr><th>model</th><th>protocols</th><th>invariant</th><th>result</th><th>triage</th><th>class</th><th>length</th><th>behind warden (modelled)</th></tr></thead>
 <tbody>
-{{range .Compositions}}<tr class="t-{{.Triage}}"><td>{{.Model}}</td><td>{{range $i, $p := .Protocols}}{{if $i}} + {{end}}{{$p}}{{end}}</td><td>{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{.Property}}</a>{{else}}{{.Property}}{{end}}</td><td>{{.Result}}</td><td>{{.Triage}}</td><td>{{.Class}}</td><td>{{if .TraceLen}}{{.TraceLen}}{{if .Adversary}} †{{end}}{{else}}—{{end}}</td><td>{{.WardenResult}}</td></tr>
+{{range .Compositions}}<tr class="t-{{.Triage}}"><td>{{.Model}}</td><td>{{range $i, $p := .Protocols}}{{if $i}} + {{end}}{{$p}}{{end}}</td><td>{{if .Counterexample}}<a href="#{{anchor .Counterexample}}">{{.Property}}</a>{{else}}{{.Property}}{{end}}</td><td>{{.Result}}{{if eq .Coverage "partial"}} (partial){{end}}</td><td>{{.Triage}}</td><td>{{.Class}}</td><td>{{if .TraceLen}}{{.TraceLen}}{{if .Adversary}} †{{end}}{{else}}—{{end}}</td><td>{{.WardenResult}}</td></tr>
 {{end}}</tbody>
 </table>
 <h2 id="counterexamples">Counterexamples</h2>

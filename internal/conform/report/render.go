@@ -19,6 +19,10 @@ type Document struct {
 	Cells        []Cell    `json:"cells"`
 	Compositions []Finding `json:"compositions"`
 	Summary      Summary   `json:"summary"`
+	// Coverage is "partial" when any finding's is (a hashcompact or
+	// bitstate run in which something held): then a "holds" in this
+	// document is not a proof. Otherwise "complete".
+	Coverage string `json:"coverage"`
 	// WardenResults says where warden_result comes from: the model behind
 	// the gateway (its warden: blocks), never a run behind the real
 	// gateway; that is the behind_warden column of --against.
@@ -34,6 +38,7 @@ type Summary struct {
 	Cells        int            `json:"cells"`
 	Violated     int            `json:"violated"`
 	Holds        int            `json:"holds"`
+	PartialHolds int            `json:"partial_holds"` // of Holds, those of partial coverage
 	ByTriage     map[string]int `json:"by_triage"`
 	CSInvariants int            `json:"cs_invariants"`
 	CSViolated   int            `json:"cs_violated"`
@@ -52,7 +57,7 @@ func (res *Results) JSONDocument() (*Document, error) {
 	}
 	doc := &Document{Version: 1, Source: "model check of the built-in models (AgentRFC §6)", Replay: res.replayLine(),
 		Cells: cells, Compositions: res.Compositions(), Summary: Summary{ByTriage: map[string]int{}, BehindWarden: res.BehindLine()},
-		WardenResults: WardenModelled}
+		WardenResults: WardenModelled, Coverage: CoverageComplete}
 	for _, c := range cells {
 		if c.Result == NotModelled {
 			continue
@@ -64,6 +69,9 @@ func (res *Results) JSONDocument() (*Document, error) {
 			doc.Summary.Violated++
 		case "holds":
 			doc.Summary.Holds++
+			if c.Coverage == CoveragePartial {
+				doc.Summary.PartialHolds++
+			}
 		}
 	}
 	for _, f := range res.Findings {
@@ -75,6 +83,9 @@ func (res *Results) JSONDocument() (*Document, error) {
 		}
 		if f.WardenResult != "holds" {
 			doc.Summary.ModelledWardenViolations++
+		}
+		if f.Coverage == CoveragePartial {
+			doc.Coverage = CoveragePartial
 		}
 	}
 	return doc, nil
@@ -132,6 +143,8 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 			mark := "✓"
 			if c.Result == "violated" {
 				mark = "✗"
+			} else if c.Coverage == CoveragePartial {
+				mark = "✓*"
 			}
 			adv := ""
 			if c.Adversary {
@@ -144,6 +157,9 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 	s := doc.Summary
 	fmt.Fprintf(&b, "\n%d cells: %d violated, %d hold. Triage: %s. %s\n",
 		s.Cells, s.Violated, s.Holds, triageLine(s.ByTriage), res.BehindLine())
+	if line := res.partialLine(); line != "" {
+		b.WriteString("\n" + line + "\n")
+	}
 	b.WriteString("\nClasses: SM spec-mandated, SR spec-recommended, AH AASM-hardening, AC APS-completeness. " +
 		"Labels: SPEC = SPEC-FAIL, AMBIG = AMBIGUITY-FAIL, BOTH = BOTH-FAIL, IMPL = IMPL-FAIL, MODEL = MODEL-FAIL, PASS.\n")
 	writeColumnsMarkdown(&b, doc.Cells)
@@ -158,10 +174,36 @@ func (res *Results) WriteMarkdown(w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", f.Model, strings.Join(f.Protocols, " + "),
-			f.Property, f.Result, f.Triage, f.Class, l, f.WardenResult)
+			f.Property, f.resultLabel(), f.Triage, f.Class, l, f.WardenResult)
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// partialLine says, under a matrix of partial coverage, that its "holds"
+// are not proofs and how likely a miss is; "" when every hold is complete.
+func (res *Results) partialLine() string {
+	n, note := 0, ""
+	for _, f := range res.Findings {
+		if f.Coverage == CoveragePartial {
+			n++
+			note = f.CoverageNote
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("* Partial coverage: %d of the properties hold only as far as the search saw, not as a proof (%s); "+
+		"rerun with --store exact for a proof.", n, note)
+}
+
+// resultLabel is the result column: a hold of partial coverage reads
+// "holds (partial)".
+func (f Finding) resultLabel() string {
+	if f.Result == "holds" && f.Coverage == CoveragePartial {
+		return "holds (partial)"
+	}
+	return f.Result
 }
 
 func triageLine(m map[string]int) string {

@@ -39,22 +39,44 @@ const (
 
 // Finding is the outcome of one property of one model.
 type Finding struct {
-	Model          string       `json:"model"`
-	Protocols      []string     `json:"protocols"`
-	Property       string       `json:"property"`
-	Principle      string       `json:"principle"`
-	Class          string       `json:"class"`
-	Result         string       `json:"result"` // holds | violated | incomplete
-	Adversary      bool         `json:"adversary"`
-	TraceLen       int          `json:"trace_len,omitempty"`
-	Actions        []string     `json:"actions,omitempty"` // for a lasso, the prefix
-	Cycle          []string     `json:"cycle,omitempty"`   // a leads-to lasso's cycle, ending with the action (or "stutter") that closes it
-	Triage         string       `json:"triage"`
-	AmbiguousRefs  []string     `json:"ambiguous_refs,omitempty"`
-	Counterexample string       `json:"counterexample,omitempty"` // relative path of the ITF trace
-	States         int          `json:"states"`
-	WardenResult   string       `json:"warden_result"`
-	Trace          *check.Trace `json:"-"`
+	Model          string   `json:"model"`
+	Protocols      []string `json:"protocols"`
+	Property       string   `json:"property"`
+	Principle      string   `json:"principle"`
+	Class          string   `json:"class"`
+	Result         string   `json:"result"` // holds | violated | incomplete
+	Adversary      bool     `json:"adversary"`
+	TraceLen       int      `json:"trace_len,omitempty"`
+	Actions        []string `json:"actions,omitempty"` // for a lasso, the prefix
+	Cycle          []string `json:"cycle,omitempty"`   // a leads-to lasso's cycle, ending with the action (or "stutter") that closes it
+	Triage         string   `json:"triage"`
+	AmbiguousRefs  []string `json:"ambiguous_refs,omitempty"`
+	Counterexample string   `json:"counterexample,omitempty"` // relative path of the ITF trace
+	States         int      `json:"states"`
+	WardenResult   string   `json:"warden_result"`
+	// Coverage is "partial" when a hashcompact or bitstate search found
+	// no violation (plain or behind warden): that "holds" is not a proof,
+	// and CoverageNote gives the mode and its odds. Otherwise "complete".
+	Coverage     string       `json:"coverage"`
+	CoverageNote string       `json:"coverage_note,omitempty"`
+	Trace        *check.Trace `json:"-"`
+}
+
+// Coverage values.
+const (
+	CoverageComplete = "complete"
+	CoveragePartial  = "partial"
+)
+
+// coverage fills f's coverage from the results behind it.
+func (f *Finding) coverage(rs ...*check.Result) {
+	f.Coverage = CoverageComplete
+	for _, r := range rs {
+		if r.Partial() {
+			f.Coverage, f.CoverageNote = CoveragePartial, "partial coverage: "+r.Coverage.String()
+			return
+		}
+	}
 }
 
 // Results is every finding, in model and property order.
@@ -119,6 +141,7 @@ func CheckModel(ctx context.Context, m *ir.Model, cat *catalog.Catalog, opts Opt
 			return nil, err
 		}
 		f.WardenResult = string(w.Status)
+		f.coverage(r, w)
 		out = append(out, f)
 	}
 	return out, nil
@@ -257,6 +280,10 @@ type Cell struct {
 	TraceLen       int      `json:"trace_len,omitempty"`
 	Counterexample string   `json:"counterexample,omitempty"`
 	WardenResult   string   `json:"warden_result"`
+	// Coverage is "partial" when any property behind the cell holds only
+	// as far as a partial search saw (Finding.Coverage).
+	Coverage     string `json:"coverage"`
+	CoverageNote string `json:"coverage_note,omitempty"`
 	// Implementation and BehindWarden are the replay columns (matrix
 	// --against TARGET), for the target's protocol only.
 	Implementation *Column `json:"implementation,omitempty"`
@@ -289,7 +316,8 @@ func (res *Results) Matrix() ([]Cell, error) {
 			if len(fs) == 0 {
 				// Only with a user's models (conform matrix --model):
 				// every built-in cell has a property.
-				cells = append(cells, Cell{Protocol: proto, Principle: pr, Result: NotModelled, WardenResult: NotModelled})
+				cells = append(cells, Cell{Protocol: proto, Principle: pr, Result: NotModelled, WardenResult: NotModelled,
+					Coverage: CoverageComplete})
 				continue
 			}
 			shown := fs[0]
@@ -301,7 +329,7 @@ func (res *Results) Matrix() ([]Cell, error) {
 			}
 			c := Cell{Protocol: proto, Principle: pr, Result: shown.Result, Class: shown.Class, Triage: shown.Triage,
 				ModelTriage: shown.Triage, Replay: "pending", Adversary: shown.Adversary, TraceLen: shown.TraceLen,
-				Counterexample: shown.Counterexample, WardenResult: string(check.Holds)}
+				Counterexample: shown.Counterexample, WardenResult: string(check.Holds), Coverage: CoverageComplete}
 			ordered := append([]Finding{shown}, fs...)
 			if c.Implementation = column(res.impl, proto, ordered, false); c.Implementation != nil {
 				c.Triage, c.Replay = c.Implementation.Triage, c.Implementation.Mode
@@ -311,6 +339,9 @@ func (res *Results) Matrix() ([]Cell, error) {
 				c.Properties = append(c.Properties, f.Model+"/"+f.Property)
 				if f.WardenResult != string(check.Holds) {
 					c.WardenResult = f.WardenResult
+				}
+				if f.Coverage == CoveragePartial && c.Coverage != CoveragePartial {
+					c.Coverage, c.CoverageNote = f.Coverage, f.CoverageNote
 				}
 			}
 			cells = append(cells, c)
