@@ -25,7 +25,7 @@ import (
 	"github.com/agentwarden/warden/internal/telemetry"
 )
 
-const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] | " +
+const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] [--symmetry=false] | " +
 	"emit --format promela|tla --model NAME|FILE|DIR [-D NAME=N] [--warden] [--out DIR] [--tlc-jar JAR] | " +
 	"replay --target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL] | " +
 	"matrix [--model NAME|FILE|DIR] [-D NAME=N] [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]"
@@ -102,10 +102,23 @@ func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
 			fmt.Fprintf(env.Stdout, "%s: invalid\n", s.name)
 			continue
 		}
-		fmt.Fprintf(env.Stdout, "%s: ok: model %s (%s), %d variables (%d bits), %d transitions, %d properties\n",
-			s.name, m.Name, m.Protocol, len(m.Vars), m.StateBits(), len(m.Transitions), len(m.Properties))
+		fmt.Fprintf(env.Stdout, "%s: ok: model %s (%s), %d variables (%d bits), %d transitions, %d properties%s\n",
+			s.name, m.Name, m.Protocol, len(m.Vars), m.StateBits(), len(m.Transitions), len(m.Properties), symmetricDomains(m))
 	}
 	return code, nil
+}
+
+// symmetricDomains lists m's symmetric domains for lint's summary line:
+// ", symmetric: Agent (3 elements)"; "" when there is none.
+func symmetricDomains(m *ir.Model) string {
+	var parts []string
+	for _, d := range m.SymmetricDomains() {
+		parts = append(parts, fmt.Sprintf("%s (%d elements)", d.Name, d.Type.Size()))
+	}
+	if parts == nil {
+		return ""
+	}
+	return ", symmetric: " + strings.Join(parts, ", ")
 }
 
 // coverage explores the model (bounded) and warns about transitions that
@@ -337,6 +350,8 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	workers := fs.Int("workers", 0, "parallel workers (0: GOMAXPROCS)")
 	progress := fs.Bool("progress", progressByDefault(env.Stderr),
 		"print a progress line (states/s, queue) to stderr; on by default when stderr is a terminal")
+	symmetry := fs.Bool("symmetry", true, "store one state per orbit of the permutations of the domains a model declares "+
+		"symmetric (state counts are then orbits; leads-to properties are checked without it); --symmetry=false checks every state")
 	if code, err := parseNoArgs(fs, args); err != nil {
 		return code, err
 	}
@@ -359,6 +374,11 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 		prog, err := check.Compile(m)
 		if err != nil {
 			return ExitInternal, err
+		}
+		if *symmetry && len(m.SymmetricDomains()) > 0 {
+			var note string
+			prog, note = prog.Reduced()
+			fmt.Fprintf(env.Stdout, "%s: %s\n", m.Name, note)
 		}
 		for _, p := range m.Properties {
 			o := opts
@@ -404,6 +424,11 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 				}
 			case check.Holds:
 				line += fmt.Sprintf(" %-14s %d states", label, r.States)
+				if n := prog.Permutations(); n > 0 && p.Kind == ir.Invariant {
+					line += fmt.Sprintf(" (orbits; symmetry: %d permutations)", n)
+				} else if n > 0 {
+					line += " (leads-to: checked without symmetry)"
+				}
 			default:
 				incomplete++
 				line += fmt.Sprintf(" stopped: %s after %d states", r.Reason, r.States)
