@@ -3,13 +3,15 @@ package ocsf
 // A hand-written JSON encoder for the events of this package. Events are
 // encoded once per operation on the exporter's goroutine; encoding/json
 // spent most of that time in reflection, and more on the unmapped map
-// (sorting its keys through reflect.Value). AppendJSON writes the bytes
+// (sorting its keys through reflect.Value), and building that map was
+// as much again. AppendJSON writes the bytes
 // encoding/json writes with HTML escaping off (json.Encoder.SetEscapeHTML
 // (false)), member for member, in struct order, omitempty as the struct tags
 // say, map keys sorted, json.RawMessage compacted;
 // TestAppendJSONIsEncodingJSON holds it to that for every event kind.
-// Values of the unmapped map of a type it does not know go through
-// encoding/json, so no value is ever encoded differently.
+// The unmapped object is typed (Unmapped) and written member by member in
+// name order; values in its Extra map of a type the encoder does not know
+// go through encoding/json, so no value is ever encoded differently.
 
 import (
 	"bytes"
@@ -18,6 +20,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/agentwarden/warden/internal/jsonenc"
 )
@@ -121,14 +124,23 @@ func (e *encoder) rawValue(v json.RawMessage) {
 		e.b = append(e.b, "null"...)
 		return
 	}
-	buf := bytes.NewBuffer(e.b)
+	buf := compactBuffers.Get().(*bytes.Buffer)
+	defer compactBuffers.Put(buf)
+	buf.Reset()
 	if err := json.Compact(buf, v); err != nil {
 		e.fail(err)
 		e.b = append(e.b, "null"...)
 		return
 	}
-	e.b = buf.Bytes()
+	e.b = append(e.b, buf.Bytes()...)
+	if buf.Cap() > 64<<10 {
+		*buf = bytes.Buffer{} // keep no huge buffer
+	}
 }
+
+// compactBuffers are json.Compact's buffers (rawValue): a bytes.Buffer
+// made per raw value was an allocation each.
+var compactBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (e *encoder) strings(k string, v []string) {
 	if len(v) == 0 {
@@ -216,9 +228,9 @@ func (e *encoder) base(b *Base) {
 		}
 		e.b = append(e.b, ']')
 	}
-	if len(b.Unmapped) > 0 {
+	if !b.Unmapped.empty() {
 		e.key("unmapped")
-		e.unmapped(b.Unmapped)
+		e.unmappedObject(b.Unmapped)
 	}
 }
 
@@ -289,29 +301,7 @@ func (e *encoder) fingerprint(f *Fingerprint) {
 	e.close()
 }
 
-// unmapped appends m with its keys sorted, as encoding/json does.
-func (e *encoder) unmapped(m map[string]any) {
-	var keys [24]string
-	ks := keys[:0]
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	e.open()
-	for _, k := range ks {
-		if !e.first {
-			e.b = append(e.b, ',')
-		}
-		e.first = false
-		e.b = appendString(e.b, k)
-		e.b = append(e.b, ':')
-		e.value(m[k])
-		e.first = false
-	}
-	e.close()
-}
-
-// value appends one value of an unmapped map.
+// value appends one value of Unmapped.Extra.
 func (e *encoder) value(v any) {
 	switch v := v.(type) {
 	case string:

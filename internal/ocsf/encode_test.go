@@ -99,11 +99,11 @@ func everyEvent() map[string]Event {
 	// Unmapped values of kinds the builders do not make go through
 	// encoding/json.
 	other := Builder{}.APIActivity(toolCall())
-	other.Unmapped["x.float"] = 1.5
-	other.Unmapped["x.map"] = map[string]any{"b": []int{1}, "a": "<&>"}
-	other.Unmapped["x.bytes"] = []byte("hi")
-	other.Unmapped["x.nil"] = nil
-	other.Unmapped[awkward] = json.RawMessage(nil)
+	other.Unmapped.Extra = map[string]any{
+		"x.float": 1.5, "x.map": map[string]any{"b": []int{1}, "a": "<&>"}, "x.bytes": []byte("hi"), "x.nil": nil,
+		awkward: json.RawMessage(nil), "a.first": "before every field", "mcp.n": 3, "zz.last": true,
+		"gen_ai.tool.name": "replaces the field", "warden.audit.seq": int64(-1),
+	}
 	other.AIModel = &AIModel{AIProvider: "p", Name: awkward}
 	evs["unmapped of other kinds"] = other
 	return evs

@@ -217,6 +217,7 @@ type activityParts struct {
 	response   APIResponse
 	trace      Trace
 	span       TraceSpan
+	unmapped   Unmapped
 	profiles   [3]string // ai_operation, trace, and room for record_integrity (Chain.Attest)
 }
 
@@ -283,9 +284,9 @@ func (b Builder) APIActivity(c *Call) *APIActivity {
 		p.context = MessageContext{AIRoleID: AIRoleTool, UID: c.Session, Name: orDefault(c.Tool, c.Prompt), Service: &p.ctxService}
 		e.MessageContext = &p.context
 	}
-	e.Unmapped = unmapped(c)
+	e.Unmapped = unmappedIn(c, &p.unmapped)
 	if e.API.Request == nil && c.Arguments != nil {
-		e.Unmapped["mcp.params"] = c.Arguments // a notification's params: no request to hold them
+		e.Unmapped.Params = c.Arguments // a notification's params: no request to hold them
 	}
 	return e
 }
@@ -297,41 +298,20 @@ func (a *API) responseCode() string {
 	return strconv.FormatInt(a.Response.Code, 10)
 }
 
-// unmapped collects the MCP attributes OCSF has no place for, under their
-// OpenTelemetry/AITF names, and the compliance tags.
-func unmapped(c *Call) map[string]any {
-	m := make(map[string]any, 16) // room for what a call usually has, without growing
-	m["mcp.method.name"] = method(c)
-	set := func(k, v string) {
-		if v != "" {
-			m[k] = v
-		}
-	}
-	set("mcp.session.id", c.Session)
-	set("mcp.protocol.version", c.ProtocolVersion)
-	set("mcp.server.transport", c.Transport)
-	set("mcp.client.transport", c.ClientTransport)
-	set("mcp.server.url", c.UpstreamURL)
-	set("mcp.resource.uri", c.ResourceURI)
-	set("gen_ai.tool.name", c.Tool)
-	set("gen_ai.prompt.name", c.Prompt)
-	set("warden.params_hash", c.ParamsHash)
-	set("warden.jti", c.JTI)
-	set("warden.audit.hash", c.AuditHash)
-	set("mcp.tool.approval.status", c.Approval)
-	set("mcp.tool.approval.approver", c.Approver)
-	if c.AuditSeq != 0 {
-		m["warden.audit.seq"] = c.AuditSeq
+// unmappedIn fills u with the MCP attributes OCSF has no place for, and
+// the compliance tags, and returns it.
+func unmappedIn(c *Call, u *Unmapped) *Unmapped {
+	*u = Unmapped{
+		Method: method(c), Session: c.Session, ProtocolVersion: c.ProtocolVersion,
+		ServerTransport: c.Transport, ClientTransport: c.ClientTransport, ServerURL: c.UpstreamURL,
+		ResourceURI: c.ResourceURI, ToolName: c.Tool, PromptName: c.Prompt,
+		ParamsHash: c.ParamsHash, JTI: c.JTI, AuditHash: c.AuditHash, AuditSeq: c.AuditSeq,
+		ApprovalStatus: c.Approval, Approver: c.Approver, Compliance: callTags(c),
 	}
 	if d := c.Denial; d != nil {
-		set("warden.stage", d.Stage)
-		set("warden.rule", d.Rule)
-		set("warden.invariant", d.Invariant)
+		u.Stage, u.Rule, u.Invariant = d.Stage, d.Rule, d.Invariant
 	}
-	if tags := callTags(c); tags != nil {
-		m["compliance"] = tags
-	}
-	return m
+	return u
 }
 
 // callTags returns ComplianceTags of the controls of c's seed span and
@@ -347,7 +327,11 @@ func callTags(c *Call) map[Framework][]string {
 	for _, f := range c.SeedFields {
 		n += 1 + len(f)
 	}
-	key := make([]byte, 0, n)
+	var stack [512]byte // the key of a call's fields fits: no allocation
+	key := stack[:0]
+	if n > len(stack) {
+		key = make([]byte, 0, n)
+	}
 	key = append(key, c.SeedSpan...)
 	for _, f := range c.SeedFields {
 		key = append(append(key, 0), f...)

@@ -142,20 +142,15 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 	}
 	e.FindingInfo.Attacks = e.Attacks
 	e.Evidences = []Evidence{{API: &API{Operation: method(c), Request: request(c)}}}
-	e.Unmapped = unmapped(c)
+	e.Unmapped = unmappedIn(c, new(Unmapped))
 	// Class 2004 does not take the trace profile: the trace ids go here, as
 	// OpenTelemetry names them on a log record.
 	if c.TraceID != "" {
-		e.Unmapped["trace_id"] = c.TraceID
-		if c.SpanID != "" {
-			e.Unmapped["span_id"] = c.SpanID
-		}
+		e.Unmapped.TraceID = c.TraceID
+		e.Unmapped.SpanID = c.SpanID
 	}
-	// The finding's own controls, not the call's (unmapped copies those).
-	delete(e.Unmapped, "compliance")
-	if tags := ComplianceTags(f.Controls); tags != nil {
-		e.Unmapped["compliance"] = tags
-	}
+	// The finding's own controls, not the call's (unmappedIn copies those).
+	e.Unmapped.Compliance = ComplianceTags(f.Controls)
 	return e
 }
 

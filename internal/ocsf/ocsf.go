@@ -114,7 +114,46 @@ type Base struct {
 	// Attest.
 	AttestationList []Attestation `json:"attestation_list,omitempty"`
 	// Unmapped carries what OCSF has no attribute for.
-	Unmapped map[string]any `json:"unmapped,omitempty"`
+	Unmapped *Unmapped `json:"unmapped,omitempty"`
+}
+
+// Unmapped is the unmapped object of warden's events: the MCP attributes
+// OCSF has no place for, under their OpenTelemetry and AITF names, and the
+// compliance tags. Each field is one member, left out when empty; its
+// name is in the field's comment. It is encoded as a JSON object with its
+// members sorted by name, as encoding/json sorts a map's keys (see Map),
+// by the hand-written encoder (encode.go), with no map built per event.
+type Unmapped struct {
+	Method          string // mcp.method.name
+	Session         string // mcp.session.id
+	ProtocolVersion string // mcp.protocol.version
+	ServerTransport string // mcp.server.transport
+	ClientTransport string // mcp.client.transport
+	ServerURL       string // mcp.server.url
+	ResourceURI     string // mcp.resource.uri
+	ToolName        string // gen_ai.tool.name
+	PromptName      string // gen_ai.prompt.name
+	ParamsHash      string // warden.params_hash
+	JTI             string // warden.jti
+	AuditHash       string // warden.audit.hash
+	AuditSeq        uint64 // warden.audit.seq
+	ApprovalStatus  string // mcp.tool.approval.status
+	Approver        string // mcp.tool.approval.approver
+	Stage           string // warden.stage
+	Rule            string // warden.rule
+	Invariant       string // warden.invariant
+	// Params is a notification's params (mcp.params): it has no
+	// api.request to hold them.
+	Params json.RawMessage // mcp.params
+	// TraceID and SpanID are a Detection Finding's trace ids: class 2004
+	// does not take the trace profile.
+	TraceID, SpanID string // trace_id, span_id
+	// Compliance is shared, read-only, by the events of calls with the
+	// same seed span and fields (callTags).
+	Compliance map[Framework][]string // compliance
+	// Extra holds members of other names and kinds, encoded by
+	// encoding/json; a name that is also a field's replaces the field.
+	Extra map[string]any
 }
 
 // ClassUID implements Event.
