@@ -241,6 +241,15 @@ const (
 	genHashBits = 25
 )
 
+// genStates is the generated model's state count, genBound^genCounters.
+func genStates() int {
+	n := 1
+	for range genCounters {
+		n *= genBound
+	}
+	return n
+}
+
 // panRun is one run of pan on the generated model.
 type panRun struct {
 	stored     int
@@ -272,10 +281,7 @@ func benchGenerated(ctx context.Context, add func(Result), dir string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	want := 1
-	for range genCounters {
-		want *= genBound
-	}
+	want := genStates()
 	about := fmt.Sprintf("%s: %d counters 0..%d, Inc and Move transitions, exactly %d states (%d-bit state vector)",
 		m.Name, genCounters, genBound-1, want, m.StateBits())
 	if !promela.SpinAvailable() {
@@ -288,12 +294,12 @@ func benchGenerated(ctx context.Context, add func(Result), dir string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var rates, mems, wRate, wMem, wRSS []float64
+	var rates, mems, wRate, wMem, wRSS, wFull []float64
 	var s *panRun
 	equal := true
 	states := 0
 	for round := range genRounds {
-		w, peak, rss := runGenerated(ctx, p, want)
+		w, peak, rss := runGenerated(ctx, p, check.Options{})
 		if round == 0 {
 			// One SPIN run between the checker's rounds: it takes about
 			// 80 s of CPU, and a second would put this section over 3
@@ -313,7 +319,7 @@ func benchGenerated(ctx context.Context, add func(Result), dir string) {
 			wm = wb
 		}
 		rates, mems = append(rates, wr/sr), append(mems, wm/sb)
-		wRate, wMem, wRSS = append(wRate, wr), append(wMem, wb), append(wRSS, wm)
+		wRate, wMem, wRSS, wFull = append(wRate, wr), append(wMem, wb), append(wRSS, wm), append(wFull, wm)
 		log.Printf("conform generated: warden %d states in %v (%.0f/s, heap %.1f B/state, RSS %.1f B/state); pan %d stored, search %v, process %v (%.0f/s, %.1f B/state)",
 			w.States, w.Elapsed.Round(time.Millisecond), wr, wb, float64(rss)/float64(w.States), s.stored, s.search, s.wall.Round(time.Millisecond), sr, sb)
 	}
@@ -337,13 +343,55 @@ func benchGenerated(ctx context.Context, add func(Result), dir string) {
 	add(target(r, *r.Min >= 1.0 && equal))
 	r = spread(Result{Name: memName, Unit: "×", Target: "≤ 1.0, equal state counts", Note: counts}, mems)
 	add(target(r, *r.Max <= 1.0 && equal))
+	benchPartial(ctx, add, p, want, median(wRate), median(wFull))
 }
 
-// runGenerated explores p once on conformWorkers workers and returns the
-// result, the Go heap's high-water mark above its level before (sampled
-// after every level), and the process's peak RSS above its RSS before (0
-// when Linux's /proc cannot reset and report it).
-func runGenerated(ctx context.Context, p *check.Program, want int) (r *check.Result, heap, rss uint64) {
+// benchPartial runs the generated model once with hash compaction and once
+// with bitstate (SPIN's default -w27 -k3), beside the exact rounds:
+// states, states per second and memory per state, measured as
+// runGenerated measures the exact search. SPIN's -DHC4 and -DBITSTATE
+// builds are not run: each would be another pan search of the 10^7
+// states, and the section would take over 4 minutes.
+func benchPartial(ctx context.Context, add func(Result), p *check.Program, want int, exactRate, exactMem float64) {
+	hc, heap, rss := runGenerated(ctx, p, check.Options{Store: check.StoreHashCompact})
+	mem := float64(rss) / float64(hc.States)
+	if rss == 0 {
+		mem = float64(heap) / float64(hc.States)
+	}
+	hr := rate(hc.States, hc.Elapsed)
+	log.Printf("conform generated, hash compaction: %d states in %v (%.0f/s, heap %.1f B/state, RSS %.1f B/state); %s",
+		hc.States, hc.Elapsed.Round(time.Millisecond), hr, float64(heap)/float64(hc.States), float64(rss)/float64(hc.States), hc.Label())
+	add(Result{Name: "conform: generated model: hash compaction states", Value: float64(hc.States), Unit: "states",
+		Note: hc.Coverage.String()})
+	add(Result{Name: "conform: generated model: hash compaction rate (2 workers)", Value: hr, Unit: "states/s",
+		Note: fmt.Sprintf("one Check with --store hashcompact; exact mode's median %.0f states/s (%.2f×)", exactRate, hr/exactRate)})
+	add(Result{Name: "conform: generated model: hash compaction peak memory per state", Value: mem, Unit: "B",
+		Note: fmt.Sprintf("peak RSS above the RSS before, as for exact mode; Go heap high-water mark %.1f B/state", float64(heap)/float64(hc.States))})
+	add(target(Result{Name: "conform: generated model: bytes per state, hash compaction ÷ exact", Value: mem / exactMem, Unit: "×",
+		Target: "< 1.0, equal state counts", Note: fmt.Sprintf("%.1f B against exact mode's median %.1f B; %d states", mem, exactMem, hc.States)},
+		mem < exactMem && hc.States == want))
+
+	bs, bheap, brss := runGenerated(ctx, p, check.Options{Store: check.StoreBitstate})
+	bmem := float64(brss) / float64(bs.States)
+	if brss == 0 {
+		bmem = float64(bheap) / float64(bs.States)
+	}
+	log.Printf("conform generated, bitstate: %d states in %v (%.0f/s, heap %.1f B/state, RSS %.1f B/state); %s",
+		bs.States, bs.Elapsed.Round(time.Millisecond), rate(bs.States, bs.Elapsed), float64(bheap)/float64(bs.States), bmem, bs.Label())
+	add(Result{Name: "conform: generated model: bitstate states stored", Value: float64(bs.States), Unit: "states",
+		Note: fmt.Sprintf("of %d; %s", want, bs.Coverage.String())})
+	add(Result{Name: "conform: generated model: bitstate rate (2 workers)", Value: rate(bs.States, bs.Elapsed), Unit: "states/s",
+		Note: "one Check with --store bitstate (2^27 bits, 3 hashes, as pan's -w27 -k3)"})
+	add(Result{Name: "conform: generated model: bitstate peak memory per state", Value: bmem, Unit: "B",
+		Note: "peak RSS above the RSS before: the fixed 16 MiB array, the links and two levels' words"})
+}
+
+// runGenerated explores p once on conformWorkers workers with the store
+// opts names and returns the result, the Go heap's high-water mark above
+// its level before (sampled after every level), and the process's peak
+// RSS above its RSS before (0 when Linux's /proc cannot reset and report
+// it).
+func runGenerated(ctx context.Context, p *check.Program, opts check.Options) (r *check.Result, heap, rss uint64) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() uint64 { metrics.Read(sample); return sample[0].Value.Uint64() }
 	runtime.GC()
@@ -353,8 +401,9 @@ func runGenerated(ctx context.Context, p *check.Program, want int) (r *check.Res
 	rssOK = rssOK && os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
 	base := read()
 	peak := base
-	r, err := check.Check(ctx, p, "", check.Options{Workers: conformWorkers, MaxStates: 2 * want, ProgressEvery: time.Nanosecond,
-		Progress: func(check.Progress) { peak = max(peak, read()) }})
+	opts.Workers, opts.MaxStates, opts.ProgressEvery = conformWorkers, 2*genStates(), time.Nanosecond
+	opts.Progress = func(check.Progress) { peak = max(peak, read()) }
+	r, err := check.Check(ctx, p, "", opts)
 	if err != nil || r.Status != check.Holds {
 		log.Fatalf("generated model: %s (%s) after %d states, %v", r.Status, r.Reason, r.States, err)
 	}

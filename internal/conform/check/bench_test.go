@@ -63,8 +63,8 @@ func BenchmarkExploreLargest(b *testing.B) {
 }
 
 // BenchmarkExploreGenerated explores the generated counters model of 10^6
-// states on 2 workers (the bench's 10^7-state row in miniature) and
-// reports states/s and heap bytes allocated per state.
+// states on 2 workers (the bench's 10^7-state row in miniature) with each
+// store and reports states/s and heap bytes allocated per state.
 func BenchmarkExploreGenerated(b *testing.B) {
 	m, ds := ir.Load([]byte(check.CountersModel(6, 10)), "counters.yaml", ir.LintOptions{})
 	if ds.HasErrors() {
@@ -74,17 +74,23 @@ func BenchmarkExploreGenerated(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	b.ResetTimer()
-	for b.Loop() {
-		r, _ := check.Check(context.Background(), p, "", check.Options{Workers: 2})
-		if r.Status != check.Holds || r.States != 1_000_000 {
-			b.Fatalf("%s with %d states, want holds with 10^6", r.Status, r.States)
-		}
+	for _, store := range []check.StoreMode{check.StoreExact, check.StoreHashCompact, check.StoreBitstate} {
+		b.Run(string(store), func(b *testing.B) {
+			var ms0, ms1 runtime.MemStats
+			runtime.ReadMemStats(&ms0)
+			b.ResetTimer()
+			states := 0
+			for b.Loop() {
+				r, _ := check.Check(context.Background(), p, "", check.Options{Workers: 2, Store: store})
+				if r.Status != check.Holds || (store != check.StoreBitstate && r.States != 1_000_000) {
+					b.Fatalf("%s with %d states, want holds with 10^6", r.Status, r.States)
+				}
+				states = r.States
+			}
+			b.StopTimer()
+			runtime.ReadMemStats(&ms1)
+			b.ReportMetric(float64(states)*float64(b.N)/b.Elapsed().Seconds(), "states/s")
+			b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/float64(states), "bytes/state")
+		})
 	}
-	b.StopTimer()
-	runtime.ReadMemStats(&ms1)
-	b.ReportMetric(1e6*float64(b.N)/b.Elapsed().Seconds(), "states/s")
-	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N)/1e6, "bytes/state")
 }
