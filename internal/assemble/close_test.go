@@ -33,12 +33,10 @@ func openFiles(t *testing.T) []string {
 	return files
 }
 
-// A configuration that fails late in FromConfig (a secret that is only
-// resolved when the gateway is built) leaves nothing open behind: the
-// zero-trust key ring and replay store, the pin store and the audit log
-// opened before the failure are closed.
-func TestFromConfigClosesWhatItOpenedWhenItFails(t *testing.T) {
-	dir := t.TempDir()
+// keyedDataDir makes DIR/data with a zero-trust key ring of one EdDSA
+// key, as warden keys rotate leaves it, and returns its path.
+func keyedDataDir(t *testing.T, dir string) string {
+	t.Helper()
 	data := filepath.Join(dir, "data")
 	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(data))
 	if err == nil {
@@ -47,6 +45,16 @@ func TestFromConfigClosesWhatItOpenedWhenItFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return data
+}
+
+// A configuration that fails late in FromConfig (a secret that is only
+// resolved when the gateway is built) leaves nothing open behind: the
+// zero-trust key ring and replay store, the pin store and the audit log
+// opened before the failure are closed.
+func TestFromConfigClosesWhatItOpenedWhenItFails(t *testing.T) {
+	dir := t.TempDir()
+	data := keyedDataDir(t, dir)
 	const unset = "WARDEN_TEST_NEVER_SET_7F3A"
 	os.Unsetenv(unset)
 	audit := filepath.Join(dir, "audit.jsonl")
@@ -86,14 +94,7 @@ func TestFromConfigClosesWhatItOpenedWhenItFails(t *testing.T) {
 // files.
 func TestFromConfigClosesEverythingOnEveryLateFailure(t *testing.T) {
 	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	ring, err := zerotrust.LoadKeyRing(zerotrust.KeysDir(data))
-	if err == nil {
-		_, err = ring.Rotate("EdDSA")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := keyedDataDir(t, dir)
 	bad := filepath.Join(dir, "not-a-jwks.json")
 	if err := os.WriteFile(bad, []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)

@@ -20,12 +20,7 @@ func TestSpinAgreement(t *testing.T) {
 	if raceEnabled {
 		t.Skip("SPIN's pan programs are C: the race detector adds nothing; the plain test run checks agreement")
 	}
-	if !SpinAvailable() {
-		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
-			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
-		}
-		t.Skip("spin or gcc is not installed")
-	}
+	requireSpin(t)
 	all, err := models.All()
 	if err != nil {
 		t.Fatal(err)
@@ -87,22 +82,8 @@ func agree(t *testing.T, m *ir.Model) {
 // swaps two variables: the printed Promela must compile, and SPIN must
 // agree with the Go checker on every invariant.
 func TestSpinReservedNames(t *testing.T) {
-	if !SpinAvailable() {
-		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
-			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
-		}
-		t.Skip("spin or gcc is not installed")
-	}
-	file := filepath.Join("..", "testdata", "reserved-names.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ds := ir.Load(data, file, ir.LintOptions{})
-	if ds.HasErrors() {
-		t.Fatalf("%s", ds)
-	}
-	agree(t, m)
+	requireSpin(t)
+	agree(t, loadTestdata(t, "reserved-names.yaml", nil))
 }
 
 // TestSpinQuantified runs SPIN on the paper's P3 written with quantifiers
@@ -110,23 +91,9 @@ func TestSpinReservedNames(t *testing.T) {
 // the expanded Promela must agree with the Go checker on every verdict,
 // the shortest counterexamples and the state count.
 func TestSpinQuantified(t *testing.T) {
-	if !SpinAvailable() {
-		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
-			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
-		}
-		t.Skip("spin or gcc is not installed")
-	}
-	file := filepath.Join("..", "testdata", "delegation.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	requireSpin(t)
 	for _, agents := range []int{2, 3} {
-		m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: map[string]int{"AGENTS": agents}}, ir.LintOptions{})
-		if ds.HasErrors() {
-			t.Fatalf("%s", ds)
-		}
-		agree(t, m)
+		agree(t, loadTestdata(t, "delegation.yaml", map[string]int{"AGENTS": agents}))
 	}
 }
 
@@ -135,21 +102,8 @@ func TestSpinQuantified(t *testing.T) {
 // (calls_owner_1): SPIN must agree with the Go checker on the state count
 // (74), every verdict and the shortest counterexample.
 func TestSpinRecords(t *testing.T) {
-	if !SpinAvailable() {
-		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
-			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
-		}
-		t.Skip("spin or gcc is not installed")
-	}
-	file := filepath.Join("..", "testdata", "records.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ds := ir.Load(data, file, ir.LintOptions{})
-	if ds.HasErrors() {
-		t.Fatalf("%s", ds)
-	}
+	requireSpin(t)
+	m := loadTestdata(t, "records.yaml", nil)
 	sr, err := RunSpin(context.Background(), t.TempDir(), m, "", false)
 	if err != nil {
 		t.Fatal(err)
@@ -165,4 +119,33 @@ func TestSpinRecords(t *testing.T) {
 		t.Errorf("OwnerKept: SPIN violated=%v in %d steps, want violated in 2 (Hold, Steal)", ov.Violated, ov.TraceLen)
 	}
 	agree(t, m)
+}
+
+// requireSpin skips the test when spin or gcc is missing, and fails it
+// instead under WARDEN_REQUIRE_DEPS=1, as make test sets.
+func requireSpin(t *testing.T) {
+	t.Helper()
+	if SpinAvailable() {
+		return
+	}
+	if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
+		t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
+	}
+	t.Skip("spin or gcc is not installed")
+}
+
+// loadTestdata reads ../testdata/NAME with the constants given, failing
+// the test on any diagnostic.
+func loadTestdata(t *testing.T, name string, defines map[string]int) *ir.Model {
+	t.Helper()
+	file := filepath.Join("..", "testdata", name)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: defines}, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	return m
 }

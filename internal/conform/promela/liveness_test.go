@@ -2,8 +2,6 @@ package promela
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,21 +28,6 @@ properties:
   - {id: SetUnfair, kind: leads-to, fairness: none, principle: SL, class: AASM-HARDENING, from: "!x", to: x}
 `
 
-// heldCalls loads ../testdata/held-calls.yaml with the given constants.
-func heldCalls(t *testing.T, defines map[string]int) *ir.Model {
-	t.Helper()
-	file := filepath.Join("..", "testdata", "held-calls.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, ds := ir.LoadWith(data, file, ir.ParseOptions{Defines: defines}, ir.LintOptions{})
-	if ds.HasErrors() {
-		t.Fatalf("%s", ds)
-	}
-	return m
-}
-
 // TestSpinLeadsTo checks leads-to properties with the Go checker and with
 // SPIN's acceptance-cycle search over the emitted never claims, on models
 // where they hold and where they fail (a lasso, a stutter at a deadlock,
@@ -54,12 +37,7 @@ func TestSpinLeadsTo(t *testing.T) {
 	if raceEnabled {
 		t.Skip("SPIN's pan programs are C: the race detector adds nothing; the plain test run checks agreement")
 	}
-	if !SpinAvailable() {
-		if os.Getenv("WARDEN_REQUIRE_DEPS") == "1" {
-			t.Fatal("spin or gcc is not installed (WARDEN_REQUIRE_DEPS=1): apt-get install spin gcc")
-		}
-		t.Skip("spin or gcc is not installed")
-	}
+	requireSpin(t)
 	dm, ds := ir.Load([]byte(deadlock), "deadlock.yaml", ir.LintOptions{})
 	if ds.HasErrors() {
 		t.Fatalf("%s", ds)
@@ -68,9 +46,9 @@ func TestSpinLeadsTo(t *testing.T) {
 		m    *ir.Model
 		want map[string]check.Status
 	}{
-		{heldCalls(t, nil), map[string]check.Status{"HeldDecided": check.Holds, "HeldDecidedUnfair": check.Violated}},
-		{heldCalls(t, map[string]int{"POSTPONE": 1}), map[string]check.Status{"HeldDecided": check.Violated}},
-		{heldCalls(t, map[string]int{"RESET": 1}), map[string]check.Status{"CountsUp": check.Violated}},
+		{loadTestdata(t, "held-calls.yaml", nil), map[string]check.Status{"HeldDecided": check.Holds, "HeldDecidedUnfair": check.Violated}},
+		{loadTestdata(t, "held-calls.yaml", map[string]int{"POSTPONE": 1}), map[string]check.Status{"HeldDecided": check.Violated}},
+		{loadTestdata(t, "held-calls.yaml", map[string]int{"RESET": 1}), map[string]check.Status{"CountsUp": check.Violated}},
 		{dm, map[string]check.Status{"Stays": check.Violated, "SetFair": check.Holds}},
 	}
 	ctx := context.Background()
