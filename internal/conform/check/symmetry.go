@@ -335,3 +335,30 @@ func (p *Program) concrete(tr *Trace, noAdversary bool) (*Trace, error) {
 	}
 	return out, nil
 }
+
+// Replays reports why tr is not an execution of the model of p that ends
+// in a state violating its invariant, or nil when it is: it must start in
+// the initial state, and each step's transition, fired in the state
+// before it, must give the step's state. On a reduced program the
+// unreduced one is used.
+func (p *Program) Replays(tr *Trace) error {
+	p = p.Unreduced()
+	if tr == nil || len(tr.Steps) == 0 {
+		return fmt.Errorf("no trace")
+	}
+	cur := p.pack(tr.Steps[0].Values)
+	if !equalWords(cur, p.init) {
+		return fmt.Errorf("the trace does not start in the initial state")
+	}
+	next := make([]uint64, p.words)
+	for i, st := range tr.Steps[1:] {
+		if st.Action < 0 || st.Action >= len(p.trans) || !p.trans[st.Action].fire(cur, next) || !equalWords(next, p.pack(st.Values)) {
+			return fmt.Errorf("step %d is not a step of %s from the state before it", i+1, p.model.Name)
+		}
+		cur, next = next, cur
+	}
+	if inv := p.props[tr.Property]; inv != nil && tr.Cycle == nil && inv(cur) != 0 {
+		return fmt.Errorf("the last state satisfies %s", tr.Property)
+	}
+	return nil
+}
