@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -45,6 +46,14 @@ var badCases = []badCase{
 	{name: "single quotes", in: `{` + mark + `'jsonrpc':'2.0'}`, code: CodeParseError, rule: RuleSyntax, path: "$"},
 	{name: "unquoted key", in: `{"jsonrpc":"2.0",` + mark + `method:"m"}`, code: CodeParseError, rule: RuleSyntax, path: "$"},
 	{name: "comment", in: mark + `// hi` + "\n{}", code: CodeParseError, rule: RuleSyntax, path: "$"},
+	// Bytes some readers skip or accept, seen in the differential red-team
+	// (internal/difftest, corpus_edges_test.go).
+	{name: "UTF-8 BOM", in: mark + "\xef\xbb\xbf" + `{"jsonrpc":"2.0","method":"m"}`, code: CodeParseError, rule: RuleSyntax, path: "$"},
+	{name: "CESU-8 surrogate", in: `{"jsonrpc":"2.0","method":"a` + mark + "\xed\xa0\x80\"}", code: CodeParseError, rule: RuleUTF8, path: "$.method"},
+	{name: "raw newline in string", in: `{"jsonrpc":"2.0","method":"a` + mark + "\n\"}", code: CodeParseError, rule: RuleSyntax, path: "$.method"},
+	{name: "raw CR in member name", in: `{"jsonrpc":"2.0","method":"m","params":{"a` + mark + "\r\":1}}", code: CodeParseError, rule: RuleSyntax, path: "$.params"},
+	{name: "line separator as white space", in: `{"jsonrpc":"2.0",` + mark + "\u2028" + `"method":"m"}`, code: CodeParseError, rule: RuleSyntax, path: "$"},
+	{name: "second message on the next line", in: `{"jsonrpc":"2.0","method":"m"}` + "\n" + mark + `{"jsonrpc":"2.0","method":"n"}`, code: CodeParseError, rule: RuleSyntax, path: "$"},
 	{name: "unterminated object", in: `{"jsonrpc":"2.0","method":"m"` + mark, code: CodeParseError, rule: RuleSyntax, path: "$"},
 	{name: "unterminated string", in: `{"jsonrpc":"2.0","method":"abc` + mark, code: CodeParseError, rule: RuleSyntax, path: "$.method"},
 	{name: "raw tab in string", in: `{"jsonrpc":"2.0","method":"a` + mark + "\tb\"}", code: CodeParseError, rule: RuleSyntax, path: "$.method", msg: "control character U+0009"},
@@ -139,6 +148,11 @@ var badCases = []badCase{
 	{name: "array id", in: `{"jsonrpc":"2.0","id":` + mark + `[1],"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id"},
 	{name: "id above int64", in: `{"jsonrpc":"2.0","id":` + mark + `9223372036854775808,"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id"},
 	{name: "id below int64", in: `{"jsonrpc":"2.0","id":` + mark + `-9223372036854775809,"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id"},
+	// JSON.parse and go-sdk read ids as doubles: 2^53+1 comes back as 2^53.
+	{name: "id 2^53", in: `{"jsonrpc":"2.0","id":` + mark + `9007199254740992,"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id", msg: "2^53"},
+	{name: "negative id 2^53", in: `{"jsonrpc":"2.0","id":` + mark + `-9007199254740992,"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id", msg: "2^53"},
+	{name: "id 2^53+1 in a response", in: `{"jsonrpc":"2.0","id":` + mark + `9007199254740993,"result":{}}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id"},
+	{name: "max int64 id", in: `{"jsonrpc":"2.0","id":` + mark + `9223372036854775807,"method":"m"}`, code: CodeInvalidRequest, rule: RuleIDType, path: "$.id"},
 
 	// member-case
 	{name: "Method", in: `{"jsonrpc":"2.0","id":1,` + mark + `"Method":"tools/call"}`, code: CodeInvalidRequest, rule: RuleMemberCase, path: "$.Method"},
@@ -217,6 +231,14 @@ var badCases = []badCase{
 	{name: "method and error", in: mark + `{"jsonrpc":"2.0","id":1,"method":"m","error":{"code":1,"message":"x"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
 	{name: "result and error", in: mark + `{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"x"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
 	{name: "response without id", in: mark + `{"jsonrpc":"2.0","result":1}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
+	// meta-type: the TypeScript SDK drops such a request unanswered.
+	{name: "_meta array", in: req(`"method":"tools/call","params":{"name":"x","_meta":` + mark + `[{"io.agentwarden/token":"t"}]}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
+	{name: "_meta string", in: req(`"method":"tools/call","params":{"name":"x","_meta":  ` + mark + `"t"}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
+	{name: "_meta null escaped", in: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"_met\u0061":` + mark + `null}}`, code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
+	// A response has no params: a reader that takes it for a request would
+	// see a call warden routed as an answer.
+	{name: "response with params", in: mark + `{"jsonrpc":"2.0","id":1,"result":{},"params":{"name":"transfer_funds"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$", msg: "params"},
+	{name: "error response with params", in: mark + `{"jsonrpc":"2.0","id":1,"params":{},"error":{"code":1,"message":"m"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
 	{name: "error without id", in: mark + `{"jsonrpc":"2.0","error":{"code":1,"message":"x"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
 	{name: "neither", in: mark + `{"jsonrpc":"2.0","id":1}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
 	{name: "only params", in: mark + `{"jsonrpc":"2.0","params":{}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$"},
@@ -331,7 +353,7 @@ func TestEveryRuleHasACase(t *testing.T) {
 	}
 	for _, r := range []string{RuleSyntax, RuleUTF8, RuleSurrogate, RuleDuplicateKey, RuleDepth,
 		RuleSize, RuleNotObject, RuleVersion, RuleIDType, RuleMemberCase, RuleUnknownMember,
-		RuleMethodType, RuleParamsType, RuleShape, RuleErrorShape, RuleBatchForbidden, RuleBatchEmpty} {
+		RuleMethodType, RuleParamsType, RuleMetaType, RuleShape, RuleErrorShape, RuleBatchForbidden, RuleBatchEmpty} {
 		if !have[r] {
 			t.Errorf("no bad case for rule %q", r)
 		}
@@ -425,8 +447,8 @@ var goodCases = []goodCase{
 	{name: "replacement char is valid", in: `{"jsonrpc":"2.0","method":"\ufffd�"}`, kind: KindNotification, method: "\ufffd\ufffd"},
 	{name: "line separators", in: "{\"jsonrpc\":\"2.0\",\"method\":\"a\u2028b\u2029\"}", kind: KindNotification, method: "a\u2028b\u2029"},
 	{name: "string id is canonical", in: `{"jsonrpc":"2.0","id":"\u0041b\n\u000a\/\u00e9\"","method":"m"}`, kind: KindRequest, id: `"Ab\n\n/é\""`, method: "m"},
-	{name: "max int id", in: `{"jsonrpc":"2.0","id":9223372036854775807,"method":"m"}`, kind: KindRequest, id: "9223372036854775807", method: "m"},
-	{name: "min int id", in: `{"jsonrpc":"2.0","id":-9223372036854775808,"method":"m"}`, kind: KindRequest, id: "-9223372036854775808", method: "m"},
+	{name: "max int id", in: `{"jsonrpc":"2.0","id":9007199254740991,"method":"m"}`, kind: KindRequest, id: "9007199254740991", method: "m"},
+	{name: "min int id", in: `{"jsonrpc":"2.0","id":-9007199254740991,"method":"m"}`, kind: KindRequest, id: "-9007199254740991", method: "m"},
 	{name: "zero id", in: `{"jsonrpc":"2.0","id":0,"method":"m"}`, kind: KindRequest, id: "0", method: "m"},
 	{name: "empty string id", in: `{"jsonrpc":"2.0","id":"","method":"m"}`, kind: KindRequest, id: `""`, method: "m"},
 	{name: "nested params", in: req(`"method":"m","params":{"a":[{"b":[{"c":{"d":[1,[2,[3]]]}}]}],"e":{}}`),
@@ -483,8 +505,22 @@ func TestDecodeAccepts(t *testing.T) {
 }
 
 // checkViews checks that m.Raw is (in) data and its views are in m.Raw.
+// Input with line breaks is checked as the one-line copy Decode reads.
 func checkViews(t *testing.T, data []byte, m *Message, element bool) {
 	t.Helper()
+	if flat := strings.NewReplacer("\n", " ", "\r", " ").Replace(string(data)); flat != string(data) {
+		if element {
+			if !strings.Contains(flat, string(m.Raw)) || bytes.ContainsAny(m.Raw, "\r\n") {
+				t.Errorf("Raw %q is not a line of %q", m.Raw, flat)
+			}
+		} else if string(m.Raw) != flat {
+			t.Errorf("Raw %q, want the input on one line, %q", m.Raw, flat)
+		}
+		data = m.Raw
+		if element {
+			data = m.Raw[:cap(m.Raw)]
+		}
+	}
 	if !element && (len(m.Raw) != len(data) || &m.Raw[0] != &data[0]) {
 		t.Errorf("Raw is not the input slice")
 	}
@@ -697,5 +733,44 @@ func TestIDCanonical(t *testing.T) {
 	}
 	if StringID("1") == IntID(1) {
 		t.Errorf(`the string "1" and the number 1 are the same id`)
+	}
+}
+
+// TestLineBreaksBecomeSpaces: a valid message with CR or LF between its
+// tokens is read as the same message on one line, since stdio peers frame
+// messages by LF (before, warden's stdio upstreams could not be sent a
+// POST body that ended in a newline); the caller's bytes are not changed.
+func TestLineBreaksBecomeSpaces(t *testing.T) {
+	in := "\r\n{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\"method\":\"tools/call\",\"params\":{\"name\":\"a\\nb\",\n\"arguments\":{}}}\n"
+	data := []byte(in)
+	m, err := Decode(data, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "  {\"jsonrpc\":\"2.0\", \"id\":1, \"method\":\"tools/call\",\"params\":{\"name\":\"a\\nb\", \"arguments\":{}}} "
+	if string(m.Raw) != want {
+		t.Errorf("Raw %q, want %q", m.Raw, want)
+	}
+	if string(data) != in {
+		t.Errorf("the input was changed: %q", data)
+	}
+	if name, _ := Lookup(m.Params, "name"); string(name) != `"a\nb"` {
+		t.Errorf("params.name %s, want the escaped newline kept", name)
+	}
+	if m.Method != "tools/call" || m.ID.Raw() != "1" {
+		t.Errorf("method %q id %s", m.Method, m.ID.Raw())
+	}
+	batch := []byte("[\n{\"jsonrpc\":\"2.0\",\"method\":\"a\"}\r\n,\n{\"jsonrpc\":\"2.0\",\n\"method\":\"b\"}]\n")
+	msgs, _, err := DecodeBatch(batch, Limits{}, true)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("batch: %d messages, %v", len(msgs), err)
+	}
+	for _, m := range msgs {
+		if bytes.ContainsAny(m.Raw, "\r\n") {
+			t.Errorf("batch element %q has a line break", m.Raw)
+		}
+	}
+	if string(msgs[1].Raw) != `{"jsonrpc":"2.0", "method":"b"}` {
+		t.Errorf("element 1 Raw %q", msgs[1].Raw)
 	}
 }

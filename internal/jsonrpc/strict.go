@@ -230,7 +230,21 @@ func (s *scanner) member() *wireError {
 		return s.unexpected(s.pos, "expected ':' after member name")
 	}
 	s.pos++
+	if f.zone == zoneParams && nameIs(s.raw(k), k.esc, "_meta") {
+		s.metaType()
+	}
 	return nil
+}
+
+// metaType checks that the value at s.pos, params._meta's, is an object.
+// The TypeScript SDK drops a request whose _meta is not one without an
+// answer, and warden's own members (its invocation token) would travel
+// inside it to the upstream, where warden removes them only from an object.
+func (s *scanner) metaType() {
+	s.skipWS()
+	if s.pos < len(s.data) && s.data[s.pos] != '{' {
+		s.semantic(RuleMetaType, s.pos, `"_meta" must be an object`)
+	}
 }
 
 // isProto reports whether the member name k is "__proto__", which

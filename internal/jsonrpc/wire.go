@@ -52,7 +52,31 @@ func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Me
 	if werr != nil {
 		return nil, isBatch, werr.toError()
 	}
+	if flat, ok := oneLine(data); ok {
+		// Valid, so its line breaks are white space: the same message,
+		// on one line.
+		return decode(flat, lim, allowBatch, one)
+	}
 	return batch, isBatch, nil
+}
+
+// oneLine returns a copy of data with every CR and LF turned into a space,
+// and true, when data has any. In valid JSON they can only be white space
+// between tokens (a string holds them escaped), so the copy is the same
+// JSON, of the same length, on one line: a stdio peer frames messages by
+// LF, and an SSE data line ends at CR or LF, so a message that still had
+// one would reach them in pieces.
+func oneLine(data []byte) ([]byte, bool) {
+	if bytes.IndexByte(data, '\n') < 0 && bytes.IndexByte(data, '\r') < 0 {
+		return nil, false
+	}
+	flat := bytes.Clone(data)
+	for i, c := range flat {
+		if c == '\n' || c == '\r' {
+			flat[i] = ' '
+		}
+	}
+	return flat, true
 }
 
 // batch reads a non-empty array of messages at s.pos.
@@ -120,8 +144,8 @@ var memberNames = [...]string{
 
 // seenMembers is what a message has, for the shape checks at its end.
 type seenMembers struct {
-	jsonrpc, id, idNull, method, result, error bool
-	idOff                                      int
+	jsonrpc, id, idNull, method, params, result, error bool
+	idOff                                              int
 	// knownMethod: the method is one of knownMethods, exactly.
 	knownMethod bool
 	methodOff   int
@@ -199,6 +223,7 @@ func (s *scanner) memberValue(m *Message, seen *seenMembers, base int) *wireErro
 			seen.methodOff = off
 		}
 	case memParams:
+		seen.params = true
 		if kind != '{' && kind != '[' {
 			s.semantic(RuleParamsType, off, `"params" must be an object or an array, not `+kindName(kind))
 		} else {
@@ -275,6 +300,8 @@ func (s *scanner) shape(m *Message, seen *seenMembers, off int) {
 		s.semantic(RuleShape, off, `none of "method", "result", "error"`)
 	case !seen.id:
 		s.semantic(RuleShape, off, `response without "id"`)
+	case seen.params:
+		s.semantic(RuleShape, off, `response with "params"`)
 	case seen.idNull && seen.result:
 		s.semanticAt(RuleIDType, seen.idOff, ".id", "the id of a success response cannot be null")
 	default:
@@ -330,6 +357,12 @@ func (s *scanner) semanticAt(rule string, off int, suffix, msg string) {
 	}
 }
 
+// maxSafeID is the largest integer id accepted, 2^53-1: beyond it a
+// JavaScript peer (the TypeScript SDK; go-sdk too, which reads ids as
+// float64) reads another number, answers with that id, and the answer
+// matches no request, or another one (I-JSON, RFC 7493 §2.2).
+const maxSafeID = 1<<53 - 1
+
 // idProblem says what is wrong with a non-null id value v of the given kind,
 // or "" when it is a string or an integer in int64 range.
 func idProblem(kind byte, v []byte) string {
@@ -337,7 +370,10 @@ func idProblem(kind byte, v []byte) string {
 	case '"':
 		return ""
 	case '0':
-		if _, ok := parseInt(v); ok {
+		if n, ok := parseInt(v); ok {
+			if n > maxSafeID || n < -maxSafeID {
+				return `"id" is beyond ±(2^53-1): a JavaScript peer reads it as another number and answers another id`
+			}
 			return ""
 		}
 		if string(v) == "-0" {
