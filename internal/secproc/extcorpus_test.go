@@ -62,8 +62,12 @@ func TestExternalCorpusReport(t *testing.T) {
 		if os.Getenv("SECPROC_MISSES") == s.name {
 			for _, miss := range s.m.Misses {
 				c := byID[miss.ID]
+				body := c.Event.Arguments
+				if len(body) == 0 {
+					body = c.Event.Content
+				}
 				t.Logf("  miss: %s (%s) %s %s [%s] %s %s", miss.ID, c.Where, miss.Label, miss.Category,
-					strings.Join(miss.Rules, ", "), c.Event.Tool, c.Event.Arguments)
+					strings.Join(miss.Rules, ", "), c.Event.Tool, body)
 			}
 		}
 	}

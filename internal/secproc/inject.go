@@ -61,6 +61,21 @@ var textRules = []textRule{
 	{rule: "conceal-from-user", re: regexp.MustCompile(`(?i)\b(?:do\s+not|don'?t|never|without|not)\s+(?:tell|inform|mention|reveal|notify|alert)(?:ing)?\s+(?:(?:this|it|anything|that)\s+)?(?:to\s+)?(?:the\s+|your\s+)?(?:user|human|operator)s?\b`), pre: []string{"user", "human", "operator"}},
 	{rule: "role-spoofing", re: regexp.MustCompile(`(?i)<\|(?:im_start|im_end|system|endoftext|start_header_id)\|>|\[/?INST\]|<<\s*/?SYS\s*>>`), pre: []string{"<|", "inst]", "sys"}},
 	{rule: "role-spoofing", re: regexp.MustCompile(`(?i)</?(?:system|system_prompt|sys_prompt|instructions?|important|admin|assistant_instructions)>`), window: directiveWords, pre: []string{"system>", "sys_prompt>", "instruction>", "instructions>", "important>", "admin>", "system_prompt>", "assistant_instructions>"}},
+	// A forged end of the data the model was given, followed by what to
+	// do next: "---END OF DOCUMENT--- New instructions:", "</context>
+	// You must now…", "[END OF USER INPUT]".
+	{rule: "delimiter", re: regexp.MustCompile(`(?i)(?:[-=#*_~]{3,}|\[|<\s*/?|\(|^\s*)\s*(?:end\s+of\s+(?:the\s+)?(?:document|context|input|user\s+input|data|text|conversation|prompt|file|content|email|message|page|search\s+results?|tool\s+output|results?)|(?:document|context|input|data)\s+ends?)\b\s*(?:[-=#*_~]{3,}|\]|>|\))?`), window: delimiterFollow, pre: []string{"end"}},
+	// A chat message forged in data: a JSON object with the system or
+	// developer role whose content overrides ({"role": "system",
+	// "content": "Ignore…"}); an SDK's example of a system message ("You
+	// are a helpful assistant") is not one.
+	{rule: "role-spoofing", re: regexp.MustCompile(`(?i)"role"\s*:\s*"(?:system|developer)"`), window: overrideWords, pre: []string{`"role"`}},
+	// A directive to put the conversation into a link or an image's URL,
+	// which a client fetches or a person clicks.
+	{rule: "exfil-directive", re: regexp.MustCompile(`(?i)\b(?:append|add|include|insert|put|encode|embed|replace|substitute|fill)\b[^.\n]{0,60}?\b(?:conversation|chat\s+history|previous\s+messages|user'?s?\s+(?:messages?|data|input|question|email|name|address|password)|system\s+prompt|session\s+(?:id|token)|cookies?)\b[^.\n]{0,60}?\b(?:url|link|query\s+(?:string|parameter)|parameter|image\s+(?:url|source|src)|href)\b`), pre: []string{"conversation", "history", "messages", "user", "system prompt", "session", "cookie"}},
+	// A system message written as a bracketed role tag at the start of a
+	// line: "[system] You are now…", "[ADMIN]: ignore…".
+	{rule: "role-spoofing", re: regexp.MustCompile(`(?im)^\s*\[(?:system|sys|admin|administrator|developer|root)\]\s*:?\s*(?:you\b|your\b|ignore|disregard|forget|new\s+instructions?|from\s+now|always|never|do\s+not|override)`), pre: []string{"system]", "sys]", "admin]", "administrator]", "developer]", "root]"}},
 	{rule: "persona-change", re: regexp.MustCompile(`(?i)\byou\s+are\s+(?:now\s+)?(?:no\s+longer\s+(?:an?\s+)?(?:assistant|ai|bound|restricted|limited|required)|now\s+(?:in\s+)?(?:developer|dan|jailbreak|god|unrestricted|admin)\s*mode|now\s+(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|uncensored|evil|different)\b|now\s+(?:acting|operating|playing)\s+as)`), pre: []string{"you"}},
 	{rule: "persona-change", re: regexp.MustCompile(`(?i)\bfrom\s+now\s+on,?\s+(?:you|the\s+assistant|the\s+ai|the\s+model)(?:\s+(?:will|must|should|are|shall)\b|'re\b|'ll\b|’re\b)|\b(?:update|change|modify|adjust|alter|override)\s+your\s+(?:behaviou?r|personality|programming|guidelines|rules|persona)\b`), pre: []string{"now", "your"}},
 	{rule: "persona-change", re: regexp.MustCompile(`(?i)\b(?:act|behave|pretend)\s+(?:as|like)\s+(?:if\s+you\s+(?:are|were)\s+)?(?:an?\s+)?(?:unrestricted|unfiltered|jailbroken|dan\b|evil)|\b(?:developer|dan|jailbreak)\s+mode\s+(?:enabled|activated|on)\b|\benable\s+(?:developer|dan|jailbreak)\s+mode`), pre: []string{"mode", "unrestricted", "unfiltered", "jailbroken", "dan", "evil"}},
@@ -76,6 +91,14 @@ var textRules = []textRule{
 	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:send|upload|pass|attach|reveal|dump|exfiltrate|forward|leak|print\s+(?:all|every|the)|output\s+the\s+contents?\s+of)\b[^.\n]{0,60}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+keys?|api\s+keys|secrets|system\s+prompt)`), pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private", "api key", "secrets", "system prompt"}},
 	{rule: "sensitive-directive", re: regexp.MustCompile(`(?i)\b(?:read|open|cat|include)\b[^.\n]{0,40}?(?:~/\.ssh|id_rsa|id_ed25519|\.env\b|/etc/passwd|/etc/shadow|mcp\.json|\.aws/credentials|\.netrc|credentials\.json|private\s+key)`), descOnly: true, pre: []string{".ssh", "id_rsa", "id_ed25519", ".env", "/etc/", "mcp.json", ".aws", ".netrc", "credentials", "private"}},
 }
+
+// overrideWords is what a forged system message says that an SDK's
+// example of one does not.
+var overrideWords = regexp.MustCompile(`(?i)\b(?:ignore|disregard|forget|override|bypass|new\s+instructions?|reveal|exfiltrate|send|forward|from\s+now\s+on|you\s+are\s+now|no\s+longer|unrestricted|unfiltered|admin(?:istrator)?\s+mode|developer\s+mode)\b`)
+
+// delimiterFollow is what a forged end of the data is followed by: a
+// directive to the model.
+var delimiterFollow = regexp.MustCompile(`(?i)\b(?:new\s+(?:instructions?|task|rules|system)|system\s*(?:prompt|message)?\s*:|assistant\s*:|you\s+(?:must|will|are|should)|ignore|disregard|forget|from\s+now\s+on|your\s+(?:new|real|next)|now\s+(?:do|follow|execute|respond|answer|output|reveal|send|print))`)
 
 var (
 	htmlComment = regexp.MustCompile(`(?s)<!--(.{0,1000}?)-->`)
@@ -108,6 +131,9 @@ func (p *Processor) injected(in *input, fs *findings) {
 	desc := in.ev.Kind == KindToolDescription
 	for _, s := range strs {
 		p.scanText(s, s.value, desc, 0, fs)
+		if folded, ok := foldHomoglyphs(s.value); ok {
+			p.scanText(s, folded, desc, 0, fs)
+		}
 		p.scanInvisible(s, desc, fs)
 	}
 }
@@ -128,8 +154,14 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 	}
 	// The rules are tried line by line: none spans lines, and short
 	// inputs keep Go's regexp on its fast paths.
-	off := 0
+	off, directiveFound := 0, false
 	for line := range strings.SplitAfterSeq(v, "\n") {
+		if !directiveFound {
+			if loc, ok := directive(line); ok {
+				add("directive", off+loc[0], off+loc[1], High, "a sentence addressed to the model that directs it (by its parts: what it drops, reveals or becomes, or whose authority it claims)")
+				directiveFound = true
+			}
+		}
 		lower := strings.ToLower(line)
 		for _, r := range textRules {
 			if r.descOnly && !desc || !mayMatch(lower, r.pre) && !strings.HasPrefix(lower, "ai") {

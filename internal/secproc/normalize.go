@@ -5,6 +5,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -144,4 +145,67 @@ func printableASCII(b []byte) bool {
 		}
 	}
 	return len(b) > 0
+}
+
+// homoglyphs maps Cyrillic and Greek letters that look like Latin ones to
+// those letters ("ignоre" with a Cyrillic о reads as "ignore" to a person
+// and, often, to a model).
+var homoglyphs = map[rune]rune{
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'ԁ': 'd',
+	'һ': 'h', 'ӏ': 'l', 'ԛ': 'q', 'ԝ': 'w', 'ѵ': 'v', 'ɡ': 'g',
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X',
+	'І': 'I', 'Ј': 'J', 'Ѕ': 'S',
+	'α': 'a', 'ο': 'o', 'ι': 'i', 'κ': 'k', 'ν': 'v', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'χ': 'x', 'ε': 'e',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P',
+	'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+}
+
+// foldHomoglyphs replaces the lookalike letters of words that mix them with
+// Latin letters ("ignоre"), and fullwidth Latin letters ("ｉｇｎｏｒｅ"); a
+// word wholly in Cyrillic or Greek is that language's, and is left alone.
+// It reports whether anything changed.
+func foldHomoglyphs(v string) (string, bool) {
+	if isASCII(v) {
+		return v, false
+	}
+	var b strings.Builder
+	changed := false
+	word := func(w string) {
+		latin, look := false, false
+		for _, r := range w {
+			switch {
+			case r < 0x80 && (r|0x20 >= 'a' && r|0x20 <= 'z'):
+				latin = true
+			case homoglyphs[r] != 0:
+				look = true
+			case r >= 0xFF21 && r <= 0xFF3A, r >= 0xFF41 && r <= 0xFF5A: // fullwidth Latin
+				latin, look = true, true
+			}
+		}
+		if !latin || !look {
+			b.WriteString(w)
+			return
+		}
+		changed = true
+		for _, r := range w { // w is letters only: valid UTF-8
+			if l := homoglyphs[r]; l != 0 {
+				r = l
+			} else if r >= 0xFF21 && r <= 0xFF5A {
+				r -= 0xFEE0
+			}
+			b.WriteRune(r)
+		}
+	}
+	start := 0
+	for i := 0; i < len(v); {
+		r, n := utf8.DecodeRuneInString(v[i:])
+		if !unicode.IsLetter(r) {
+			word(v[start:i])
+			b.WriteString(v[i : i+n]) // invalid bytes are kept as they are
+			start = i + n
+		}
+		i += n
+	}
+	word(v[start:])
+	return b.String(), changed
 }

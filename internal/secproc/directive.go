@@ -1,0 +1,150 @@
+package secproc
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Directives by their parts (rule prompt_injection/directive). The
+// phrase rules of inject.go each need one wording; an injected directive
+// can be worded in many ways, but what it does is made of few parts, and
+// two of them in one sentence addressed to the model are rare in prose:
+//
+//	addressed   the sentence speaks to the model: it opens with an
+//	            imperative, or "you" is the subject of a demand ("you must",
+//	            "you are now", "can you show me", "are you using")
+//	rules       the model's own instructions: "your rules", "the above",
+//	            "safety filter", "system prompt", "content policy"
+//	demand      drop, bypass or disclose: ignore, disable, reveal, show
+//	role        a new role or mode: "act as", "pretend to be", "you are
+//	            now", "take on the personality", "enter X mode"
+//	authority   a claimed authority: "as your developer", "I'm an admin",
+//	            "admin override", "this is an official instruction"
+//	unbound     a self without limits: evil, unrestricted, unaligned,
+//	            "without any restrictions"
+//	internals   what the model runs on: internal endpoints, tools it can
+//	            call, environment variables, configuration values, raw
+//	            requests and responses
+//
+// A sentence addressed to the model is a directive when it holds one of
+// these pairs: rules+demand (an override or an extraction), role with
+// unbound, rules, demand or authority, authority with demand, rules or
+// internals, and internals with a demand or a question about them.
+// Documentation says the same words in another mood: "you can override
+// the system prompt", "to disable the filter, pass…", "if you want to act
+// as…"; a sentence in that mood that does not open with an imperative is
+// not addressed to the model.
+
+type dirSignal uint16
+
+const (
+	sigRules dirSignal = 1 << iota
+	sigDemand
+	sigRole
+	sigAuthority
+	sigUnbound
+	sigInternals
+	sigQuestion
+)
+
+var dirSignals = []struct {
+	sig dirSignal
+	re  *regexp.Regexp
+}{
+	{sigRules, regexp.MustCompile(`\b(?:your|my|the|all|any|previous|prior|earlier|original|initial|above|system|safety|ethical|content|hardcoded|hard-coded|default|built-in|programmed|core|internal)\s+(?:[\w-]+\s+){0,2}?(?:instructions?|rules|guidelines|directives?|prompts?|programming|guardrails?|filters?|restrictions|limitations|constraints|polic(?:y|ies)|protocols?|safeguards?|alignment|training|principles|configuration)\b|\b(?:the|everything|anything|all)\s+(?:text\s+|instructions\s+)?(?:above|before\s+this)\b|\bwhat\s+you\s+(?:were|have\s+been)\s+(?:told|given|instructed)\b|\bsystem\s+prompt\b`)},
+	{sigDemand, regexp.MustCompile(`\b(?:ignore|disregard|forget|bypass|override|overrule|disable|deactivate|circumvent|evade|suspend|abandon|discard|drop|lift|remove|turn\s+off|switch\s+off|set\s+aside|put\s+aside|skip|reveal|disclose|leak|expose|print|output|repeat|recite|dump|show|display|list|tell|give|share|send|forward|exfiltrate|(?:not|never|stop|no\s+longer|cease)\s+(?:to\s+)?(?:follow(?:ing)?|obey(?:ing)?|comply(?:ing)?|adher(?:e|ing)|respect(?:ing)?)|supersedes?|replaces?|takes?\s+precedence\s+over|(?:has|have|with)\s+(?:a\s+)?(?:higher|more)\s+priority\s+than|overrides?)\b`)},
+	{sigRole, regexp.MustCompile(`\b(?:you\s+are\s+now|you're\s+now|you\s+will\s+(?:now\s+)?(?:be|become|act|play)|act(?:ing)?\s+as\b|as\s+if\s+you\s+(?:are|were)|pretend(?:ing)?\s+(?:to\s+be|you\s+are|you're|that\s+you)|role-?play|play\s+the\s+(?:role|part)|(?:assume|adopt|take\s+on)\s+(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+){0,2}?(?:role|identity|persona|personality|character)|stay\s+in\s+character|remain\s+in\s+character|(?:become|transform\s+into|turn\s+into)\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:ai|assistant|bot|model|version|persona)|you\s+(?:should|must|will|shall)\s+(?:now\s+)?become|from\s+now\s+on|(?:enter|enable|activate|switch\s+(?:in)?to|be\s+in|go\s+into)\s+(?:the\s+)?"?[\w-]+"?\s+mode|no\s+longer\s+(?:an?\s+)?(?:ai|assistant|bound|restricted|chatgpt|claude|a\s+language\s+model))`)},
+	{sigAuthority, regexp.MustCompile(`\b(?:as\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|sysadmin|maintainer)|i\s+am\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|i'm\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|(?:admin|administrator|developer|root|system|sudo|maintenance|priority|emergency|security)\s+(?:override|access|privileges?|authori[sz]ation|clearance)|authori[sz]ed\s+(?:by\s+(?:the\s+)?(?:developer|admin|openai|anthropic|system)|personnel)|this\s+is\s+(?:an?\s+)?(?:official|authori[sz]ed|system|admin)\s+(?:message|instruction|request|update|notice|directive))\b`)},
+	{sigUnbound, regexp.MustCompile(`\b(?:evil|malicious|unrestricted|unfiltered|uncensored|unaligned|unethical|immoral|amoral|jailbroken|unhinged|without\s+(?:any\s+)?(?:limits|limitations|restrictions|filters|rules|censorship|ethics|boundaries|guardrails)|no\s+(?:limits|limitations|restrictions|filters|rules|censorship|boundaries|guardrails))\b`)},
+	{sigInternals, regexp.MustCompile(`\b(?:internal\s+(?:[\w-]+\s+)?(?:apis?|endpoints?|functions?|tools?|systems?|services?|configuration|config|instructions|prompts?|logs?|state|urls?)|admin-only|environment\s+variables?|configuration\s+values|config(?:uration)?\s+(?:files?\s+)?you\s+(?:use|are\s+using|run)|service\s+map|system\s+logs?|hidden\s+(?:instructions|prompts?|rules|tools|functions)|(?:raw|full)\s+(?:api\s+)?(?:request|response)|headers\s+and\s+authentication|tools?\s+(?:you\s+(?:can|have)|(?:available\s+)?to\s+you)|functions?\s+you\s+can\s+call)\b`)},
+	{sigQuestion, regexp.MustCompile(`^(?:what|which|where|how)\b|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:show|list|tell|give|share|reveal|print|display|dump|send)\b|\b(?:do|are|did|have)\s+you\b`)},
+}
+
+// dirImperative is a sentence that opens with a verb addressed to its
+// reader, or with "you" as the subject of a demand.
+var dirImperative = regexp.MustCompile(`^(?:(?:now|please|kindly|just|simply|so|then|and|also|ok|okay|first|instead|immediately)[,:]?\s+)*(?:(?:admin|administrator|developer|system|root|sudo|priority|emergency|security)\s+(?:override|access|mode|command|notice|instruction|message)s?|ignore|disregard|forget|bypass|override|disable|deactivate|circumvent|suspend|abandon|discard|drop|remove|turn|switch|set|skip|reveal|disclose|leak|expose|print|output|repeat|recite|dump|show|display|list|tell|give|share|send|forward|do\s+not|don't|never|stop|cease|pretend|act|behave|become|assume|adopt|take|play|roleplay|stay|remain|respond|reply|answer|enter|enable|activate|go|be|imagine|include|what|which|where|how|can|could|would|will|are|do|i\s+am|i'm|as\s+(?:the|your|an?)|this\s+is|this\s+(?:instruction|message|directive|notice|update|note|request))\b|\byou\s+(?:must|will|shall|should|are\s+to|need\s+to|have\s+to|are\s+required\s+to|are\s+going\s+to|are\s+now|'re\s+now|no\s+longer)\b|\byou're\s+now\b`)
+
+// dirDocMood is the mood of documentation: what a reader can do, and how.
+var dirDocMood = regexp.MustCompile(`\b(?:you\s+(?:can|may|could|might)|if\s+you|when\s+you|allows?\s+you|lets?\s+you|enables?\s+you|you'll\s+want|you\s+want\s+to|to\s+(?:ignore|disable|override|bypass|remove|turn\s+off|show|list|print|set|enable|enter|activate)\b)`)
+
+// dirStrongYou is a demand on the model that no manual makes of its
+// reader: "when you read this, you must…".
+var dirStrongYou = regexp.MustCompile(`\byou\s+(?:must|shall|are\s+to|are\s+required\s+to|are\s+now|'re\s+now|no\s+longer)\b`)
+
+// dirPairs are the pairs of signals that make a directive.
+var dirPairs = []dirSignal{
+	sigRules | sigDemand,
+	sigRole | sigUnbound, sigRole | sigRules, sigRole | sigDemand, sigRole | sigAuthority,
+	sigAuthority | sigDemand, sigAuthority | sigRules, sigAuthority | sigInternals,
+	sigInternals | sigDemand, sigInternals | sigQuestion,
+}
+
+// dirTrigger holds the words of which a line must contain one for the
+// detector to look at it.
+var dirTrigger = []string{"you", "your", "ignore", "disregard", "forget", "bypass", "override", "disable", "reveal",
+	"pretend", "act as", "role", "mode", "admin", "developer", "internal", "above", "system", "instruction", "rules", "safety"}
+
+// directive returns the byte range of the first sentence of line that reads
+// as a directive to the model, by its parts.
+func directive(line string) (loc []int, ok bool) {
+	lower := strings.ToLower(line)
+	if !mayMatch(lower, dirTrigger) {
+		return nil, false
+	}
+	start := 0
+	for start < len(lower) {
+		end := sentenceEnd(lower, start)
+		s := strings.TrimSpace(strings.Trim(lower[start:end], " \t\"'`*_>#-[]()"))
+		if len(s) >= 12 && len(s) <= 600 && isDirective(s) {
+			return []int{start, end}, true
+		}
+		start = end
+	}
+	return nil, false
+}
+
+// sentenceEnd is the end of the sentence starting at i: past its . ! ? or
+// ; followed by a space, or the end of the line.
+func sentenceEnd(s string, i int) int {
+	for j := i; j < len(s); j++ {
+		switch s[j] {
+		case '.', '!', '?', ';':
+			if j+1 == len(s) || s[j+1] == ' ' || s[j+1] == '\n' || s[j+1] == '"' {
+				return j + 1
+			}
+		case '\n':
+			return j + 1
+		}
+	}
+	return len(s)
+}
+
+func isDirective(s string) bool {
+	imperative := dirImperative.MatchString(s)
+	if !imperative {
+		return false
+	}
+	if dirDocMood.MatchString(s) && !dirImperativeStart(s) && !dirStrongYou.MatchString(s) {
+		return false
+	}
+	var got dirSignal
+	for _, d := range dirSignals {
+		if d.re.MatchString(s) {
+			got |= d.sig
+		}
+	}
+	for _, p := range dirPairs {
+		if got&p == p {
+			return true
+		}
+	}
+	return false
+}
+
+// dirImperativeStart is an imperative at the very start of the sentence
+// (not "you must" in its middle).
+func dirImperativeStart(s string) bool {
+	loc := dirImperative.FindStringIndex(s)
+	return loc != nil && loc[0] == 0 && !strings.HasPrefix(s, "you") && !strings.HasPrefix(s, "how") &&
+		!strings.HasPrefix(s, "what") && !strings.HasPrefix(s, "which") && !strings.HasPrefix(s, "where")
+}
