@@ -56,7 +56,7 @@ type JSONLWriter struct {
 // WriteEvents implements EventWriter. An event that cannot be encoded
 // fails the batch, and nothing of it is written.
 func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error {
-	bp := batchBuffers.Get().(*[]byte)
+	bp := getBatchBuffer()
 	defer putBatchBuffer(bp)
 	buf, err := appendJSONL((*bp)[:0], events)
 	*bp = buf
@@ -68,13 +68,34 @@ func (j JSONLWriter) WriteEvents(ctx context.Context, events []ocsf.Event) error
 }
 
 // batchBuffers hold the bytes of a batch of events between batches, so
-// that a batch's encoding does not allocate (and clear) its buffer anew.
-var batchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+// that a batch's encoding does not allocate (and clear) its buffer anew,
+// nor grow it again to a batch's size: a few buffers, kept whatever the
+// garbage collector does (a sync.Pool is emptied by every other
+// collection, and a busy gateway collects many times a second; then
+// every batch grew a new buffer, a tenth of a call's garbage).
+var batchBuffers = make(chan *[]byte, 4)
 
-// putBatchBuffer returns bp to batchBuffers, unless a huge batch grew it.
+// getBatchBuffer returns a kept buffer, or a new one.
+func getBatchBuffer() *[]byte {
+	select {
+	case bp := <-batchBuffers:
+		return bp
+	default:
+		b := make([]byte, 0, 64<<10)
+		return &b
+	}
+}
+
+// putBatchBuffer keeps bp for the next batch, unless a huge batch grew it
+// or enough are kept.
 func putBatchBuffer(bp *[]byte) {
-	if cap(*bp) <= 4<<20 {
-		batchBuffers.Put(bp)
+	if cap(*bp) > 4<<20 {
+		return
+	}
+	*bp = (*bp)[:0]
+	select {
+	case batchBuffers <- bp:
+	default:
 	}
 }
 
