@@ -4,10 +4,12 @@ package cli
 var commandHelp = map[string]string{
 	"gateway": `Two forms:
 
-  warden gateway --stdio [--deny-tool T] [--allow-tool T] [--deny-method M] -- CMD [ARGS...]
+  warden gateway --stdio [--deny-tool T] [--allow-tool T] [--deny-method M] [--allow-method M]
+                        [--env K=V] [--pass-env NAME] [--name NAME] -- CMD [ARGS...]
       Wraps one stdio MCP server. The MCP client talks to warden on stdin and
       stdout; warden starts CMD as a child process with only an allowlisted
-      environment (PATH, HOME, USER, LANG, LC_ALL, TZ, TMPDIR and --env) and
+      environment (PATH, HOME, USER, LANG, LC_ALL, TZ, TMPDIR, then --env and
+      the variables --pass-env names) and
       relays every message through the pipeline. To protect a server in a
       desktop client, replace its command with "warden gateway --stdio --".
       Logs go to stderr; stdout carries only the protocol. With --config FILE
@@ -213,6 +215,7 @@ Support/warden).
 
   warden conform check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR]
                        [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
+                       [--symmetry[=false]]
       Checks each property of the models in its own run, first without and
       then with Adversary actions, and prints the result, class, triage label
       and shortest counterexample. --model takes a built-in model, a model
@@ -225,7 +228,10 @@ Support/warden).
       as ITF JSON under DIR/traces/ (a lasso with "loop"). --warden checks the models behind the
       gateway. When stderr is a terminal a progress line (states, states/s,
       depth, queue) is shown there; --progress shows it anywhere,
-      --progress=false never. Exit code 1 when a property is violated, 6 when
+      --progress=false never. --symmetry (on by default) stores one state
+      per orbit of the permutations of the domains a model declares
+      symmetric, so state counts are then orbits; leads-to properties are
+      checked without it. Exit code 1 when a property is violated, 6 when
       none is but a check stopped at --max-states or --max-depth (it prints
       "incomplete": nothing is known about that property).
 
@@ -267,8 +273,11 @@ Support/warden).
       when none does but a probe was inconclusive, 3 when the target cannot
       be set up.
 
-  warden conform matrix [--model NAME|FILE|DIR] [--format json|markdown|html] [--out DIR]
-                        [--against TARGET] [--otlp URL]
+  warden conform matrix [--model NAME|FILE|DIR] [-D NAME=N] [--max-states N]
+                        [--format json|markdown|html] [--out DIR]
+                        [--against TARGET [--profile REV] [--tool NAME] [--sensitive-tool NAME]
+                         [--leak-tool NAME] [--credential-env VAR] [--card-keys FILE]
+                         [--timeout D]] [--otlp URL]
       Prints the protocol x principle matrix (5 x 11) and the composition
       table; html is one self-contained page linking every counterexample.
       --against replays TARGET (plain and behind warden) and adds
