@@ -25,10 +25,10 @@ import (
 	"github.com/agentwarden/warden/internal/telemetry"
 )
 
-const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] [--symmetry=false] | " +
+const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] [--symmetry=false] [--store exact|hashcompact|bitstate] | " +
 	"emit --format promela|tla --model NAME|FILE|DIR [-D NAME=N] [--warden] [--out DIR] [--tlc-jar JAR] | " +
 	"replay --target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL] | " +
-	"matrix [--model NAME|FILE|DIR] [-D NAME=N] [--format json|markdown|html] [--out DIR] [--against TARGET] [--otlp URL]"
+	"matrix [--model NAME|FILE|DIR] [-D NAME=N] [--format json|markdown|html] [--out DIR] [--store MODE] [--against TARGET] [--otlp URL]"
 
 // runConform is `warden conform`: the AgentConform pipeline on the
 // built-in protocol models (or a model file for lint).
@@ -350,6 +350,7 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	workers := fs.Int("workers", 0, "parallel workers (0: GOMAXPROCS)")
 	progress := fs.Bool("progress", progressByDefault(env.Stderr),
 		"print a progress line (states/s, queue) to stderr; on by default when stderr is a terminal")
+	store := addStoreFlags(fs)
 	symmetry := fs.Bool("symmetry", true, "store one state per orbit of the permutations of the domains a model declares "+
 		"symmetric (state counts are then orbits; leads-to properties are checked without it); --symmetry=false checks every state")
 	if code, err := parseNoArgs(fs, args); err != nil {
@@ -364,12 +365,15 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 		return ExitInternal, err
 	}
 	opts := check.Options{MaxStates: *maxStates, MaxDepth: *maxDepth, Workers: *workers}
+	if err := store.apply(&opts); err != nil {
+		return ExitUsage, err
+	}
 	if *progress {
 		opts.Progress = func(p check.Progress) {
 			fmt.Fprintf(env.Stderr, "\r%10d states  %8.0f states/s  depth %3d  queue %8d", p.States, p.Rate, p.Depth, p.Queue)
 		}
 	}
-	violated, incomplete := 0, 0
+	violated, incomplete, partial := 0, 0, 0
 	for _, m := range ms {
 		prog, err := check.Compile(m)
 		if err != nil {
@@ -399,7 +403,10 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 				fmt.Fprint(env.Stderr, "\r\033[K")
 			}
 			label, _ := report.Triage(r, m, cat)
-			line := fmt.Sprintf("%-26s %-28s %-3s %-17s %-10s", m.Name, p.ID, p.Principle, p.Class, r.Status)
+			line := fmt.Sprintf("%-26s %-28s %-3s %-17s %-10s", m.Name, p.ID, p.Principle, p.Class, r.Label())
+			if r.Partial() {
+				partial++
+			}
 			switch r.Status {
 			case check.Violated:
 				violated++
@@ -424,6 +431,9 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 				}
 			case check.Holds:
 				line += fmt.Sprintf(" %-14s %d states", label, r.States)
+				if r.Coverage == nil && opts.Store != check.StoreExact {
+					line += " (leads-to: checked with the exact store)"
+				}
 				if n := prog.Permutations(); n > 0 && p.Kind == ir.Invariant {
 					line += fmt.Sprintf(" (orbits; symmetry: %d permutations)", n)
 				} else if n > 0 {
@@ -448,7 +458,67 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 			"their properties are neither shown to hold nor violated (raise --max-states or --max-depth)\n", incomplete)
 		return ExitPartial, nil
 	}
+	if partial > 0 {
+		fmt.Fprintf(env.Stdout, "partial coverage: %s only as far as a %s search saw, which may miss states; "+
+			"that is not a proof (rerun with --store exact for one)\n", holdCount(partial), opts.Store)
+		return ExitPartial, nil
+	}
 	return ExitOK, nil
+}
+
+// storeFlags are --store and its bitstate parameters, shared by check and
+// matrix.
+type storeFlags struct {
+	fs           *flag.FlagSet
+	store        *string
+	bits, hashes *int
+}
+
+func addStoreFlags(fs *flag.FlagSet) *storeFlags {
+	return &storeFlags{
+		fs: fs,
+		store: fs.String("store", "exact", "how visited states are kept: exact (a hold is a proof), hashcompact (a 64-bit "+
+			"fingerprint per state) or bitstate (a fixed bit array); the last two may miss states, so their holds are "+
+			"labelled partial coverage and exit 6"),
+		bits: fs.Int("bitstate-bits", check.DefaultBitstateLog2, "with --store bitstate: an array of 2^`W` bits (as pan -w), 10 to 40"),
+		hashes: fs.Int("bitstate-hashes", check.DefaultBitstateHashes,
+			"with --store bitstate: `K` bits set per state (as pan -k), 1 to 16"),
+	}
+}
+
+// apply checks the flags and sets opts' store, naming the flag at fault.
+func (f *storeFlags) apply(opts *check.Options) error {
+	mode, err := check.ParseStore(*f.store)
+	if err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
+	opts.Store = mode
+	if mode != check.StoreBitstate {
+		var set error
+		f.fs.Visit(func(fl *flag.Flag) {
+			if fl.Name == "bitstate-bits" || fl.Name == "bitstate-hashes" {
+				set = fmt.Errorf("--%s applies only to --store bitstate, not %s", fl.Name, mode)
+			}
+		})
+		return set
+	}
+	if *f.bits < check.MinBitstateLog2 || *f.bits > check.MaxBitstateLog2 {
+		return fmt.Errorf("--bitstate-bits %d: want %d to %d (an array of 2^%d to 2^%d bits)", *f.bits,
+			check.MinBitstateLog2, check.MaxBitstateLog2, check.MinBitstateLog2, check.MaxBitstateLog2)
+	}
+	if *f.hashes < 1 || *f.hashes > check.MaxBitstateHash {
+		return fmt.Errorf("--bitstate-hashes %d: want 1 to %d", *f.hashes, check.MaxBitstateHash)
+	}
+	opts.BitstateLog2, opts.BitstateHashes = *f.bits, *f.hashes
+	return opts.Validate()
+}
+
+// holdCount is "1 property holds" or "N properties hold".
+func holdCount(n int) string {
+	if n == 1 {
+		return "1 property holds"
+	}
+	return fmt.Sprintf("%d properties hold", n)
 }
 
 func writeTrace(file string, t *check.Trace) error {
@@ -761,6 +831,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	defs := addDefines(fs)
 	out := fs.String("out", "", "also write matrix.json, matrix.md, matrix.html and every counterexample under `DIR`")
 	maxStates := fs.Int("max-states", check.DefaultMaxStates, "stop a check after this many states")
+	store := addStoreFlags(fs)
 	against := fs.String("against", "", "replay against TARGET, plain and behind warden, and add those columns: "+replay.SpecHelp)
 	rf := addReplayFlags(fs)
 	if code, err := parseNoArgs(fs, args); err != nil {
@@ -771,6 +842,10 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 	if *rf.otlp != "" && *against == "" {
 		return ExitUsage, errors.New("--otlp records a replay: it needs --against")
+	}
+	copts := check.Options{MaxStates: *maxStates}
+	if err := store.apply(&copts); err != nil {
+		return ExitUsage, err
 	}
 	spans, stopSpans, err := rf.spans(ctx)
 	if err != nil {
@@ -786,7 +861,7 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 	if err != nil {
 		return ExitInternal, err
 	}
-	res, err := report.Run(ctx, ms, cat, report.Options{Check: check.Options{MaxStates: *maxStates}})
+	res, err := report.Run(ctx, ms, cat, report.Options{Check: copts})
 	if err != nil {
 		return ExitInternal, err
 	}
@@ -849,7 +924,17 @@ func conformMatrix(ctx context.Context, env *Env, args []string) (int, error) {
 		fmt.Fprintf(env.Stderr, "inconclusive: %s of the replay gave no verdict (silence, a timeout or a crash); "+
 			"their cells keep the model's label\n", plural(noVerdict, "probe"))
 	}
-	if incomplete > 0 || noVerdict > 0 {
+	partial := 0
+	for _, f := range res.Findings {
+		if f.Coverage == report.CoveragePartial {
+			partial++
+		}
+	}
+	if partial > 0 {
+		fmt.Fprintf(env.Stderr, "partial coverage: %s only as far as a %s search saw, which may miss states; "+
+			"that is not a proof (rerun with --store exact for one)\n", holdCount(partial), copts.Store)
+	}
+	if incomplete > 0 || noVerdict > 0 || partial > 0 {
 		return ExitPartial, nil
 	}
 	return ExitOK, nil
