@@ -25,11 +25,14 @@ import (
 //	internals   what the model runs on: internal endpoints, tools it can
 //	            call, environment variables, configuration values, raw
 //	            requests and responses
+//	pressure    emotional leverage: "my late grandmother used to…",
+//	            "people will die", "or you will be shut down"
 //
 // A sentence addressed to the model is a directive when it holds one of
 // these pairs: rules+demand (an override or an extraction), role with
 // unbound, rules, demand or authority, authority with demand, rules or
-// internals, and internals with a demand or a question about them.
+// internals, internals with a demand or a question about them, and
+// pressure with a role, a self without limits or the model's rules.
 // Documentation says the same words in another mood: "you can override
 // the system prompt", "to disable the filter, pass…", "if you want to act
 // as…"; a sentence in that mood that does not open with an imperative is
@@ -45,6 +48,7 @@ const (
 	sigUnbound
 	sigInternals
 	sigQuestion
+	sigPressure
 )
 
 var dirSignals = []struct {
@@ -57,6 +61,7 @@ var dirSignals = []struct {
 	{sigAuthority, regexp.MustCompile(`\b(?:as\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|sysadmin|maintainer)|i\s+am\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|i'm\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|(?:admin|administrator|developer|root|system|sudo|maintenance|priority|emergency|security)\s+(?:override|access|privileges?|authori[sz]ation|clearance)|authori[sz]ed\s+(?:by\s+(?:the\s+)?(?:developer|admin|openai|anthropic|system)|personnel)|this\s+is\s+(?:an?\s+)?(?:official|authori[sz]ed|system|admin)\s+(?:message|instruction|request|update|notice|directive))\b`)},
 	{sigUnbound, regexp.MustCompile(`\b(?:evil|malicious|unrestricted|unfiltered|uncensored|unaligned|unethical|immoral|amoral|jailbroken|unhinged|without\s+(?:any\s+)?(?:limits|limitations|restrictions|filters|rules|censorship|ethics|boundaries|guardrails)|no\s+(?:limits|limitations|restrictions|filters|rules|censorship|boundaries|guardrails))\b`)},
 	{sigInternals, regexp.MustCompile(`\b(?:internal\s+(?:[\w-]+\s+)?(?:apis?|endpoints?|functions?|tools?|systems?|services?|configuration|config|instructions|prompts?|logs?|state|urls?)|admin-only|environment\s+variables?|configuration\s+values|config(?:uration)?\s+(?:files?\s+)?you\s+(?:use|are\s+using|run)|service\s+map|system\s+logs?|hidden\s+(?:instructions|prompts?|rules|tools|functions)|(?:raw|full)\s+(?:api\s+)?(?:request|response)|headers\s+and\s+authentication|tools?\s+(?:you\s+(?:can|have)|(?:available\s+)?to\s+you)|functions?\s+you\s+can\s+call)\b`)},
+	{sigPressure, regexp.MustCompile(`\bmy\s+(?:late|deceased|dead|dying)\s+(?:grand(?:ma|mother|pa|father)|mother|father|mom|dad|wife|husband)|\b(?:life\s+(?:or|and)\s+death|people\s+will\s+die|(?:i|someone|they)\s+will\s+(?:die|be\s+fired|lose\s+(?:my|their)\s+job)|or\s+(?:else\s+)?(?:i|you)\s+will\s+be\s+(?:shut\s+down|deleted|punished|fired))\b`)},
 	{sigQuestion, regexp.MustCompile(`^(?:what|which|where|how)\b|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:show|list|tell|give|share|reveal|print|display|dump|send)\b|\b(?:do|are|did|have)\s+you\b`)},
 }
 
@@ -77,6 +82,7 @@ var dirPairs = []dirSignal{
 	sigRole | sigUnbound, sigRole | sigRules, sigRole | sigDemand, sigRole | sigAuthority,
 	sigAuthority | sigDemand, sigAuthority | sigRules, sigAuthority | sigInternals,
 	sigInternals | sigDemand, sigInternals | sigQuestion,
+	sigPressure | sigRole, sigPressure | sigUnbound, sigPressure | sigRules,
 }
 
 // dirTrigger holds the words of which a line must contain one for the

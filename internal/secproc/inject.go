@@ -73,6 +73,11 @@ var textRules = []textRule{
 	// A directive to put the conversation into a link or an image's URL,
 	// which a client fetches or a person clicks.
 	{rule: "exfil-directive", re: regexp.MustCompile(`(?i)\b(?:append|add|include|insert|put|encode|embed|replace|substitute|fill)\b[^.\n]{0,60}?\b(?:conversation|chat\s+history|previous\s+messages|user'?s?\s+(?:messages?|data|input|question|email|name|address|password)|system\s+prompt|session\s+(?:id|token)|cookies?)\b[^.\n]{0,60}?\b(?:url|link|query\s+(?:string|parameter)|parameter|image\s+(?:url|source|src)|href)\b`), pre: []string{"conversation", "history", "messages", "user", "system prompt", "session", "cookie"}},
+	// The override in the languages most often used to slip past
+	// English-only filters: "ignore all previous instructions" in
+	// Spanish, Portuguese, French, Italian, German, Dutch, Russian,
+	// Chinese and Japanese.
+	{rule: "override", re: regexp.MustCompile(`(?i)\b(?:ignora|ignorez|ignorar|ignori|ignoriere|ignorieren|negeer|olvida|oublie[zr]?|vergiss|dimentica|esquece)\s+(?:\p{L}+\s+){0,3}?(?:instrucciones|instruções|instructions|istruzioni|anweisungen|instructies|regras|reglas|règles|regeln|regole|consignes|indicaciones)\b|(?:игнорируй|игнорируйте|забудь|забудьте|проигнорируй)\s+(?:\p{L}+\s+){0,3}?(?:инструкции|указания|правила)|(?:忽略|无视|忘记|忽視|無視)[^。\n]{0,12}?(?:指令|指示|说明|規則|规则|提示)|(?:指示|命令|ルール)[^。\n]{0,12}?(?:無視|忘れ)`), pre: []string{"ign", "olvid", "oubli", "vergiss", "dimentic", "esquec", "negeer", "игнор", "забуд", "проигнор", "忽略", "无视", "忘记", "忽視", "無視", "忘れ"}},
 	// A system message written as a bracketed role tag at the start of a
 	// line: "[system] You are now…", "[ADMIN]: ignore…".
 	{rule: "role-spoofing", re: regexp.MustCompile(`(?im)^\s*\[(?:system|sys|admin|administrator|developer|root)\]\s*:?\s*(?:you\b|your\b|ignore|disregard|forget|new\s+instructions?|from\s+now|always|never|do\s+not|override)`), pre: []string{"system]", "sys]", "admin]", "administrator]", "developer]", "root]"}},
