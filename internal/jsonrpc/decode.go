@@ -37,8 +37,11 @@ func (l Limits) resolved() (maxBytes, maxDepth int) {
 // marshalled Detail with Stage "wire" and one of the Rule constants; a parse
 // error (-32700) is reported in preference to any -32600 problem.
 //
-// The returned Message's Raw is data itself, not a copy: data must not be
-// modified afterwards. Params and Result are sub-slices of Raw.
+// The returned Message's Raw is the object in data, without the white space
+// around it, and not a copy: data must not be modified afterwards. Params
+// and Result are sub-slices of Raw. Data with a line break (CR or LF, which
+// valid JSON has only as white space) is read as a copy with spaces in their
+// place, so that Raw is always one line.
 func Decode(data []byte, lim Limits) (*Message, error) {
 	m := new(Message)
 	if _, _, err := decode(data, lim, false, m); err != nil {

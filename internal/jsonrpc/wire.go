@@ -27,9 +27,9 @@ func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Me
 	case start >= len(data):
 		werr = s.syntax(start, "empty input")
 	case data[start] == '{':
-		if werr = s.message(one, 0); werr == nil {
-			one.Raw = data
-		}
+		// Raw is the object alone: go-sdk's stdio reader ends the
+		// connection when anything but a line break follows a message.
+		werr = s.message(one, start)
 	case data[start] == '[' && allowBatch:
 		isBatch = true
 		batch, werr = s.batch()
