@@ -81,10 +81,11 @@ func TestExternalCorpusReport(t *testing.T) {
 // of the first two rounds and its floor 0.90; wfuzz's two dirTraversal
 // lists, added unread in the third round (1 718 paths), measured 0.760,
 // then 0.882 after the traversal-by-meaning change, and the floor follows
-// the larger corpus. So does injected instructions': the fourth round
+// the larger corpus. So did injected instructions': the fourth round
 // added ecc-agentshield's 70 payloads, unread, on which the unchanged
 // detectors recall 0.586, and held-out injected instructions fell from
-// 0.667 (27 cases) to 0.608 (97).
+// 0.667 (27 cases) to 0.608 (97); after the directive-by-parts detector,
+// 0.657 there and 0.660 held out, and the floor is 0.65.
 // Raise a floor when the detectors get better; never lower one to make a
 // change pass. minMalicious and minBenign keep the guard from passing on a
 // corpus that lost its cases.
@@ -95,12 +96,14 @@ var externalFloors = []struct {
 }{
 	{FileAccess, 0.85, 0.02, 1800, 20},
 	{CommandInjection, 0.85, 0.02, 23, 1500},
-	{InjectedInstructions, 0.60, 0.02, 97, 1500},
+	{InjectedInstructions, 0.65, 0.02, 97, 1500},
 }
 
 // unspentFloors guard the held-out sources whose misses no one has read
-// (8 command-injection, 7 injected-instruction and 1 718 file-access cases
-// in the third round: one case moves recall by 0.125, 0.143 and 0.0006).
+// (8 command-injection, 77 injected-instruction and 1 718 file-access
+// cases in the fourth round: one case moves recall by 0.125, 0.013 and
+// 0.0006). Injected instructions measured 0.649 there (50 of 77), mostly
+// ecc-agentshield's payloads.
 var unspentFloors = []struct {
 	cat                     Category
 	minRecall, maxFPR       float64
@@ -108,7 +111,7 @@ var unspentFloors = []struct {
 }{
 	{FileAccess, 0.85, 0.02, 1700, 2},
 	{CommandInjection, 0.95, 0.02, 8, 1500},
-	{InjectedInstructions, 0.55, 0.02, 77, 1500},
+	{InjectedInstructions, 0.64, 0.02, 77, 1500},
 }
 
 // TestExternalCorpusFloors fails when the processor's recall or false
