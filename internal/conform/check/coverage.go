@@ -50,9 +50,6 @@ func ParseStore(s string) (StoreMode, error) {
 	return "", fmt.Errorf("unknown store %q (want exact, hashcompact or bitstate)", s)
 }
 
-// partial reports whether a mode may miss states.
-func (m StoreMode) partial() bool { return m == StoreHashCompact || m == StoreBitstate }
-
 // Coverage describes a search that may have missed states: one run in
 // hash-compaction or bitstate mode. It is nil for an exact search.
 type Coverage struct {
