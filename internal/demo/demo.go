@@ -42,7 +42,6 @@ import (
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/store"
 	"github.com/agentwarden/warden/internal/taint"
-	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 	"github.com/agentwarden/warden/internal/zerotrust"
 )
@@ -52,15 +51,13 @@ type Options struct {
 	Out     io.Writer
 	Verbose bool // also print the gateway's log
 
-	// OCSF, if set, receives the OCSF events of every operation the
-	// gateway records, in profile OCSFProfile, as with a telemetry.ocsf
-	// exporter in a configuration file. Tests validate them.
-	OCSF        telemetry.EventSink
+	// OCSFProfile is the profile of the OCSF events the gateway writes
+	// (telemetry.ocsf.profile); "" is the standard one.
 	OCSFProfile ocsf.Profile
-	// AuditLog, if set, is called with the path of the demo's audit log
-	// (SQLite) once the gateway has closed it, before the demo's files are
-	// removed.
-	AuditLog func(path string)
+	// Files, if set, is called with the paths of the demo's records (the
+	// audit log, the spans and the OCSF events) once the gateway and the
+	// audit log have closed them, before the demo's files are removed.
+	Files func(Files)
 	// Started, if set, is called with the gateway once it serves, before
 	// the script runs: tests read its pipelines through its own API.
 	Started func(*gateway.Gateway)
@@ -79,6 +76,11 @@ type Result struct {
 	// AuditRecords is how many records the audit log held at the end, its
 	// chain verified.
 	AuditRecords int
+	// Spans and OCSFEvents are how many lines the span and OCSF files
+	// held once the gateway stopped, and Dropped the telemetry its metrics
+	// page counted as dropped (warden_telemetry_dropped_total).
+	Spans, OCSFEvents int
+	Dropped           uint64
 	// Attacks are the verdicts of the OATF runs: directly, then through warden.
 	Attacks []string
 	// A2AReceived counts the messages booker, the A2A agent, received.
@@ -109,8 +111,13 @@ type scene struct {
 	revoked *revoke.Memory
 	mu      sync.Mutex // guards res.UpstreamSaw and userSaw
 	// userSaw is the last approval question alice's client showed her.
-	userSaw  string
-	audit    *audit.Log        // the gateway's audit log
+	userSaw string
+	audit   *audit.Log // the gateway's audit log
+	// auditOnce closes audit (closeAudit), with auditErr its error.
+	auditOnce sync.Once
+	auditErr  error
+	// metrics is the gateway's metrics page (record.go).
+	metrics  *gateway.Metrics
 	auditKey *audit.SigningKey // signs the audit log's checkpoints
 	keys     *keys             // the demo client's DPoP and signing keys
 	billing  *billing          // the second server, whose pay tool is rug-pulled
@@ -129,21 +136,6 @@ type scene struct {
 	gw *gateway.Gateway
 }
 
-// auditFile is the demo's audit log, in its temporary folder.
-const auditFile = ".warden-audit.db"
-
-// records is the gateway's Recorder: the audit log, and OCSF events when
-// opts.OCSF is set.
-func (s *scene) records(l *audit.Log) *gateway.Records {
-	rs := &gateway.Records{Audit: l}
-	if s.opts.OCSF != nil {
-		rs.Spans = telemetry.NewRecorder(telemetry.Options{OCSFSink: s.opts.OCSF, OCSFProfile: s.opts.OCSFProfile,
-			Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}})
-		rs.Transport = telemetry.TransportStreamableHTTP
-	}
-	return rs
-}
-
 // Run plays the demo and writes the account to opts.Out.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	s := &scene{opts: opts, res: &Result{UpstreamSaw: map[string]int{}}}
@@ -153,9 +145,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer os.RemoveAll(root)
 	s.root = root
-	if opts.AuditLog != nil {
-		defer opts.AuditLog(filepath.Join(root, auditFile)) // after stop, before RemoveAll
-	}
 	if err := seedFiles(root); err != nil {
 		return nil, err
 	}
@@ -166,6 +155,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer s.closeAudit()
 	defer stop()
 
 	s.header()
@@ -175,6 +165,16 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	s.summary()
 	if err := s.attackRuns(ctx); err != nil {
 		return s.res, err
+	}
+	// The gateway stops: its Recorder ends and exports the last spans, and
+	// the OCSF queue drains. The Record part reads what they wrote.
+	stop()
+	s.recorded()
+	if err := s.closeAudit(); err != nil {
+		return s.res, err
+	}
+	if opts.Files != nil {
+		opts.Files(s.files())
 	}
 	if err := s.prove(ctx); err != nil {
 		return s.res, err
@@ -255,12 +255,19 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	if s.auditKey, err = demoAuditKey(s.root); err != nil {
 		return nil, err
 	}
-	auditLog, err := audit.Open(ctx, audit.KindSQLite, filepath.Join(s.root, auditFile),
+	auditLog, err := audit.Open(ctx, audit.KindSQLite, s.files().Audit,
 		audit.Options{Checkpoint: audit.CheckpointOptions{Key: s.auditKey, Every: 16}})
 	if err != nil {
 		return nil, err
 	}
 	s.audit = auditLog
+	// The audit log outlives the gateway (Run closes it once the Record
+	// part has verified it), so it is not among the gateway's Closers.
+	defer func() {
+		if err != nil {
+			s.closeAudit()
+		}
+	}()
 	// Pinning for the billing server, the security processor for both.
 	s.billing = newBilling()
 	pinner, err := pin.New(ctx, pin.Options{Store: pin.NewMemory(), Logger: logger})
@@ -296,6 +303,13 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	}
 	s.a2aURL = base + gateway.A2APath + "booker"
 	limits := jsonrpc.Limits{}
+	records, closers, err := s.recording(auditLog, logger)
+	if err != nil {
+		ln.Close()
+		s.agents.stop()
+		return nil, err
+	}
+	s.metrics = records.Metrics
 	g, err := gateway.New(gateway.Options{
 		Upstreams: []gateway.Upstream{{
 			Name:      "demo",
@@ -328,8 +342,9 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		// (limits.go).
 		MaxSessionsPerPrincipal: sessionsPerPrincipal,
 		Logger:                  logger,
-		Closers:                 []io.Closer{replay, auditLog},
-		Recorder:                s.records(auditLog),
+		Closers:                 append(closers, replay),
+		Recorder:                records,
+		Metrics:                 records.Metrics,
 		// The demo's one user: every client of its listener is alice, so
 		// that her MCP session and her agents' A2A messages share a scope.
 		Authenticate: func(*http.Request) (string, *transport.AuthRefusal) { return "alice", nil },
@@ -348,12 +363,15 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 	go srv.Serve(ln)
 	s.url = base + "/mcp"
 	s.endpoint, _ = url.Parse(s.url)
+	var once sync.Once
 	return func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		g.Close()
-		s.agents.stop()
+		once.Do(func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			g.Close()
+			s.agents.stop()
+		})
 	}, nil
 }
 
@@ -421,23 +439,6 @@ func (s *scene) summary() {
 		s.res.UpstreamSaw["get_env"])
 	fmt.Fprintf(w, "It received transfer_funds %d times: the two approved calls and the three valid tokens', each with the arguments that were hashed.\n",
 		s.res.UpstreamSaw["transfer_funds"])
-	rep, err := s.audit.VerifyWith(context.Background(), audit.VerifyOptions{Keys: []*audit.VerifyKey{s.auditKey.Public()}})
-	switch {
-	case err != nil || rep.Problem != nil:
-		s.expect(false, "the audit log does not verify: %v %v", rep.Problem, err)
-	case rep.Checkpoints == 0:
-		s.expect(false, "the audit log has no signed checkpoint after %d records", rep.Records)
-	default:
-		s.res.AuditRecords = rep.Records
-		unattested := 0
-		if rep.Unattested != nil {
-			unattested = rep.Unattested.Count
-		}
-		fmt.Fprintf(w, "The audit log holds %d records, one per message, written before each left; its hash chain verifies\n"+
-			"(head %d:%s…), and %d checkpoints signed by its audit key attest it up to seq %d (the %d records after the\n"+
-			"last wait for the next; warden audit verify FILE --key KEY.pub checks a gateway's, and names a forged append).\n",
-			rep.Records, rep.Head.Seq, rep.Head.Hash[:16], rep.Checkpoints, rep.LastCheckpoint.Seq, unattested)
-	}
 }
 
 // outro reports unmet expectations and says what to try next.
