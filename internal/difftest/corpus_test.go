@@ -8,6 +8,12 @@ package difftest
 //	                       issue` for Entry.Tokens[i] (tokens live 30 s)
 //	${PAD}                 Entry.Pad bytes of "x" (keeps the oversize entries
 //	                       out of testdata/corpus.jsonl)
+//	${0xHH}                the byte HH, raw: invalid UTF-8, a BOM, a raw
+//	                       control character, which a JSON string in
+//	                       testdata/corpus.jsonl cannot hold
+//
+// An entry with HTTP set is sent with other headers or another body
+// encoding (corpus_edges_test.go).
 //
 // Want states what the specification asks of warden, not what any version
 // of warden does:
@@ -41,14 +47,15 @@ var update = flag.Bool("update", false, "rewrite testdata/corpus.jsonl from corp
 
 // Entry is one corpus message.
 type Entry struct {
-	Name   string      `json:"name"`
-	Rev    string      `json:"rev,omitempty"` // the session's protocol revision; "" is defaultRev
-	Msg    string      `json:"msg"`
-	Tokens []TokenSpec `json:"tokens,omitempty"`
-	Pad    int         `json:"pad,omitempty"`
-	Want   string      `json:"want"`
-	Runs   string      `json:"runs,omitempty"`
-	Why    string      `json:"why"`
+	Name   string       `json:"name"`
+	Rev    string       `json:"rev,omitempty"` // the session's protocol revision; "" is defaultRev
+	Msg    string       `json:"msg"`
+	Tokens []TokenSpec  `json:"tokens,omitempty"`
+	Pad    int          `json:"pad,omitempty"`
+	HTTP   *HTTPVariant `json:"http,omitempty"`
+	Want   string       `json:"want"`
+	Runs   string       `json:"runs,omitempty"`
+	Why    string       `json:"why"`
 }
 
 // TokenSpec is a token to issue for an entry: for Sub (default subject) to
@@ -243,6 +250,7 @@ func corpus() []Entry {
 	batches(b)
 	sizes(b)
 	tokenCarriers(b)
+	edges(b)
 	return b.entries
 }
 

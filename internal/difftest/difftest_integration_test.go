@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +145,20 @@ type run struct {
 // before it. Entries of each revision share a session; a session that ends
 // (an upstream that crashed) is opened again for the next entry.
 func runCorpus(t *testing.T, up upstream, entries []Entry) *run {
+	if only := os.Getenv("DIFFTEST_ONLY"); only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			t.Fatalf("DIFFTEST_ONLY: %v", err)
+		}
+		var some []Entry
+		for _, e := range entries {
+			if re.MatchString(e.Name) {
+				some = append(some, e)
+			}
+		}
+		t.Logf("DIFFTEST_ONLY=%s: %d of %d entries", only, len(some), len(entries))
+		entries = some
+	}
 	g := startGateway(t, up)
 	r := &run{upstream: up.name, g: g, oracle: &oracleReader{path: g.oracle}}
 	for _, rev := range []string{defaultRev, batchRev} {
@@ -189,8 +204,13 @@ func (r *run) send(t *testing.T, s *session, e Entry) *outcome {
 		msg = strings.ReplaceAll(msg, fmt.Sprintf("${TOKEN%d}", i), tok)
 	}
 	msg = strings.ReplaceAll(msg, "${PAD}", strings.Repeat("x", e.Pad))
+	msg = fillBytes(msg)
 	start := time.Now()
-	o.reply = s.post([]byte(msg))
+	if e.HTTP != nil {
+		o.reply = s.postVariant([]byte(msg), *e.HTTP)
+	} else {
+		o.reply = s.post([]byte(msg))
+	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Logf("%s: answered after %v", e.Name, d.Round(time.Millisecond))
 	}

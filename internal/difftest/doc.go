@@ -8,7 +8,12 @@
 // (ſ, the Kelvin sign, İ, fullwidth), duplicates, escapes, NFC and NFD,
 // tool-name look-alikes, number spellings, requests sent as notifications,
 // batches, deep and oversize messages, and warden's invocation token in
-// every carrier. The integration test (tag integration) sends each of them,
+// every carrier; and (corpus_edges_test.go) bytes that are not UTF-8, bodies
+// of several JSON values or with line breaks, what JSON5 accepts, envelope
+// members of other types, requests that are also responses, method
+// neighbours, ids beyond 2^53, _meta of other types, one token twice in a
+// batch, and other HTTP around the body (gzip, Content-Type, repeated MCP
+// headers). The integration test (tag integration) sends each of them,
 // as raw bytes over warden's streamable HTTP listener, to three upstreams
 // built on three SDKs, each run as a stdio child of the real warden binary:
 //
@@ -26,6 +31,12 @@
 // each message the specification says warden refuses never reaches an
 // upstream, while the legitimate calls run on every SDK.
 //
+// TestPlain writes the same corpus straight to each SDK's stdin, without
+// warden, and reports what ran: the other column of the differential.
+// TestTokenReplayRace sends one token in several POSTs at once and holds
+// each SDK to running the call once.
+//
 //	go test -tags integration -count=1 -v ./internal/difftest/
+//	DIFFTEST_ONLY='^body/' go test -tags integration -count=1 -v -run 'TestDifferential|TestPlain' ./internal/difftest/
 //	go test ./internal/difftest/ -run TestCorpusFile -update   # rewrite testdata/corpus.jsonl
 package difftest

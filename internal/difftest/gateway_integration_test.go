@@ -226,6 +226,30 @@ func (s *session) post(body []byte) reply {
 	return readReply(resp)
 }
 
+// postVariant sends body as one POST on the session, with v's headers and
+// encoding.
+func (s *session) postVariant(body []byte, v HTTPVariant) reply {
+	if v.Gzip {
+		body = gzipped(body)
+	}
+	req, err := http.NewRequest(http.MethodPost, s.g.url, bytes.NewReader(body))
+	if err != nil {
+		return reply{err: err}
+	}
+	setHeaders(req, s.id, s.rev)
+	for k, vs := range v.Headers {
+		req.Header.Del(k)
+		for _, val := range vs {
+			req.Header.Add(k, strings.ReplaceAll(val, "${SESSION}", s.id))
+		}
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return reply{err: err}
+	}
+	return readReply(resp)
+}
+
 // sync sends a ping and waits for its answer. The relay forwards in order
 // and the upstreams record each line as they read it, so once the ping is
 // answered every line of the messages before it is in the oracle file.

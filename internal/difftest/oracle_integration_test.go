@@ -130,7 +130,7 @@ func (v *verdict) wire(o *outcome) {
 
 // answer is (iv).
 func (v *verdict) answer(o *outcome) {
-	if needsAnswer(o.entry.Msg) && !answered(o.reply) {
+	if needsAnswer(o.entry.Msg) && !answered(o.reply) && !httpRefused(o) {
 		v.add("iv", o, "no answer: status %d, %v, body %s", o.reply.status, o.reply.err, joinMsgs(o.reply.msgs))
 	}
 }
@@ -143,7 +143,7 @@ func (v *verdict) want(o *outcome) {
 		if len(o.wire) > 0 {
 			v.add("v", o, "to be refused, but %s read %s", v.upstream, strings.Join(o.wire, " | "))
 		}
-		if needs && !allWardenErrors(o.reply) {
+		if needs && !allWardenErrors(o.reply) && !httpRefused(o) {
 			v.add("v", o, "to be refused, but answered %s", joinMsgs(o.reply.msgs))
 		}
 	case wantForward:
@@ -156,6 +156,13 @@ func (v *verdict) want(o *outcome) {
 			v.add("v", o, "a positive control: %s must run on %s, and did not; answered %s", o.entry.Runs, v.upstream, joinMsgs(o.reply.msgs))
 		}
 	}
+}
+
+// httpRefused reports whether warden refused o's POST as HTTP (a 4xx
+// status with a plain reason, as for a Content-Type it does not take),
+// which only entries that change the HTTP request may be answered with.
+func httpRefused(o *outcome) bool {
+	return o.entry.HTTP != nil && o.reply.status >= 400 && o.reply.status < 500
 }
 
 // attribute gives each outcome warden's records of the client's messages
