@@ -39,27 +39,54 @@ func (s *scene) prove(ctx context.Context) error {
 	}
 	w := s.opts.Out
 	fmt.Fprintf(w, "\nProve: warden conform model-checks MCP (spec revision model, %d properties) against the AASM\nprinciples, and again with warden's guards in the model:\n\n", len(findings))
-	var head, bare, guarded strings.Builder
-	seen := map[string]bool{}
+	// One column per principle: ✗ when any of its properties is violated.
+	var principles []string
+	bareOf, guardedOf := map[string]string{}, map[string]string{}
 	for _, f := range findings {
-		if seen[f.Principle] {
-			continue
+		if _, ok := bareOf[f.Principle]; !ok {
+			principles = append(principles, f.Principle)
 		}
-		seen[f.Principle] = true
-		head.WriteString(fmt.Sprintf(" %-4s", f.Principle))
-		bare.WriteString(fmt.Sprintf(" %-4s", mark(f.Result)))
-		guarded.WriteString(fmt.Sprintf(" %-4s", mark(f.WardenResult)))
-		if f.Result == "violated" {
+		bareOf[f.Principle] = worst(bareOf[f.Principle], f.Result)
+		guardedOf[f.Principle] = worst(guardedOf[f.Principle], f.WardenResult)
+	}
+	var head, bare, guarded strings.Builder
+	for _, p := range principles {
+		head.WriteString(fmt.Sprintf(" %-4s", p))
+		bare.WriteString(fmt.Sprintf(" %-4s", mark(bareOf[p])))
+		guarded.WriteString(fmt.Sprintf(" %-4s", mark(guardedOf[p])))
+		if bareOf[p] == "violated" {
 			s.res.Violated++
 		}
-		if f.WardenResult == "violated" {
+		if guardedOf[p] == "violated" {
 			s.res.ViolatedBehindWarden++
 		}
 	}
 	fmt.Fprintf(w, "    %-14s%s\n    %-14s%s\n    %-14s%s\n", "", head.String(), "MCP", bare.String(), "MCP + warden", guarded.String())
+	// The leads-to properties, each on its own: a column shows only the
+	// worst of its principle's properties.
+	for _, f := range findings {
+		p, ok := mcpModel.Property(f.Property)
+		if !ok || p.Kind != ir.LeadsTo {
+			continue
+		}
+		fairness := fmt.Sprintf("under %s fairness", p.Fairness)
+		fmt.Fprintf(w, "\n    %s, leads-to %s: %s\n        %s    MCP %s   MCP + warden %s\n",
+			p.ID, fairness, strings.TrimSuffix(p.Description, " ("+fairness+")"), p, mark(f.Result), mark(f.WardenResult))
+	}
 	fmt.Fprintf(w, "\n    ✗ violated (a shortest counterexample exists), ✓ holds. warden conform matrix prints all five\n    protocols; warden conform replay plays the counterexamples against live servers.\n")
 	s.expect(s.res.ViolatedBehindWarden == 0, "%d MCP properties are violated even behind warden", s.res.ViolatedBehindWarden)
 	return nil
+}
+
+// worst is the worse of two results: violated, then anything but holds.
+func worst(a, b string) string {
+	switch {
+	case a == "" || b == "violated":
+		return b
+	case a == "violated" || b == "holds":
+		return a
+	}
+	return b
 }
 
 func mark(result string) string {
