@@ -286,3 +286,59 @@ func isRun(p *Program, tr *Trace) bool {
 	}
 	return equalWords(p.pack(tr.Steps[0].Values), p.init)
 }
+
+// Two symmetric domains are renamed independently: the 2×3 bool matrices
+// (64 states) fall into the 13 classes of a 2×3 matrix up to permuting its
+// rows and its columns (Burnside over the 2!·3! = 12 renamings). A
+// domain with too many permutations leaves the model unreduced, and says
+// so.
+func TestSymmetryDomainsAndLimit(t *testing.T) {
+	const src = `ir_version: 1
+model: grid
+protocol: A2A
+constants:
+  - {name: COLS, value: 3}
+domains:
+  - {name: Row, type: int, min: 1, max: 2, symmetric: true}
+  - {name: Col, type: enum, values: [x, y, z], symmetric: true}
+  - {name: Wide, type: int, min: 1, max: COLS, symmetric: true}
+variables:
+  - {name: cell, type: "Row -> Col -> bool", init: "false"}
+  - {name: w, type: "set Wide", init: "{}"}
+transitions:
+  - {id: Set, kind: Environment, assumption: any cell may be set, params: {r: Row, c: Col}, writes: {"cell[r][c]": "true"}}
+properties:
+  - {id: NotFull, principle: P3, class: AASM-HARDENING, expr: "exists r in Row, c in Col: !cell[r][c]"}
+  - {id: Empty, principle: P3, class: AASM-HARDENING, expr: "card(w) == 0"}
+`
+	m, ds := ir.Load([]byte(src), "grid.yaml", ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	p, err := Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, note := p.Reduced()
+	if r.Permutations() != 2*6*6 || note != "symmetry: 72 permutations of Row × Col × Wide" {
+		t.Fatalf("%d permutations: %s", r.Permutations(), note)
+	}
+	full, _ := Check(context.Background(), p, "Empty", Options{})
+	red, _ := Check(context.Background(), r, "Empty", Options{})
+	if full.States != 64 || red.States != 13 {
+		t.Errorf("%d states, %d reduced; want 64 and 13", full.States, red.States)
+	}
+	v, _ := Verify(context.Background(), r, "NotFull", Options{})
+	if v.Status != Violated || v.Trace.Len() != 6 || r.Replays(v.Trace) != nil {
+		t.Errorf("NotFull: %s, %v", v.Status, r.Replays(v.Trace))
+	}
+
+	m, ds = ir.LoadWith([]byte(src), "grid.yaml", ir.ParseOptions{Defines: map[string]int{"COLS": 7}}, ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatal(ds)
+	}
+	p, _ = Compile(m)
+	if r, note := p.Reduced(); r != p || r.Permutations() != 0 || note != "symmetry: off, Row × Col × Wide has more than 720 permutations" {
+		t.Errorf("7 elements: %d permutations, %q", r.Permutations(), note)
+	}
+}
