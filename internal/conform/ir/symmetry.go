@@ -45,15 +45,25 @@ func symMeet(x *Expr, xt Type, tag string, d *diags) {
 		return
 	}
 	own := symTag(xt)
+	if x.Op == OpAdd || x.Op == OpSub || x.Op == OpNeg {
+		for _, a := range x.Args {
+			if symTag(a.Type) != "" {
+				return // symNoArith has reported the arithmetic itself
+			}
+		}
+	}
 	switch {
 	case tag != "" && x.Op == OpConst && x.Fixed == "" && xt.Kind != Set:
 		d.add(x.Pos, "symmetry", "%s names one element of the symmetric domain %s; a symmetric domain's elements are told apart only by bound variables (forall, exists, transition parameters)", x, tag)
+	// The messages below do not print x: in a transition with parameters
+	// it differs from instance to instance (self[1], self[2]), and one
+	// mistake should be one diagnostic.
 	case own != tag && own != "" && tag != "":
-		d.add(x.Pos, "symmetry", "%s is a value of the symmetric domain %s where one of %s is expected", x, own, tag)
+		d.add(x.Pos, "symmetry", "a value of the symmetric domain %s is used where one of %s is expected", own, tag)
 	case own != tag && own != "":
-		d.add(x.Pos, "symmetry", "%s is a value of the symmetric domain %s where a value of another type is expected; it would carry an element out of the symmetry", x, own)
+		d.add(x.Pos, "symmetry", "a value of the symmetric domain %s is used where a value of another type is expected; it would carry an element out of the symmetry", own)
 	case own != tag:
-		d.add(x.Pos, "symmetry", "%s is not a value of the symmetric domain %s; values of %s meet only values of %s", x, tag, tag, tag)
+		d.add(x.Pos, "symmetry", "a value that is not of the symmetric domain %s is used where one of %s is expected; values of %s meet only values of %s", tag, tag, tag, tag)
 	}
 }
 
