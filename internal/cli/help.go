@@ -215,7 +215,8 @@ Support/warden).
 
   warden conform check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR]
                        [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
-                       [--symmetry[=false]]
+                       [--symmetry[=false]] [--store exact|hashcompact|bitstate
+                       [--bitstate-bits W] [--bitstate-hashes K]]
       Checks each property of the models in its own run, first without and
       then with Adversary actions, and prints the result, class, triage label
       and shortest counterexample. --model takes a built-in model, a model
@@ -231,9 +232,14 @@ Support/warden).
       --progress=false never. --symmetry (on by default) stores one state
       per orbit of the permutations of the domains a model declares
       symmetric, so state counts are then orbits; leads-to properties are
-      checked without it. Exit code 1 when a property is violated, 6 when
+      checked without it. --store says how visited states are kept: exact
+      (the default; a hold is a proof), hashcompact (a 64-bit fingerprint
+      per state) or bitstate (2^W bits, K set per state, as pan's -w and
+      -k); the last two may miss states, so their holds read "partial
+      coverage" and exit 6. Exit code 1 when a property is violated, 6 when
       none is but a check stopped at --max-states or --max-depth (it prints
-      "incomplete": nothing is known about that property).
+      "incomplete": nothing is known about that property) or covered the
+      states only partially.
 
   warden conform emit --format promela|tla --model NAME|FILE|DIR [--warden] [--out DIR] [--tlc-jar JAR]
       Prints a model as Promela for SPIN (-DCHECK_<PROPERTY> selects the
@@ -273,7 +279,7 @@ Support/warden).
       when none does but a probe was inconclusive, 3 when the target cannot
       be set up.
 
-  warden conform matrix [--model NAME|FILE|DIR] [-D NAME=N] [--max-states N]
+  warden conform matrix [--model NAME|FILE|DIR] [-D NAME=N] [--max-states N] [--store S ...]
                         [--format json|markdown|html] [--out DIR]
                         [--against TARGET [--profile REV] [--tool NAME] [--sensitive-tool NAME]
                          [--leak-tool NAME] [--credential-env VAR] [--card-keys FILE]
