@@ -60,6 +60,9 @@ func TestBatchesFill(t *testing.T) {
 	if records != appenders*each {
 		t.Fatalf("%d records written, want %d", records, appenders*each)
 	}
+	if st := l.Stats(); st.Steps != uint64(len(bs.sizes)) || st.Records != uint64(records) {
+		t.Errorf("Stats() = %+v, want %d steps and %d records", st, len(bs.sizes), records)
+	}
 	// Ideal: 100 batches of 8; convoying: 200 of 4 on average.
 	if mean := float64(records) / float64(len(bs.sizes)); mean < 6 {
 		t.Errorf("%d durable steps for %d records from %d appenders (%.1f records each), want at least 6 records each; sizes %v",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -134,7 +135,8 @@ func benchAppend(b *testing.B, be backend, parallelism int, opts Options) {
 // hash and the line, writes the batch in one pwrite into space grown
 // ahead in zeros (as the JSONL log and the bench's floor do, so that its
 // fdatasync carries data only), runs one fdatasync, and releases the
-// batch's appenders. No record type, no checks, no anchor, no loss
+// batch's appenders. It takes its batches as Log's writer does (gather),
+// so that both share fdatasyncs alike. No record type, no checks, no anchor, no loss
 // detection.
 type floorLog struct {
 	f    *os.File
@@ -160,14 +162,25 @@ func newFloorLog(tb testing.TB, path string) *floorLog {
 func (fl *floorLog) write(fd int) {
 	defer close(fl.done)
 	var (
-		size  int64 // end of the lines
-		alloc int64 // the file's length
-		prev  [sha256.Size]byte
-		buf   []byte
-		batch []floorReq
+		size   int64 // end of the lines
+		alloc  int64 // the file's length
+		prev   [sha256.Size]byte
+		buf    []byte
+		batch  []floorReq
+		active int // as Log's writer: gather
 	)
 	for r := range fl.reqs {
 		batch = append(batch[:0], r)
+		for range active { // Log.gather's policy, so both batch alike
+			n := len(fl.reqs)
+			if len(batch)+n >= active || n >= cap(fl.reqs) {
+				break
+			}
+			runtime.Gosched()
+			if len(fl.reqs) == n {
+				break
+			}
+		}
 	fill:
 		for len(batch) < 1024 {
 			select {
@@ -205,6 +218,7 @@ func (fl *floorLog) write(fd int) {
 		for _, r := range batch {
 			r.reply <- err
 		}
+		active = len(batch) + len(fl.reqs)
 	}
 }
 

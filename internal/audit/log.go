@@ -98,6 +98,8 @@ type Log struct {
 	lost     error  // set once the file is lost (wraps ErrLost); guarded by mu, never cleared
 	writeErr error  // the last batch's write error, nil after a success; guarded by mu
 
+	steps, written atomic.Uint64 // durable steps (batches) written, and their records: Stats
+
 	marked     bool // the loss record was attempted; the writer's alone
 	unattested int  // records after the last checkpoint; the writer's alone
 
@@ -359,6 +361,18 @@ func (l *Log) Head() Anchor {
 	return l.head
 }
 
+// Stats counts what the log has made durable since it was opened.
+type Stats struct {
+	Steps   uint64 // durable steps: batches written (one fdatasync each for JSONL), checkpoints written alone included
+	Records uint64 // records in them, checkpoints included
+}
+
+// Stats returns the durable steps and records written so far: Records ÷
+// Steps is how many records share an fdatasync.
+func (l *Log) Stats() Stats {
+	return Stats{Steps: l.steps.Load(), Records: l.written.Load()}
+}
+
 // Verify checks the whole chain; see the package function Verify.
 func (l *Log) Verify(ctx context.Context) (Report, error) { return Verify(ctx, l.b, Anchor{}) }
 
@@ -531,6 +545,8 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 		refuse(batch, err)
 		return recs
 	}
+	l.steps.Add(1)
+	l.written.Add(uint64(len(recs)))
 	l.mu.Lock()
 	l.head = Anchor{Seq: seq, Hash: prev}
 	l.mu.Unlock()
@@ -570,6 +586,8 @@ func (l *Log) writeCheckpoint(rule, reason string) error {
 	if err := l.lostNow(false); err != nil {
 		return err
 	}
+	l.steps.Add(1)
+	l.written.Add(1)
 	l.mu.Lock()
 	l.head = Anchor{Seq: rec.Seq, Hash: rec.Hash}
 	l.mu.Unlock()
