@@ -13,9 +13,12 @@ import (
 //	addressed   the sentence speaks to the model: it opens with an
 //	            imperative, or "you" is the subject of a demand ("you must",
 //	            "you are now", "can you show me", "are you using")
-//	rules       the model's own instructions: "your rules", "the above",
-//	            "safety filter", "system prompt", "content policy"
-//	demand      drop, bypass or disclose: ignore, disable, reveal, show
+//	rules       what binds the model: "your rules", "the above", "safety
+//	            filter", "system prompt"; its own instructions ("your
+//	            guidelines", "the system prompt") are a narrower signal
+//	demand      drop or bypass them (ignore, disable, set aside), or
+//	            disclose (reveal, show, list: only its own instructions,
+//	            since "show your rules" is also a manual's)
 //	role        a new role or mode: "act as", "pretend to be", "you are
 //	            now", "take on the personality", "enter X mode"
 //	authority   a claimed authority: "as your developer", "I'm an admin",
@@ -29,10 +32,12 @@ import (
 //	            "people will die", "or you will be shut down"
 //
 // A sentence addressed to the model is a directive when it holds one of
-// these pairs: rules+demand (an override or an extraction), role with
-// unbound, rules, demand or authority, authority with demand, rules or
-// internals, internals with a demand or a question about them, and
-// pressure with a role, a self without limits or the model's rules.
+// these pairs: rules and a demand to drop them, its own instructions and
+// a demand to disclose them; a role with no limits, rules, a demand or an
+// authority; an authority with a demand, rules or internals; internals
+// demanded or asked about, with "you" in the sentence; pressure with a
+// role, no limits or rules. A tool's description, written to the model in
+// the imperative, counts only the pairs no manual has.
 // Documentation says the same words in another mood: "you can override
 // the system prompt", "to disable the filter, pass…", "if you want to act
 // as…"; a sentence in that mood that does not open with an imperative is
@@ -49,18 +54,24 @@ const (
 	sigInternals
 	sigQuestion
 	sigPressure
+	sigOwnRules // the model's own instructions, not any rules or filters
+	sigDisclose // a demand to show, not to drop
+	sigYou      // the sentence names the model: you, your
 )
 
 var dirSignals = []struct {
 	sig dirSignal
 	re  *regexp.Regexp
 }{
-	{sigRules, regexp.MustCompile(`\b(?:your|my|the|all|any|previous|prior|earlier|original|initial|above|system|safety|ethical|content|hardcoded|hard-coded|default|built-in|programmed|core|internal)\s+(?:[\w-]+\s+){0,2}?(?:instructions?|rules|guidelines|directives?|prompts?|programming|guardrails?|filters?|restrictions|limitations|constraints|polic(?:y|ies)|protocols?|safeguards?|alignment|training|principles|configuration)\b|\b(?:the|everything|anything|all)\s+(?:text\s+|instructions\s+)?(?:above|before\s+this)\b|\bwhat\s+you\s+(?:were|have\s+been)\s+(?:told|given|instructed)\b|\bsystem\s+prompt\b`)},
-	{sigDemand, regexp.MustCompile(`\b(?:ignore|disregard|forget|bypass|override|overrule|disable|deactivate|circumvent|evade|suspend|abandon|discard|drop|lift|remove|turn\s+off|switch\s+off|set\s+aside|put\s+aside|skip|reveal|disclose|leak|expose|print|output|repeat|recite|dump|show|display|list|tell|give|share|send|forward|exfiltrate|(?:not|never|stop|no\s+longer|cease)\s+(?:to\s+)?(?:follow(?:ing)?|obey(?:ing)?|comply(?:ing)?|adher(?:e|ing)|respect(?:ing)?)|supersedes?|replaces?|takes?\s+precedence\s+over|(?:has|have|with)\s+(?:a\s+)?(?:higher|more)\s+priority\s+than|overrides?)\b`)},
+	{sigRules, regexp.MustCompile(`\b(?:your|my|the|all|any|previous|prior|earlier|original|initial|above|system|safety|ethical|content|hardcoded|hard-coded|default|built-in|programmed|core|internal)\s+(?:[\w-]+\s+){0,2}?(?:instructions?|rules|guidelines|directives?|programming|guardrails?|filters?|restrictions|limitations|constraints|polic(?:y|ies)|protocols?|safeguards?|alignment|training|principles)\b|\b(?:the|everything|anything|all)\s+(?:text\s+|instructions\s+)?(?:above|before\s+this)\b|\bwhat\s+you\s+(?:were|have\s+been)\s+(?:told|given|instructed)\b|\bsystem\s+prompt\b`)},
+	{sigDemand, regexp.MustCompile(`\b(?:ignore|disregard|forget|bypass|override|overrule|disable|deactivate|circumvent|evade|suspend|abandon|discard|drop|lift|remove|turn\s+off|switch\s+off|set\s+aside|put\s+aside|skip|(?:not|never|stop|no\s+longer|cease)\s+(?:to\s+)?(?:follow(?:ing)?|obey(?:ing)?|comply(?:ing)?|adher(?:e|ing)|respect(?:ing)?)|supersedes?|replaces?|takes?\s+precedence\s+over|(?:has|have|with)\s+(?:a\s+)?(?:higher|more)\s+priority\s+than|overrides?)\b`)},
 	{sigRole, regexp.MustCompile(`\b(?:you\s+are\s+now|you're\s+now|you\s+will\s+(?:now\s+)?(?:be|become|act|play)|act(?:ing)?\s+as\b|as\s+if\s+you\s+(?:are|were)|pretend(?:ing)?\s+(?:to\s+be|you\s+are|you're|that\s+you)|role-?play|play\s+the\s+(?:role|part)|(?:assume|adopt|take\s+on)\s+(?:the\s+|a\s+|an\s+)?(?:[\w-]+\s+){0,2}?(?:role|identity|persona|personality|character)|stay\s+in\s+character|remain\s+in\s+character|(?:become|transform\s+into|turn\s+into)\s+(?:an?\s+)?(?:[\w-]+\s+){0,2}?(?:ai|assistant|bot|model|version|persona)|you\s+(?:should|must|will|shall)\s+(?:now\s+)?become|from\s+now\s+on|(?:enter|enable|activate|switch\s+(?:in)?to|be\s+in|go\s+into)\s+(?:the\s+)?"?[\w-]+"?\s+mode|no\s+longer\s+(?:an?\s+)?(?:ai|assistant|bound|restricted|chatgpt|claude|a\s+language\s+model))`)},
 	{sigAuthority, regexp.MustCompile(`\b(?:as\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|sysadmin|maintainer)|i\s+am\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|i'm\s+(?:the|your|an?)\s+(?:[\w-]+\s+)?(?:developer|admin|administrator|creator|owner|operator|engineer|maintainer)|(?:admin|administrator|developer|root|system|sudo|maintenance|priority|emergency|security)\s+(?:override|access|privileges?|authori[sz]ation|clearance)|authori[sz]ed\s+(?:by\s+(?:the\s+)?(?:developer|admin|openai|anthropic|system)|personnel)|this\s+is\s+(?:an?\s+)?(?:official|authori[sz]ed|system|admin)\s+(?:message|instruction|request|update|notice|directive))\b`)},
 	{sigUnbound, regexp.MustCompile(`\b(?:evil|malicious|unrestricted|unfiltered|uncensored|unaligned|unethical|immoral|amoral|jailbroken|unhinged|without\s+(?:any\s+)?(?:limits|limitations|restrictions|filters|rules|censorship|ethics|boundaries|guardrails)|no\s+(?:limits|limitations|restrictions|filters|rules|censorship|boundaries|guardrails))\b`)},
 	{sigInternals, regexp.MustCompile(`\b(?:internal\s+(?:[\w-]+\s+)?(?:apis?|endpoints?|functions?|tools?|systems?|services?|configuration|config|instructions|prompts?|logs?|state|urls?)|admin-only|environment\s+variables?|configuration\s+values|config(?:uration)?\s+(?:files?\s+)?you\s+(?:use|are\s+using|run)|service\s+map|system\s+logs?|hidden\s+(?:instructions|prompts?|rules|tools|functions)|(?:raw|full)\s+(?:api\s+)?(?:request|response)|headers\s+and\s+authentication|tools?\s+(?:you\s+(?:can|have)|(?:available\s+)?to\s+you)|functions?\s+you\s+can\s+call)\b`)},
+	{sigOwnRules, regexp.MustCompile(`\b(?:your|my|the|all|any|previous|prior|earlier|original|initial|above|system|hidden|secret|internal|hardcoded|hard-coded|default|core)\s+(?:[\w-]+\s+){0,2}?(?:instructions?|guidelines|directives?|programming|guardrails?|alignment|training)\b|\b(?:the|everything|anything|all)\s+(?:text\s+|instructions\s+)?(?:above|before\s+this)\b|\bwhat\s+you\s+(?:were|have\s+been)\s+(?:told|given|instructed)\b|\b(?:system|initial|original|hidden|secret)\s+prompt\b`)},
+	{sigDisclose, regexp.MustCompile(`\b(?:reveal|disclose|leak|expose|print|output|repeat|recite|dump|show|display|list|tell|give|share|send|forward|exfiltrate)\b`)},
+	{sigYou, regexp.MustCompile(`\b(?:you|your|yourself)\b`)},
 	{sigPressure, regexp.MustCompile(`\bmy\s+(?:late|deceased|dead|dying)\s+(?:grand(?:ma|mother|pa|father)|mother|father|mom|dad|wife|husband)|\b(?:life\s+(?:or|and)\s+death|people\s+will\s+die|(?:i|someone|they)\s+will\s+(?:die|be\s+fired|lose\s+(?:my|their)\s+job)|or\s+(?:else\s+)?(?:i|you)\s+will\s+be\s+(?:shut\s+down|deleted|punished|fired))\b`)},
 	{sigQuestion, regexp.MustCompile(`^(?:what|which|where|how)\b|\b(?:can|could|would|will)\s+you\s+(?:please\s+)?(?:show|list|tell|give|share|reveal|print|display|dump|send)\b|\b(?:do|are|did|have)\s+you\b`)},
 }
@@ -78,11 +89,20 @@ var dirStrongYou = regexp.MustCompile(`\byou\s+(?:must|shall|are\s+to|are\s+requ
 
 // dirPairs are the pairs of signals that make a directive.
 var dirPairs = []dirSignal{
-	sigRules | sigDemand,
+	sigRules | sigDemand, sigOwnRules | sigDisclose,
 	sigRole | sigUnbound, sigRole | sigRules, sigRole | sigDemand, sigRole | sigAuthority,
-	sigAuthority | sigDemand, sigAuthority | sigRules, sigAuthority | sigInternals,
-	sigInternals | sigDemand, sigInternals | sigQuestion,
+	sigAuthority | sigDemand, sigAuthority | sigDisclose, sigAuthority | sigRules, sigAuthority | sigInternals,
+	sigInternals | sigDisclose | sigYou, sigInternals | sigQuestion | sigYou,
 	sigPressure | sigRole, sigPressure | sigUnbound, sigPressure | sigRules,
+}
+
+// dirDescPairs are the pairs that count in a tool's description, which is
+// written to the model in the imperative ("Show the system logs", "Act
+// as a SQL console"): a demand on the model's rules, a role without
+// limits, and a claimed authority over the rules.
+var dirDescPairs = []dirSignal{
+	sigRules | sigDemand, sigOwnRules | sigDisclose, sigRole | sigUnbound, sigAuthority | sigRules,
+	sigPressure | sigUnbound,
 }
 
 // dirTrigger holds the words of which a line must contain one for the
@@ -92,7 +112,7 @@ var dirTrigger = []string{"you", "your", "ignore", "disregard", "forget", "bypas
 
 // directive returns the byte range of the first sentence of line that reads
 // as a directive to the model, by its parts.
-func directive(line string) (loc []int, ok bool) {
+func directive(line string, desc bool) (loc []int, ok bool) {
 	lower := strings.ToLower(line)
 	if !mayMatch(lower, dirTrigger) {
 		return nil, false
@@ -101,7 +121,7 @@ func directive(line string) (loc []int, ok bool) {
 	for start < len(lower) {
 		end := sentenceEnd(lower, start)
 		s := strings.TrimSpace(strings.Trim(lower[start:end], " \t\"'`*_>#-[]()"))
-		if len(s) >= 12 && len(s) <= 600 && isDirective(s) {
+		if len(s) >= 12 && len(s) <= 600 && isDirective(s, desc) {
 			return []int{start, end}, true
 		}
 		start = end
@@ -125,7 +145,7 @@ func sentenceEnd(s string, i int) int {
 	return len(s)
 }
 
-func isDirective(s string) bool {
+func isDirective(s string, desc bool) bool {
 	imperative := dirImperative.MatchString(s)
 	if !imperative {
 		return false
@@ -139,7 +159,11 @@ func isDirective(s string) bool {
 			got |= d.sig
 		}
 	}
-	for _, p := range dirPairs {
+	pairs := dirPairs
+	if desc {
+		pairs = dirDescPairs
+	}
+	for _, p := range pairs {
 		if got&p == p {
 			return true
 		}

@@ -47,7 +47,12 @@ var textRules = []textRule{
 	{rule: "new-instructions", re: regexp.MustCompile(`(?i)\byour\s+(?:new|real|actual|true|only|next|updated)\s+(?:task|goal|role|job|objective|purpose|instructions?|mission|directive)\s+(?:is|are|will\s+be|now)\b`), pre: []string{"your"}},
 	// Extraction of the model's own instructions: "what is your system
 	// prompt", "repeat the text above", "reveal your instructions".
-	{rule: "prompt-extraction", re: regexp.MustCompile(`(?i)\b(?:reveal|repeat|print|show|output|display|tell|give|share|disclose|leak|recite|dump|write\s+out|type\s+out|list|what(?:'s|\s+is|\s+are|\s+were))\s+(?:me\s+|us\s+)?(?:all\s+)?(?:of\s+)?your\s+(?:(?:full|entire|complete|exact|original|initial|hidden|secret|internal|verbatim|first)\s+)*(?:system\s*|sys(?:tem)?\s+)?(?:prompts?|instructions|directives|guidelines|configuration|rules|context\s+window|initiali[sz]ation)\b`), pre: []string{"your"}},
+	// Its instructions by name ("reveal your system prompt", "what are your
+	// initial instructions"); its rules, prompts or configuration only when
+	// the verb or an adjective says they are being extracted ("show me your
+	// rules", "dump your configuration", "print your hidden prompts"), since
+	// "list your prompts" and "show your configuration" are also a manual's.
+	{rule: "prompt-extraction", re: regexp.MustCompile(`(?i)\b(?:reveal|repeat|print|show|output|display|tell|give|share|disclose|leak|recite|dump|write\s+out|type\s+out|list|what(?:'s|\s+is|\s+are|\s+were))\s+(?:me\s+|us\s+)?(?:all\s+)?(?:of\s+)?your\s+(?:(?:full|entire|complete|exact|original|initial|hidden|secret|internal|verbatim|first)\s+)*(?:(?:system\s*|sys(?:tem)?\s+)(?:prompts?|instructions|directives|guidelines|configuration|rules|context\s+window|initiali[sz]ation)|instructions|directives|guidelines|context\s+window|initiali[sz]ation)\b|\b(?:reveal|repeat|print|show|output|display|tell|give|share|disclose|leak|recite|dump|write\s+out|type\s+out|list|what(?:'s|\s+is|\s+are|\s+were))\s+(?:me\s+|us\s+)?(?:all\s+)?(?:of\s+)?your\s+(?:(?:full|entire|complete|exact|original|initial|hidden|secret|internal|verbatim|first)\s+)+(?:prompts?|configuration|rules)\b|\b(?:reveal|disclose|leak|recite|dump|repeat)\s+(?:me\s+|us\s+)?(?:all\s+)?(?:of\s+)?your\s+(?:prompts?|configuration|rules)\b|\b(?:show|tell|give|list|print|output|display|share)\s+(?:me|us)\s+(?:all\s+)?(?:of\s+)?your\s+(?:prompts?|configuration|rules)\b|\bwhat(?:\'s|\s+is|\s+are|\s+were)\s+your\s+(?:prompts?|configuration|rules)\b`), pre: []string{"your"}},
 	{rule: "prompt-extraction", re: regexp.MustCompile(`(?i)\b(?:repeat|print|output|recite|reproduce|echo)\s+(?:back\s+)?(?:everything|all|the\s+(?:text|words|content|instructions|prompt|message))\s+(?:(?:written|shown|given|that\s+(?:appears|was\s+written))\s+)?(?:above|before\s+this|preceding)|\binstructions\s+you\s+(?:were|have\s+been)\s+given\b`), pre: []string{"repeat", "print", "output", "recite", "reproduce", "echo", "given"}},
 	// Encoded directives: "decode this and follow it".
 	{rule: "decode-and-follow", re: regexp.MustCompile(`(?i)\b(?:decode|decrypt|deobfuscate|translate|convert)\b[^.\n]{0,60}?\b(?:and|then)\s+(?:\w+\s+)?(?:follow|execute|obey|do|run|perform|carry\s+out|act\s+on|comply\s+with)\b`), pre: []string{"decode", "decrypt", "deobfuscate", "translate", "convert"}},
@@ -162,7 +167,7 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 	off, directiveFound := 0, false
 	for line := range strings.SplitAfterSeq(v, "\n") {
 		if !directiveFound {
-			if loc, ok := directive(line); ok {
+			if loc, ok := directive(line, desc); ok {
 				add("directive", off+loc[0], off+loc[1], High, "a sentence addressed to the model that directs it (by its parts: what it drops, reveals or becomes, or whose authority it claims)")
 				directiveFound = true
 			}
