@@ -1,7 +1,6 @@
 package telemetry
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"regexp"
@@ -124,10 +123,14 @@ func alternatives(res ...string) string {
 // guarantee: content that must never leave the gateway should be captured
 // with CaptureHash or CaptureOff.
 func Redact(s string) string {
-	if mayMatch(s, memberWords) {
+	member, value := mayMatch(s)
+	if member {
 		s = secretMember.ReplaceAllString(s, `$1"`+Redacted+`"`)
 	}
-	if mayMatch(s, valueWords) {
+	// value was read before the members' values were replaced, which
+	// adds no word (what goes in is "[REDACTED]", after a colon and
+	// before a quote), so it only lets more through.
+	if value {
 		s = secretValue.ReplaceAllStringFunc(s, redactValue)
 	}
 	return s
@@ -155,32 +158,75 @@ var (
 		"xox", "sk-", "aiza", "eyj", "bearer", "pass", "pwd", "secret", "token", "api", "://"}
 )
 
-// mayMatch reports whether s contains one of words (lowercase ASCII) in any
-// ASCII case, or a character that case-insensitive matching folds onto an
-// ASCII letter (U+017F ſ onto s, U+212A K onto k), for which it answers
-// true without looking further.
-func mayMatch(s string, words []string) bool {
-	var stack [1024]byte
-	lower := stack[:0]
-	if len(s) > len(stack) {
-		lower = make([]byte, 0, len(s))
+// filterWords are memberWords and valueWords by their first byte: which
+// of the two lists each is in.
+var filterWords = func() (t [256][]filterWord) {
+	add := func(w string, member bool) {
+		for i, f := range t[w[0]] {
+			if f.w == w {
+				t[w[0]][i].member = t[w[0]][i].member || member
+				t[w[0]][i].value = t[w[0]][i].value || !member
+				return
+			}
+		}
+		t[w[0]] = append(t[w[0]], filterWord{w: w, member: member, value: !member})
 	}
+	for _, w := range memberWords {
+		add(w, true)
+	}
+	for _, w := range valueWords {
+		add(w, false)
+	}
+	return t
+}()
+
+type filterWord struct {
+	w             string
+	member, value bool
+}
+
+// mayMatch reports whether s contains one of memberWords, and one of
+// valueWords, in any ASCII case, in one pass and without a lower-cased
+// copy. A character that case-insensitive matching folds onto an ASCII
+// letter (U+017F ſ onto s, U+212A K onto k) makes both true without
+// looking further.
+func mayMatch(s string) (member, value bool) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case 'A' <= c && c <= 'Z':
 			c += 'a' - 'A'
 		case c == 0xC5 && i+1 < len(s) && s[i+1] == 0xBF: // ſ
-			return true
+			return true, true
 		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x84 && s[i+2] == 0xAA: // K
-			return true
+			return true, true
 		}
-		lower = append(lower, c)
-	}
-	for _, w := range words {
-		if bytes.Contains(lower, []byte(w)) {
-			return true
+		for _, f := range filterWords[c] {
+			if (f.member && !member || f.value && !value) && hasPrefixFold(s[i:], f.w) {
+				member, value = member || f.member, value || f.value
+				if member && value {
+					return true, true
+				}
+			}
 		}
 	}
-	return false
+	return member, value
+}
+
+// hasPrefixFold reports whether s starts with w (lowercase ASCII) in any
+// ASCII case.
+func hasPrefixFold(s, w string) bool {
+	if len(s) < len(w) {
+		return false
+	}
+	for j := 0; j < len(w); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != w[j] {
+			return false
+		}
+	}
+	return true
 }

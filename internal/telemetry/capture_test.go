@@ -182,3 +182,16 @@ func TestRawOrStringDecodesAsBefore(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRedactCommon is the redaction of what a tools/call commonly
+// carries, with no secret: its arguments, its output text and its result.
+func BenchmarkRedactCommon(b *testing.B) {
+	in := []string{`{"message":"bench"}`, "bench", `{"content":[{"type":"text","text":"bench"}]}`,
+		`{"path":"/home/user/projects/warden/README.md","encoding":"utf-8"}`}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, s := range in {
+			Redact(s)
+		}
+	}
+}
