@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -121,7 +122,9 @@ func (e *spanWriter) appendSpan(b []byte, s sdktrace.ReadOnlySpan) ([]byte, erro
 		return nil, err
 	}
 	b = append(b, `,"Links":`...)
-	if b, err = appendJSON(b, s.Links()); err != nil {
+	if links := s.Links(); links == nil { // warden's spans have none
+		b = append(b, "null"...)
+	} else if b, err = appendJSON(b, links); err != nil {
 		return nil, err
 	}
 	st := s.Status()
@@ -172,7 +175,8 @@ func (e *spanWriter) encoded(res *resource.Resource, scope instrumentation.Scope
 	key := scope.Attributes.Equivalent()
 	if !e.scopeSet || scope.Name != e.scope.Name || scope.Version != e.scope.Version ||
 		scope.SchemaURL != e.scope.SchemaURL || key != e.scopeKey {
-		j, err := json.Marshal(&scope) // addressable, as in a SpanStub: attribute.Set marshals through a pointer
+		sc := scope                 // a copy, so that scope does not escape (an allocation per span)
+		j, err := json.Marshal(&sc) // addressable, as in a SpanStub: attribute.Set marshals through a pointer
 		if err != nil {
 			return nil, nil, err
 		}
@@ -220,6 +224,15 @@ func appendAttributes(b []byte, kvs []attribute.KeyValue) ([]byte, error) {
 			b = strconv.AppendInt(b, kv.Value.AsInt64(), 10)
 		case attribute.BOOL:
 			b = strconv.AppendBool(b, kv.Value.AsBool())
+		case attribute.FLOAT64:
+			// aitf.mcp.tool.duration_ms, on every tool call: as
+			// encoding/json writes a float64, NaN and infinities (its
+			// errors) left to it.
+			if f := kv.Value.AsFloat64(); !math.IsNaN(f) && !math.IsInf(f, 0) {
+				b = appendFloat(b, f)
+				break
+			}
+			fallthrough
 		default:
 			var err error
 			if b, err = appendJSON(b, kv.Value.AsInterface()); err != nil {
@@ -255,6 +268,25 @@ func appendEvents(b []byte, evs []sdktrace.Event) ([]byte, error) {
 		b = append(appendTime(b, ev.Time), '}')
 	}
 	return append(b, ']'), nil
+}
+
+// appendFloat appends f, neither NaN nor infinite, as encoding/json
+// writes a float64: the shortest representation, in exponent form only
+// below 1e-6 or from 1e21, with an exponent of at least two digits.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 to e-9, as encoding/json writes it.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // appendJSON appends v as encoding/json writes it (the fallback).

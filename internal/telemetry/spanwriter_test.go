@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -151,5 +152,35 @@ func BenchmarkSpanWriter(b *testing.B) {
 	for b.Loop() {
 		buf.Reset()
 		exp.ExportSpans(context.Background(), spans)
+	}
+}
+
+// TestSpanWriterFloatsAndLinks: float attributes (a tool call's
+// aitf.mcp.tool.duration_ms), written by hand, and links, none or some,
+// are the stdout exporter's bytes too, at every magnitude encoding/json
+// formats differently.
+func TestSpanWriterFloatsAndLinks(t *testing.T) {
+	var attrs []attribute.KeyValue
+	for i, f := range []float64{0, 1, 12.5, -0.25, 1e-6, 9.99e-7, -2.5e-9, 1e20, 1e21, 123456789.125, 1.7976931348623157e308, 5e-324} {
+		attrs = append(attrs, attribute.Float64("f"+strconv.Itoa(i), f))
+	}
+	stubs := []tracetest.SpanStub{{Name: "floats", Attributes: attrs},
+		{Name: "linked", Links: []sdktrace.Link{{Attributes: []attribute.KeyValue{attribute.String("k", "v")}}}},
+		{Name: "no links", Links: []sdktrace.Link{}}}
+	var want, got bytes.Buffer
+	ref, err := stdouttrace.New(stdouttrace.WithWriter(&want))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, _ := NewSpanWriter(&got)
+	spans := tracetest.SpanStubs(stubs).Snapshots()
+	if err := ref.ExportSpans(context.Background(), spans); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.ExportSpans(context.Background(), spans); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want.String() {
+		t.Errorf("got\n%s\nwant\n%s", got.String(), want.String())
 	}
 }
