@@ -76,6 +76,15 @@ var readingsSeeds = []string{
 	`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","Name":"get_env"}}`,
 	`{"jsonrpc":"2.0","method":"Tools/Call","params":{"name":"get_env"}}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"Params":{"name":"get_env"}}`,
+	// The second red-team round (internal/difftest/corpus_edges_test.go):
+	// go-sdk runs a request that also has result or error, mcp-go one with
+	// error; line breaks and trailing white space around a message.
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_env"},"result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_env"},"error":{"code":1,"message":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"result":{},"params":{"name":"get_env"}}`,
+	"\r\n{\"jsonrpc\":\"2.0\",\n\"id\":1,\r\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\n\"arguments\":{}}}  \t",
+	`{"jsonrpc":"2.0","id":9007199254740993,"method":"tools/call","params":{"name":"echo"}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","_meta":[{"io.agentwarden/token":"t"}]}}`,
 }
 
 func FuzzReadingsAgree(f *testing.F) {

@@ -113,6 +113,12 @@ func checkAgainstReference(t *testing.T, data []byte, m *Message, err error) {
 	if !json.Valid(data) || !utf8.Valid(data) {
 		t.Fatalf("accepted invalid JSON %q", data)
 	}
+	// What is forwarded is one line with nothing around the object: stdio
+	// peers frame by LF, and go-sdk ends the connection on anything but a
+	// line break after a message.
+	if bytes.ContainsAny(m.Raw, "\r\n") || len(m.Raw) == 0 || m.Raw[0] != '{' || m.Raw[len(m.Raw)-1] != '}' {
+		t.Fatalf("Raw %q is not one object on one line", m.Raw)
+	}
 	if refHasDuplicates(data) {
 		t.Fatalf("accepted duplicate keys in %q", data)
 	}
