@@ -301,10 +301,13 @@ func (p *Program) concrete(tr *Trace, noAdversary bool) (*Trace, error) {
 		return tr, nil
 	}
 	full := p.full
-	cur := full.pack(tr.Steps[0].Values)
+	cur := append([]uint64(nil), full.init...)
 	out := &Trace{Model: tr.Model, Property: tr.Property, Steps: []Step{{Action: -1, Values: full.values(cur)}}}
 	next := make([]uint64, p.words)
-	canon := make([]uint64, p.words)
+	canon := append([]uint64(nil), cur...)
+	if p.sym.canon(canon); !equalWords(canon, p.pack(tr.Steps[0].Values)) {
+		return nil, fmt.Errorf("symmetry: the initial state of %s is not the first state of the trace's orbit; the model is not symmetric as declared", p.model.Name)
+	}
 	for i, st := range tr.Steps[1:] {
 		target := p.pack(st.Values)
 		// The step's own transition first: it often fits as it is.
