@@ -149,7 +149,7 @@ func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
 		return
 	}
 	rs.names.forget(upstream, session)
-	rs.Spans.Record(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
+	rs.Spans.RecordOwned(ctx, &telemetry.Operation{Span: telemetry.SpanServerDisconnect, Upstream: upstream,
 		Session: session, Transport: rs.Transport, ServerTransport: rs.Transports[upstream], UpstreamURL: rs.URLs[upstream], Start: time.Now()})
 }
 
@@ -158,7 +158,7 @@ func (rs *Records) SessionEnded(ctx context.Context, upstream, session string) {
 func (rs *Records) Unanswered(_ context.Context, d *Decision) {
 	if o, ok := d.Open.(*openCall); ok && o.op != nil {
 		o.op.SetResponse(d.Msg)
-		rs.Spans.End(o.span, o.op)
+		rs.Spans.EndOwned(o.span, o.op)
 	}
 }
 
@@ -171,7 +171,7 @@ func (rs *Records) withheld(d *Decision) {
 		return
 	}
 	o.op.Denial = &telemetry.Denial{Stage: "audit", Rule: "write", Reason: "the audit record of the answer could not be written, so it is withheld"}
-	rs.Spans.End(o.span, o.op)
+	rs.Spans.EndOwned(o.span, o.op)
 }
 
 // paramsHash returns the parameters hash of d's arguments when d is a
@@ -237,7 +237,9 @@ func auditRecord(d *Decision, params string) audit.Record {
 
 // span turns d into telemetry: a relayed request, the client's or the
 // upstream's, opens a span that its answer closes; everything else is
-// recorded at once.
+// recorded at once. Each operation is made here and handed over to the
+// Recorder when its span ends (EndOwned, RecordOwned: no copy on the
+// call's path); nothing reads it afterwards.
 func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uint64, hash string) {
 	switch {
 	case d.Direction == "client" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
@@ -259,7 +261,7 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 			rs.names.learn(d.Upstream, d.Session, d.Msg.Result)
 		}
 		addFindings(o.op, o.findings, d.Findings)
-		rs.Spans.End(o.span, o.op)
+		rs.Spans.EndOwned(o.span, o.op)
 	case d.Direction == "upstream" && d.Kind == jsonrpc.KindRequest && d.Denial == nil:
 		o := &openCall{start: time.Now(), findings: d.Findings}
 		o.op, o.span = rs.start(ctx, d, params, seq, hash)
@@ -267,7 +269,7 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 	default:
 		op := rs.operation(d, params)
 		op.AuditSeq, op.AuditHash = seq, hash
-		rs.Spans.Record(ctx, op)
+		rs.Spans.RecordOwned(ctx, op)
 	}
 }
 
@@ -277,7 +279,7 @@ func (rs *Records) span(ctx context.Context, d *Decision, params string, seq uin
 func (rs *Records) start(ctx context.Context, d *Decision, params string, seq uint64, hash string) (*telemetry.Operation, *telemetry.Span) {
 	op := rs.operation(d, params)
 	op.AuditSeq, op.AuditHash = seq, hash
-	_, sp := rs.Spans.Start(ctx, op)
+	sp := rs.Spans.StartSpan(ctx, op)
 	if rs.Propagate && d.Msg != nil {
 		if params, err := telemetry.InjectMeta(d.Msg.Params, sp.Context()); err == nil {
 			d.Msg = d.Msg.WithParams(params)

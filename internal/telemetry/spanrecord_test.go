@@ -339,3 +339,45 @@ func TestNoSpans(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 }
+
+// TestStartSpanIsStart: StartSpan and RecordOwned give a span the parent
+// Start gives it, from params._meta or, without one, from ctx, and
+// EndOwned exports what End does.
+func TestStartSpanIsStart(t *testing.T) {
+	exp := &captureExporter{}
+	r := NewRecorder(Options{SpanExporter: exp, Deferred: 16})
+	client := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	ctx := trace.ContextWithRemoteSpanContext(context.Background(), client)
+	withMeta := []byte(`{"name":"echo","_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`)
+	for _, params := range [][]byte{withMeta, []byte(`{"name":"echo"}`)} {
+		op := func() *Operation {
+			return &Operation{Method: "tools/call", Tool: "echo", RequestID: "7", Params: params, Start: start, End: start.Add(time.Millisecond)}
+		}
+		_, a := r.Start(ctx, op())
+		b := r.StartSpan(ctx, op())
+		if !a.parent.Equal(b.parent) || a.Context().TraceID() != b.Context().TraceID() || a.name != b.name || a.kind != b.kind {
+			t.Errorf("params %s: StartSpan gives parent %v, name %q; Start %v, %q", params, b.parent, b.name, a.parent, a.name)
+		}
+		r.End(a, op())
+		r.EndOwned(b, op())
+		if sc := r.RecordOwned(ctx, op()); sc.TraceID() != a.Context().TraceID() {
+			t.Errorf("params %s: RecordOwned's trace %v, want %v", params, sc.TraceID(), a.Context().TraceID())
+		}
+	}
+	if err := r.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exp.mu.Lock()
+	spans := exp.spans
+	exp.mu.Unlock()
+	if len(spans) != 6 {
+		t.Fatalf("%d spans exported, want 6", len(spans))
+	}
+	for i := 0; i < 6; i += 3 {
+		for j := i + 1; j < i+3; j++ {
+			if !reflect.DeepEqual(spans[j].Attributes, spans[i].Attributes) || !spans[j].Parent.Equal(spans[i].Parent) || spans[j].Name != spans[i].Name {
+				t.Errorf("span %d differs from span %d, ended by End", j, i)
+			}
+		}
+	}
+}

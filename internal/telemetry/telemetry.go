@@ -253,6 +253,23 @@ func (r *Recorder) Start(ctx context.Context, op *Operation) (context.Context, *
 	return ctx, &Span{span: span, typ: t}
 }
 
+// StartSpan is Start for a caller that needs the span only (its Context
+// to inject, and to end it), not a context carrying it: with
+// Options.SpanExporter it builds no context, so it costs the span alone
+// on the call's path.
+func (r *Recorder) StartSpan(ctx context.Context, op *Operation) *Span {
+	if r.native == nil {
+		_, s := r.Start(ctx, op)
+		return s
+	}
+	if op.Start.IsZero() {
+		op.Start = time.Now()
+	}
+	t := op.spanType()
+	parent := trace.SpanContextFromContext(ContextFromParams(ctx, op.Params))
+	return r.native.start(ctx, parent, t, r.spanName(t, op), r.spanKind(t, op))
+}
+
 // End sets the span's attributes and events from op, ends it at op.End (now
 // if zero), and hands op's OCSF events to the sink (to be built on the
 // sink's own goroutine when it is a DeferredSink, as a Queue is). With
@@ -263,17 +280,32 @@ func (r *Recorder) End(s *Span, op *Operation) {
 		op.End = time.Now()
 	}
 	if r.ends == nil {
+		r.EndOwned(s, op)
+		return
+	}
+	cp := *op
+	r.EndOwned(s, &cp)
+}
+
+// EndOwned is End for a caller that hands op over: it neither reads nor
+// changes op (nor what its slices hold) once EndOwned is called, so that
+// with Options.Deferred op is queued as it is, without End's copy (an
+// Operation is some 600 bytes, copied on the call's path).
+func (r *Recorder) EndOwned(s *Span, op *Operation) {
+	if op.End.IsZero() {
+		op.End = time.Now()
+	}
+	if r.ends == nil {
 		if ro := r.end(s, op); ro != nil {
 			r.export([]sdktrace.ReadOnlySpan{ro})
 		}
 		return
 	}
-	cp := *op
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	if !r.closed {
 		select {
-		case r.ends <- ending{s, &cp}:
+		case r.ends <- ending{s, op}:
 			return
 		default:
 		}
@@ -502,6 +534,13 @@ func (r *Recorder) StartGroup(ctx context.Context, name string, attrs ...attribu
 func (r *Recorder) Record(ctx context.Context, op *Operation) trace.SpanContext {
 	_, s := r.Start(ctx, op)
 	r.End(s, op)
+	return s.Context()
+}
+
+// RecordOwned is Record for a caller that hands op over, as to EndOwned.
+func (r *Recorder) RecordOwned(ctx context.Context, op *Operation) trace.SpanContext {
+	s := r.StartSpan(ctx, op)
+	r.EndOwned(s, op)
 	return s.Context()
 }
 
