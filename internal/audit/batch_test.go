@@ -28,7 +28,7 @@ func (b *batchSizes) Write(ctx context.Context, batch []Record) error {
 // 7 were still being woken), so every 8 records cost two fdatasyncs. The
 // writer now lets the appenders it released queue again first (gather).
 func TestBatchesFill(t *testing.T) {
-	const appenders, each = 8, 100
+	const appenders, each = 8, 200
 	j, err := NewJSONL(filepath.Join(t.TempDir(), "audit.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +63,19 @@ func TestBatchesFill(t *testing.T) {
 	if st := l.Stats(); st.Steps != uint64(len(bs.sizes)) || st.Records != uint64(records) {
 		t.Errorf("Stats() = %+v, want %d steps and %d records", st, len(bs.sizes), records)
 	}
-	// Ideal: 100 batches of 8; convoying: 200 of 4 on average.
-	if mean := float64(records) / float64(len(bs.sizes)); mean < 6 {
-		t.Errorf("%d durable steps for %d records from %d appenders (%.1f records each), want at least 6 records each; sizes %v",
-			len(bs.sizes), records, appenders, mean, bs.sizes)
+	// Judged over the first half of the records, while every appender is
+	// still appending (one that lags behind ends alone, in batches of 1).
+	// Ideal: 8 records a step; convoying: 4 on average (1, 7, 1, 7).
+	half, steps := 0, 0
+	for _, n := range bs.sizes {
+		if half >= records/2 {
+			break
+		}
+		half += n
+		steps++
+	}
+	if mean := float64(half) / float64(steps); mean < 5 {
+		t.Errorf("%d durable steps for the first %d records from %d appenders (%.1f records each), want at least 5 records each; sizes %v",
+			steps, half, appenders, mean, bs.sizes)
 	}
 }
