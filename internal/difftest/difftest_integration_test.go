@@ -310,7 +310,18 @@ func (o *oracleReader) next() ([]oracleRecord, error) {
 		rec := oracleRecord{Kind: kind.Kind}
 		switch kind.Kind {
 		case "call":
-			err = json.Unmarshal(line, &rec.call)
+			if err = json.Unmarshal(line, &rec.call); err != nil {
+				// An effect bound to other types (the TypeScript server,
+				// which does not check its input schema, takes "100"
+				// for amount) is no effect the oracle can match: Effect
+				// stays nil, which check (ii) reports as a violation.
+				var loose struct {
+					callRecord
+					Effect json.RawMessage `json:"effect"`
+				}
+				err = json.Unmarshal(line, &loose)
+				rec.call = loose.callRecord
+			}
 		case "wire":
 			err = json.Unmarshal(line, &rec.wire)
 		default:
