@@ -415,6 +415,15 @@ func TestValidateValues(t *testing.T) {
 		{"url env ref", func(c *Config) { c.Gateway.Upstreams[0].URL = "https://a.example/${env:X}" }, "only expanded in env and headers"},
 		{"header name", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"Bad Name": "x"} }, `invalid header name "Bad Name"`},
 		{"header twice", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "1", "x-a": "2"} }, "case-insensitive"},
+		{"agui header shell ref", func(c *Config) {
+			c.Gateway.AGUI = []AGUIUpstream{{Name: "c", URL: "http://127.0.0.1:1/agent", Headers: map[string]string{"Authorization": "Bearer ${AGENT_TOKEN}"}}}
+		}, `unsupported reference "${AGENT_TOKEN}"`},
+		{"agui header env ref", func(c *Config) {
+			c.Gateway.AGUI = []AGUIUpstream{{Name: "c", URL: "http://127.0.0.1:1/agent", Headers: map[string]string{"Authorization": "Bearer ${env:AGENT_TOKEN}"}}}
+		}, ""},
+		{"agui header set by warden", func(c *Config) {
+			c.Gateway.AGUI = []AGUIUpstream{{Name: "c", URL: "http://127.0.0.1:1/agent", Headers: map[string]string{"Content-Length": "1"}}}
+		}, "set by warden's HTTP transport"},
 		{"header value newline", func(c *Config) { c.Gateway.Upstreams[0].Headers = map[string]string{"X-A": "1\nX-B: 2"} }, "control characters"},
 		{"authorization allowed", func(c *Config) {
 			c.Gateway.Upstreams[0].Headers = map[string]string{"Authorization": "Bearer ${env:T}"}

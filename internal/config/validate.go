@@ -262,6 +262,7 @@ func (v *validator) gateway() {
 		if a.MaxHeldBytes < 0 {
 			v.errorf(join(ap, "max_held_bytes"), "max_held_bytes must not be negative")
 		}
+		v.headers(join(ap, "headers"), a.Headers)
 	}
 	a2aNames := map[string]bool{}
 	for i, a := range g.A2A {
