@@ -235,6 +235,11 @@ var badCases = []badCase{
 	{name: "_meta array", in: req(`"method":"tools/call","params":{"name":"x","_meta":` + mark + `[{"io.agentwarden/token":"t"}]}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
 	{name: "_meta string", in: req(`"method":"tools/call","params":{"name":"x","_meta":  ` + mark + `"t"}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
 	{name: "_meta null escaped", in: `{"jsonrpc":"2.0","method":"notifications/progress","params":{"_met\u0061":` + mark + `null}}`, code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta"},
+	{name: "progressToken object", in: req(`"method":"tools/call","params":{"name":"x","_meta":{"progressToken":` + mark + `{"a":1}}}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta.progressToken"},
+	{name: "progressToken fraction", in: req(`"method":"tools/call","params":{"name":"x","_meta":{"progressToken": ` + mark + `1.5}}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta.progressToken"},
+	{name: "progressToken beyond 2^53", in: req(`"method":"tools/call","params":{"name":"x","_meta":{"progressToken":` + mark + `9007199254740993}}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta.progressToken"},
+	{name: "progressToken null", in: req(`"method":"tools/call","params":{"name":"x","_meta":{"progressToken":` + mark + `null}}`), code: CodeInvalidRequest, rule: RuleMetaType, path: "$.params._meta.progressToken"},
+	{name: "malformed progressToken is a parse error", in: req(`"method":"tools/call","params":{"name":"x","_meta":{"progressToken":1.` + mark + `}}`), code: CodeParseError, rule: RuleSyntax, path: "$.params._meta.progressToken"},
 	// A response has no params: a reader that takes it for a request would
 	// see a call warden routed as an answer.
 	{name: "response with params", in: mark + `{"jsonrpc":"2.0","id":1,"result":{},"params":{"name":"transfer_funds"}}`, code: CodeInvalidRequest, rule: RuleShape, path: "$", msg: "params"},
@@ -449,6 +454,10 @@ var goodCases = []goodCase{
 	{name: "string id is canonical", in: `{"jsonrpc":"2.0","id":"\u0041b\n\u000a\/\u00e9\"","method":"m"}`, kind: KindRequest, id: `"Ab\n\n/é\""`, method: "m"},
 	{name: "max int id", in: `{"jsonrpc":"2.0","id":9007199254740991,"method":"m"}`, kind: KindRequest, id: "9007199254740991", method: "m"},
 	{name: "min int id", in: `{"jsonrpc":"2.0","id":-9007199254740991,"method":"m"}`, kind: KindRequest, id: "-9007199254740991", method: "m"},
+	{name: "progressToken string and integer", in: `{"jsonrpc":"2.0","method":"m","params":{"_meta":{"progressToken":"p"},"x":{"_meta":{"progressToken":{}}}}}`,
+		kind: KindNotification, method: "m", params: `{"_meta":{"progressToken":"p"},"x":{"_meta":{"progressToken":{}}}}`},
+	{name: "progressToken integer", in: `{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":-7}}}`,
+		kind: KindRequest, id: "1", method: "m", params: `{"_meta":{"progressToken":-7}}`},
 	{name: "zero id", in: `{"jsonrpc":"2.0","id":0,"method":"m"}`, kind: KindRequest, id: "0", method: "m"},
 	{name: "empty string id", in: `{"jsonrpc":"2.0","id":"","method":"m"}`, kind: KindRequest, id: `""`, method: "m"},
 	{name: "nested params", in: req(`"method":"m","params":{"a":[{"b":[{"c":{"d":[1,[2,[3]]]}}]}],"e":{}}`),

@@ -27,7 +27,7 @@ const (
 	RuleUnknownMember         = "unknown-member"          // any other top-level member
 	RuleMethodType            = "method-type"             // method not a non-empty string
 	RuleParamsType            = "params-type"             // params not an object or array
-	RuleMetaType              = "meta-type"               // params._meta not an object
+	RuleMetaType              = "meta-type"               // params._meta not an object, or its progressToken not a string or safe integer
 	RuleShape                 = "shape"                   // not exactly one of request, notification, response
 	RuleErrorShape            = "error-shape"             // error member not {"code": int, "message": string, "data"?: any}
 	RuleBatchForbidden        = "batch-forbidden"         // a batch where batches are not allowed

@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -230,10 +231,37 @@ func (s *scanner) member() *wireError {
 		return s.unexpected(s.pos, "expected ':' after member name")
 	}
 	s.pos++
-	if f.zone == zoneParams && nameIs(s.raw(k), k.esc, "_meta") {
+	switch {
+	case f.zone == zoneParams && nameIs(s.raw(k), k.esc, "_meta"):
 		s.metaType()
+	case f.zone == zoneParamsMeta && nameIs(s.raw(k), k.esc, "progressToken"):
+		s.progressTokenType()
 	}
 	return nil
+}
+
+// progressTokenType checks that the value at s.pos, params._meta's
+// progressToken, is a string or an integer a JavaScript peer reads exactly,
+// as a request id must be: the TypeScript SDK drops a request with any other
+// progressToken without an answer. A malformed number is left to the scan.
+func (s *scanner) progressTokenType() {
+	s.skipWS()
+	if s.pos >= len(s.data) {
+		return
+	}
+	switch c := s.data[s.pos]; {
+	case c == '"':
+	case c == '-' || isDigit(c):
+		end := s.pos + 1
+		for end < len(s.data) && strings.IndexByte("0123456789+-.eE", s.data[end]) >= 0 {
+			end++
+		}
+		if problem := idProblem('0', s.data[s.pos:end]); problem != "" {
+			s.semantic(RuleMetaType, s.pos, `"progressToken" must be a string or an integer within ±(2^53-1)`)
+		}
+	default:
+		s.semantic(RuleMetaType, s.pos, `"progressToken" must be a string or an integer`)
+	}
 }
 
 // metaType checks that the value at s.pos, params._meta's, is an object.
