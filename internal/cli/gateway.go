@@ -165,6 +165,7 @@ func serveStdio(ctx context.Context, env *Env, cfg *config.Config, f *gatewayFla
 	}
 	client := transport.NewStream(env.Stdin, env.Stdout, closerOf(env.Stdin), transport.StreamOptions{
 		Limits: opts.Limits, Logger: logger, Name: "client", ReplyInvalid: true,
+		OnRefused: g.OnRefused(f.name), // a line that does not decode is audited too
 	})
 	logger.Info("warden gateway: relaying stdio", "upstream", f.name, "command", program, "pipeline", strings.Join(g.Upstream(f.name).Pipeline.Stages(), " → "))
 	// The session outlives ctx (the signal): stop drains it first.

@@ -301,6 +301,7 @@ func (g *Gateway) listener(u *Upstream, sessions *transport.SessionLimits) *tran
 				m.refused(u.Name)
 			}
 		},
+		OnRefused:     g.onRefused(u.Name),
 		BodyTimeout:   g.opts.BodyTimeout,
 		ParamBindings: u.tools.paramBindings,
 		Sessionless:   u.sessionless.Load,

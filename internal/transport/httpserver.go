@@ -98,6 +98,13 @@ type HTTPServerOptions struct {
 	// refuses for a bound (a limit reached, a body too slow), for metrics.
 	OnRefuse func(rule string)
 
+	// OnRefused, if set, is told of each POST refused before its messages
+	// could be decoded and handed to a session (an invalid message, a
+	// header mismatch, a body over the size limit), with the raw bytes'
+	// length and SHA-256, before the refusal is answered: the gateway
+	// records it in its audit log. The answer waits for it.
+	OnRefused OnRefusedFunc
+
 	// BodyTimeout bounds the reading of a POST's body, from the end of its
 	// headers; a body that takes longer is answered 408 and its connection
 	// closed. It bounds the request only: the response, an SSE stream, may
@@ -217,6 +224,7 @@ type HTTPServer struct {
 	sessionLimits  *SessionLimits
 	admitHook      func(SessionInfo) (func(), *Busy)
 	onRefuse       func(rule string)
+	onRefused      OnRefusedFunc
 	bodyTimeout    time.Duration
 	idle           time.Duration
 	openWait       time.Duration // < 0: open SSE streams at once
@@ -251,6 +259,7 @@ func NewHTTPServer(opts HTTPServerOptions) *HTTPServer {
 		sessionLimits:  opts.Sessions,
 		admitHook:      opts.Admit,
 		onRefuse:       opts.OnRefuse,
+		onRefused:      opts.OnRefused,
 		bodyTimeout:    opts.BodyTimeout,
 		idle:           opts.SessionIdleTimeout,
 		openWait:       opts.OpenWait,
@@ -401,11 +410,14 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		rpcErr := asRPCError(err)
 		h.log.Warn("http: invalid message refused", "error", rpcErr.Message, "session", sid, "remote", r.RemoteAddr)
-		writeRPCError(w, http.StatusBadRequest, jsonrpc.PeekID(body), rpcErr)
+		id := jsonrpc.PeekID(body)
+		h.refusedMessage(r, http.StatusBadRequest, body, -1, id, rpcErr)
+		writeRPCError(w, http.StatusBadRequest, id, rpcErr)
 		return
 	}
 	if rpcErr := checkMessageHeaders(r.Header, msgs, h.paramBindings); rpcErr != nil {
 		h.log.Warn("http: header mismatch", "error", rpcErr.Message, "session", sid, "remote", r.RemoteAddr)
+		h.refusedMessage(r, http.StatusBadRequest, body, -1, msgs[0].ID, rpcErr)
 		writeRPCError(w, http.StatusBadRequest, msgs[0].ID, rpcErr)
 		return
 	}
@@ -545,9 +557,11 @@ func (h *HTTPServer) readBody(w http.ResponseWriter, r *http.Request) ([]byte, b
 func (h *HTTPServer) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := int64(h.limits.MaxBytes)
 	tooLarge := func() ([]byte, bool) {
-		writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{},
-			jsonrpc.Detail{Stage: stageListener, Rule: "size"}.Errorf(jsonrpc.CodeInvalidRequest,
-				"request body larger than "+strconv.FormatInt(limit, 10)+" bytes"))
+		rpcErr := jsonrpc.Detail{Stage: stageListener, Rule: "size"}.Errorf(jsonrpc.CodeInvalidRequest,
+			"request body larger than "+strconv.FormatInt(limit, 10)+" bytes")
+		// The body is not read: its declared length is all there is to record.
+		h.refusedMessage(r, http.StatusRequestEntityTooLarge, nil, r.ContentLength, jsonrpc.ID{}, rpcErr)
+		writeRPCError(w, http.StatusRequestEntityTooLarge, jsonrpc.ID{}, rpcErr)
 		return nil, false
 	}
 	if r.ContentLength > limit {
@@ -575,6 +589,24 @@ func (h *HTTPServer) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]b
 		return nil, false
 	}
 	return body, true
+}
+
+// refusedMessage tells OnRefused of a POST refused before its messages
+// reached a session. body is the raw body, or nil when it was not read;
+// length is then its declared length.
+func (h *HTTPServer) refusedMessage(r *http.Request, status int, body []byte, length int64, id jsonrpc.ID, e *jsonrpc.Error) {
+	if h.onRefused == nil {
+		return
+	}
+	principal, _ := r.Context().Value(principalKey{}).(string)
+	ref := Refusal{
+		Transport: "http", Session: r.Header.Get(mcp.HeaderSessionID), Principal: principal,
+		RemoteAddr: r.RemoteAddr, Status: status, Err: e, ID: id, Length: length,
+	}
+	if body != nil {
+		ref.Length, ref.SHA256 = rawDigest(body)
+	}
+	h.onRefused(r.Context(), ref)
 }
 
 // bodyFailed answers a POST whose body could not be read: 408 and the end of

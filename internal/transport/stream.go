@@ -61,6 +61,11 @@ type StreamOptions struct {
 	// does not begin as JSON does ('{' or '['; log output on stdout) cannot
 	// be an answer: those are only logged and dropped.
 	AnswerLost bool
+	// OnRefused, if set, is told of each invalid line (with its length
+	// and SHA-256, never its bytes) before it is answered or dropped: the
+	// gateway records it in its audit log (Gateway.OnRefused). The stream
+	// reads no further line until it returns.
+	OnRefused OnRefusedFunc
 }
 
 // RuleInvalidOutput is the rule of the answers an AnswerLost stream gives in
@@ -87,6 +92,7 @@ func NewStream(r io.Reader, w io.Writer, closer io.Closer, opts StreamOptions) C
 		name:         opts.Name,
 		replyInvalid: opts.ReplyInvalid,
 		answerLost:   opts.AnswerLost,
+		onRefused:    opts.OnRefused,
 		msgs:         make(chan *jsonrpc.Message),
 		mode:         make(chan struct{}),
 		wmu:          make(chan struct{}, 1),
@@ -128,6 +134,7 @@ type stream struct {
 	name         string
 	replyInvalid bool
 	answerLost   bool
+	onRefused    OnRefusedFunc
 
 	// pending holds, with AnswerLost, the ids of the requests written and
 	// not yet answered or cancelled, by id text.
@@ -312,7 +319,7 @@ func (s *stream) isClosed() bool {
 func (s *stream) readLoop() {
 	defer close(s.msgs)
 	for {
-		line, tooLong, last, err := s.readLine()
+		line, n, tooLong, last, err := s.readLine()
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				err = fmt.Errorf("transport %s: read: %w", s.name, err)
@@ -331,7 +338,7 @@ func (s *stream) readLoop() {
 			m, err = jsonrpc.Decode(line, s.lim)
 		}
 		if err != nil {
-			s.invalid(line, tooLong, err)
+			s.invalid(line, n, tooLong, err)
 			if last && !tooLong {
 				// Cut off by the end of the output (a child that crashed
 				// mid-write): what ends next is the process, and that is
@@ -426,11 +433,13 @@ func (s *stream) lost(line []byte, err error) []*jsonrpc.Message {
 // readLine returns the next line without its "\n" or "\r\n". A line longer
 // than maxBytes is consumed up to its newline but only its first maxBytes
 // bytes are kept, and tooLong is set: memory stays bounded by maxBytes plus
-// the reader's buffer whatever the line's length. Each line is a fresh slice,
-// since a decoded Message keeps it as Raw.
-func (s *stream) readLine() (line []byte, tooLong, last bool, err error) {
+// the reader's buffer whatever the line's length. n is the length of the
+// whole line, without its "\n" (a long line's too). Each line is a fresh
+// slice, since a decoded Message keeps it as Raw.
+func (s *stream) readLine() (line []byte, n int64, tooLong, last bool, err error) {
 	for {
 		chunk, err := s.r.ReadSlice('\n')
+		n += int64(len(chunk))
 		if !tooLong {
 			line = append(line, chunk...)
 			if len(line) > s.maxBytes+len("\r\n") {
@@ -444,7 +453,13 @@ func (s *stream) readLine() (line []byte, tooLong, last bool, err error) {
 		case errors.Is(err, io.EOF) && (len(line) > 0 || tooLong):
 			last = true // the last line, without a newline
 		default:
-			return nil, false, false, err
+			return nil, 0, false, false, err
+		}
+		switch {
+		case bytes.HasSuffix(chunk, []byte("\r\n")):
+			n -= 2
+		case bytes.HasSuffix(chunk, []byte("\n")):
+			n--
 		}
 		if !tooLong {
 			line = bytes.TrimSuffix(line, []byte("\n"))
@@ -453,7 +468,10 @@ func (s *stream) readLine() (line []byte, tooLong, last bool, err error) {
 				line, tooLong = line[:s.maxBytes], true
 			}
 		}
-		return line, tooLong, last, nil
+		if !tooLong {
+			n = int64(len(line))
+		}
+		return line, n, tooLong, last, nil
 	}
 }
 
@@ -462,13 +480,21 @@ func isBlank(line []byte) bool {
 	return len(bytes.Trim(line, " \t\r")) == 0
 }
 
-// invalid logs a line that did not decode and, with ReplyInvalid, answers it,
-// with the line's id when PeekID can read one. For a line over the limit,
-// line holds only its first maxBytes bytes, where the id usually is.
-func (s *stream) invalid(line []byte, tooLong bool, err error) {
+// invalid logs a line that did not decode, tells OnRefused, and, with
+// ReplyInvalid, answers it, with the line's id when PeekID can read one. For
+// a line over the limit, line holds only its first maxBytes bytes, where the
+// id usually is; n is the whole line's length.
+func (s *stream) invalid(line []byte, n int64, tooLong bool, err error) {
 	var jerr *jsonrpc.Error
 	if !errors.As(err, &jerr) {
 		jerr = &jsonrpc.Error{Code: jsonrpc.CodeParseError, Message: err.Error()}
+	}
+	if s.onRefused != nil {
+		ref := Refusal{Transport: "stdio", Err: jerr, ID: jsonrpc.PeekID(line), Length: n}
+		if !tooLong {
+			ref.Length, ref.SHA256 = rawDigest(line)
+		}
+		s.onRefused(context.Background(), ref)
 	}
 	reason := ruleOf(err) + ": " + jerr.Message
 	s.lastDrop.Store(&reason)

@@ -1,0 +1,255 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/ocsf"
+	"github.com/agentwarden/warden/internal/telemetry"
+	"github.com/agentwarden/warden/internal/transport"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// wireRefusals are the messages refused at the wire whose refusal must be
+// audited: each is refused before it is decoded, so no stage sees it.
+func wireRefusals() []badInput {
+	var out []badInput
+	for _, tc := range badInputs() {
+		switch tc.rule {
+		case "duplicate-key", "member-case", "depth", "size":
+			out = append(out, tc)
+		}
+	}
+	return append(out, badInput{"malformed JSON", `{"jsonrpc":"2.0","id":21,"method":"tools/call",`, -32700, "syntax"})
+}
+
+// ocsfEvents collects the OCSF events the gateway's telemetry emits.
+type ocsfEvents struct {
+	mu  sync.Mutex
+	raw [][]byte
+}
+
+func (s *ocsfEvents) Emit(e ocsf.Event) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err)
+	}
+	s.mu.Lock()
+	s.raw = append(s.raw, b)
+	s.mu.Unlock()
+}
+
+// naming returns how many events mention every one of subs.
+func (s *ocsfEvents) naming(subs ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+next:
+	for _, b := range s.raw {
+		for _, sub := range subs {
+			if !bytes.Contains(b, []byte(sub)) {
+				continue next
+			}
+		}
+		n++
+	}
+	return n
+}
+
+// auditedGateway is the counting demo upstream behind a gateway whose
+// Recorder keeps a JSONL audit log at the returned path and emits OCSF
+// events to the returned sink.
+func auditedGateway(t *testing.T) (*gateway.Gateway, string, *ocsfEvents) {
+	t.Helper()
+	up, _ := countingUpstream(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(context.Background(), audit.KindJSONL, path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &ocsfEvents{}
+	rs := &gateway.Records{Audit: l,
+		Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(),
+			OCSFSink: sink, Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}}),
+		Transport: telemetry.TransportStreamableHTTP}
+	g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{up}, Limits: jsonrpc.Limits{MaxBytes: smallLimit},
+		Recorder: rs, Closers: []io.Closer{l}})
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	return g, path, sink
+}
+
+// lastRefusedRecord reads the audit log as it is on disk and returns its
+// last record of a message refused at the wire.
+func lastRefusedRecord(t *testing.T, path string) (audit.Record, int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i] // the file's preallocated tail
+	}
+	var last audit.Record
+	n := 0
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var r audit.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatalf("audit line %.200q: %v", line, err)
+		}
+		if r.Method == gateway.MethodRefused {
+			last, n = r, n+1
+		}
+	}
+	return last, n
+}
+
+// checkRefusedRecord checks that rec records the refusal of raw by rule,
+// identifying the bytes by their length and SHA-256 (hashed, unless
+// unread).
+func checkRefusedRecord(t *testing.T, tc badInput, rec audit.Record, raw string, hashed bool, session string) {
+	t.Helper()
+	if rec.Decision != audit.Deny || rec.Rule != tc.rule || rec.Upstream != "demo" || rec.Direction != "client" || rec.Session != session {
+		t.Errorf("%s: audit record %+v, want a deny by rule %q of a client message to demo in session %q", tc.name, rec, tc.rule, session)
+	}
+	sum := sha256.Sum256([]byte(raw))
+	want := "raw " + strconv.Itoa(len(raw)) + " bytes sha256 " + hex.EncodeToString(sum[:])
+	if !hashed {
+		want = "raw " + strconv.Itoa(len(raw)) + " bytes (not read whole: no hash)"
+	}
+	if !strings.Contains(rec.Reason, want) {
+		t.Errorf("%s: audit reason %q does not identify the bytes sent (%q)", tc.name, rec.Reason, want)
+	}
+	if strings.Contains(rec.Reason, raw) {
+		t.Errorf("%s: audit reason holds the raw bytes", tc.name)
+	}
+}
+
+// TestWireRefusalsOverHTTPAreAudited: each message the HTTP listener refuses
+// before decoding it gets the same error as before and leaves, before that
+// error is answered, an audit record naming its rule and the SHA-256 of the
+// bytes sent, and an OCSF event; the chain verifies afterwards.
+func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
+	g, path, sink := auditedGateway(t)
+	srv := httptest.NewServer(g.Handler())
+	closed := false
+	closeAll := func() {
+		if !closed {
+			closed = true
+			srv.Close()
+			g.Close()
+		}
+	}
+	defer closeAll()
+	post := func(body, session string) (*http.Response, []byte) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp, readReply(t, resp)
+	}
+	resp, _ := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no session id from initialize")
+	}
+	cases := wireRefusals()
+	for i, tc := range cases {
+		resp, reply := post(tc.body, session)
+		checkRefusal(t, tc, reply)
+		if tc.rule == "size" && resp.StatusCode != http.StatusRequestEntityTooLarge ||
+			tc.rule != "size" && resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: HTTP status %d", tc.name, resp.StatusCode)
+		}
+		// The record is on disk once the answer is in.
+		rec, n := lastRefusedRecord(t, path)
+		if n != i+1 {
+			t.Fatalf("%s: %d records of wire refusals in the audit log after the answer, want %d", tc.name, n, i+1)
+		}
+		checkRefusedRecord(t, tc, rec, tc.body, tc.rule != "size", session)
+		if !strings.Contains(rec.Reason, "from 127.0.0.1:") {
+			t.Errorf("%s: audit reason %q does not name the client's address", tc.name, rec.Reason)
+		}
+	}
+	closeAll() // flushes telemetry, closes the audit log
+	for _, tc := range cases {
+		if sink.naming(gateway.MethodRefused, `"`+tc.rule+`"`) == 0 {
+			t.Errorf("%s: no OCSF event of the refusal by rule %q", tc.name, tc.rule)
+		}
+	}
+	b, err := audit.OpenBackend(audit.KindJSONL, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	rep, err := audit.Verify(context.Background(), b, audit.Anchor{})
+	if err != nil || rep.Problem != nil {
+		t.Fatalf("audit chain: %v, %+v", err, rep.Problem)
+	}
+}
+
+// TestWireRefusalsOverStdioAreAudited: a line `warden gateway --stdio`
+// cannot decode is answered as before and audited as the HTTP listener's
+// refusals are, before the answer is written.
+func TestWireRefusalsOverStdioAreAudited(t *testing.T) {
+	g, path, _ := auditedGateway(t)
+	clientIn, gwIn := io.Pipe()
+	gwOut, clientOut := io.Pipe()
+	conn := transport.NewStream(clientIn, clientOut, clientIn, transport.StreamOptions{
+		Limits: jsonrpc.Limits{MaxBytes: smallLimit}, ReplyInvalid: true, Name: "client", OnRefused: g.OnRefused("demo")})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { g.ServeConn(ctx, conn, "demo", "", false); close(done) }()
+	defer func() { cancel(); gwIn.Close(); <-done; g.Close() }()
+
+	lines := bufio.NewReader(gwOut)
+	next := func() []byte {
+		ch := make(chan []byte, 1)
+		go func() { b, _ := lines.ReadBytes('\n'); ch <- b }()
+		select {
+		case b := <-ch:
+			return bytes.TrimSpace(b)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reply from the gateway")
+			return nil
+		}
+	}
+	io.WriteString(gwIn, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	next()
+	for i, tc := range wireRefusals() {
+		io.WriteString(gwIn, tc.body+"\r\n") // the line ending is not part of the message
+		checkRefusal(t, tc, next())
+		rec, n := lastRefusedRecord(t, path)
+		if n != i+1 {
+			t.Fatalf("%s: %d records of wire refusals in the audit log after the answer, want %d", tc.name, n, i+1)
+		}
+		checkRefusedRecord(t, tc, rec, tc.body, tc.rule != "size", "")
+	}
+}
