@@ -125,6 +125,9 @@ func TestTypedUnmappedIsTheMap(t *testing.T) {
 // and its metadata.uid, nothing per member: with the unmapped map this
 // replaced, and a buffer per raw value, it was 14.
 func TestOneCallsEventsAllocateLittle(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	c := toolCall()
 	b := Builder{Product: Product{Name: "warden", VendorName: "agentwarden"}}
 	buf := make([]byte, 0, 16<<10)

@@ -1,0 +1,8 @@
+//go:build race
+
+package gateway
+
+// recordRace: the test binary runs under the race detector, which
+// allocates where a plain build does not (sync.Pool drops what it is
+// given at random), so allocation counts are not checked.
+const recordRace = true

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ocsf
+
+const raceEnabled = false
