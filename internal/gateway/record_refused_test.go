@@ -7,7 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,4 +255,61 @@ func TestWireRefusalsOverStdioAreAudited(t *testing.T) {
 		}
 		checkRefusedRecord(t, tc, rec, tc.body, tc.rule != "size", "")
 	}
+}
+
+// failingRecorder is a Recorder whose records can never be written.
+type failingRecorder struct{ calls atomic.Int64 }
+
+func (f *failingRecorder) Record(context.Context, *gateway.Decision) error {
+	f.calls.Add(1)
+	return errors.New("disk full")
+}
+
+// TestWireRefusalAnsweredWhenAuditFails: when the record of a wire refusal
+// cannot be written, the client still gets the same refusal (the message is
+// refused either way; nothing of it goes on), and the failure is logged.
+func TestWireRefusalAnsweredWhenAuditFails(t *testing.T) {
+	up, seen := countingUpstream(t)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	rec := &failingRecorder{}
+	g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{up}, Recorder: rec,
+		Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer func() { srv.Close(); g.Close() }()
+	tc := badInput{"duplicate key", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","name":"get_env"}}`, -32700, "duplicate-key"}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(tc.body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("HTTP status %d, want 400", resp.StatusCode)
+	}
+	checkRefusal(t, tc, readReply(t, resp))
+	if rec.calls.Load() != 1 || seen.Load() != 0 {
+		t.Errorf("%d record attempts and %d messages upstream, want 1 and 0", rec.calls.Load(), seen.Load())
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	if !strings.Contains(logs.String(), "level=ERROR") || !strings.Contains(logs.String(), "disk full") {
+		t.Errorf("the failed record is not logged as an error:\n%s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
