@@ -40,7 +40,9 @@ func wireRefusals() []badInput {
 			out = append(out, tc)
 		}
 	}
-	return append(out, badInput{"malformed JSON", `{"jsonrpc":"2.0","id":21,"method":"tools/call",`, -32700, "syntax"})
+	return append(out,
+		badInput{"malformed JSON", `{"jsonrpc":"2.0","id":21,"method":"tools/call",`, -32700, "syntax"},
+		badInput{"request sent as a notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_env"}}`, -32600, "request-as-notification"})
 }
 
 // ocsfEvents collects the OCSF events the gateway's telemetry emits.
