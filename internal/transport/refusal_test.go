@@ -1,0 +1,140 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/jsonrpc"
+)
+
+// refusals collects what an OnRefused hook is told.
+type refusals struct {
+	mu  sync.Mutex
+	got []Refusal
+}
+
+func (rs *refusals) hook(_ context.Context, r Refusal) {
+	rs.mu.Lock()
+	rs.got = append(rs.got, r)
+	rs.mu.Unlock()
+}
+
+func (rs *refusals) all() []Refusal {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return append([]Refusal(nil), rs.got...)
+}
+
+func hexSHA(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// TestStreamTellsOnRefused: each invalid line is told to OnRefused before it
+// is answered, with its rule, its id, its length without the line ending and
+// its SHA-256; a line over the limit with its whole length and no hash.
+func TestStreamTellsOnRefused(t *testing.T) {
+	const limit = 256
+	rs := &refusals{}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := NewStream(inR, outW, inR, StreamOptions{Limits: jsonrpc.Limits{MaxBytes: limit}, ReplyInvalid: true,
+		OnRefused: rs.hook, Logger: slog.New(slog.DiscardHandler)})
+	defer s.Close()
+	replies := make(chan string, 4)
+	go func() {
+		buf := make([]byte, 4096)
+		var acc []byte
+		for {
+			n, err := outR.Read(buf)
+			acc = append(acc, buf[:n]...)
+			for {
+				i := bytes.IndexByte(acc, '\n')
+				if i < 0 {
+					break
+				}
+				replies <- string(acc[:i])
+				acc = acc[i+1:]
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	dup := `{"jsonrpc":"2.0","id":"a","method":"ping","params":{"k":1,"k":2}}`
+	long := `{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":"` + strings.Repeat("y", 3*limit) + `"}}`
+	for _, line := range []string{dup + "\r\n", long + "\r\n"} {
+		if _, err := io.WriteString(inW, line); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-replies:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer to an invalid line")
+		}
+	}
+	got := rs.all()
+	if len(got) != 2 {
+		t.Fatalf("OnRefused told of %d lines, want 2", len(got))
+	}
+	if r := got[0]; r.Transport != "stdio" || r.Detail().Rule != jsonrpc.RuleDuplicateKey || r.ID.Raw() != `"a"` ||
+		r.Length != int64(len(dup)) || r.SHA256 != hexSHA(dup) {
+		t.Errorf("duplicate key: told %+v (rule %q), want rule duplicate-key, id \"a\", %d bytes, sha256 %s", r, r.Detail().Rule, len(dup), hexSHA(dup))
+	}
+	if r := got[1]; r.Detail().Rule != jsonrpc.RuleSize || r.ID.Raw() != "7" || r.Length != int64(len(long)) || r.SHA256 != "" {
+		t.Errorf("long line: told %+v (rule %q), want rule size, id 7, %d bytes, no hash", r, r.Detail().Rule, len(long))
+	}
+}
+
+// TestHTTPServerTellsOnRefused: an invalid body and a body over the limit
+// (declared, and chunked) are told to OnRefused with the status they are
+// answered with.
+func TestHTTPServerTellsOnRefused(t *testing.T) {
+	rs := &refusals{}
+	h := NewHTTPServer(HTTPServerOptions{Limits: jsonrpc.Limits{MaxBytes: 128}, OnRefused: rs.hook,
+		OnSession: func(_ context.Context, c Conn, _ SessionInfo) { c.Close() }})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	post := func(body io.Reader, length int64) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, body)
+		req.ContentLength = length
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	bad := `{"jsonrpc":"2.0","id":3,"Method":"ping"}`
+	big := strings.Repeat(" ", 200)
+	post(strings.NewReader(bad), int64(len(bad)))
+	post(strings.NewReader(big), int64(len(big)))
+	post(io.MultiReader(strings.NewReader(big)), -1) // chunked: no declared length
+	got := rs.all()
+	if len(got) != 3 {
+		t.Fatalf("OnRefused told of %d POSTs, want 3", len(got))
+	}
+	if r := got[0]; r.Transport != "http" || r.Status != 400 || r.Detail().Rule != jsonrpc.RuleMemberCase || r.ID.Raw() != "3" ||
+		r.Length != int64(len(bad)) || r.SHA256 != hexSHA(bad) || !strings.HasPrefix(r.RemoteAddr, "127.0.0.1:") {
+		t.Errorf("member case: told %+v", r)
+	}
+	if r := got[1]; r.Status != 413 || r.Detail().Rule != "size" || r.Length != int64(len(big)) || r.SHA256 != "" {
+		t.Errorf("declared oversize: told %+v", r)
+	}
+	if r := got[2]; r.Status != 413 || r.Detail().Rule != "size" || r.Length != -1 || r.SHA256 != "" {
+		t.Errorf("chunked oversize: told %+v", r)
+	}
+}
