@@ -315,3 +315,36 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestRebindingRefusalIsAudited: a POST from a web page (DNS rebinding:
+// Host evil.example) is refused 403 as before and recorded, unread, with
+// its declared length.
+func TestRebindingRefusalIsAudited(t *testing.T) {
+	g, path, _ := auditedGateway(t)
+	srv := httptest.NewServer(g.Handler())
+	defer func() { srv.Close(); g.Close() }()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+	req.Host = "evil.example"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := readReply(t, resp)
+	resp.Body.Close()
+	tc := badInput{"DNS rebinding", body, -32600, "host"}
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("HTTP status %d, want 403", resp.StatusCode)
+	}
+	checkRefusal(t, tc, reply)
+	rec, n := lastRefusedRecord(t, path)
+	if n != 1 {
+		t.Fatalf("%d records of wire refusals, want 1", n)
+	}
+	checkRefusedRecord(t, tc, rec, body, false, "")
+	if rec.Stage != "listener" {
+		t.Errorf("stage %q, want listener", rec.Stage)
+	}
+}

@@ -98,11 +98,12 @@ type HTTPServerOptions struct {
 	// refuses for a bound (a limit reached, a body too slow), for metrics.
 	OnRefuse func(rule string)
 
-	// OnRefused, if set, is told of each POST refused before its messages
-	// could be decoded and handed to a session (an invalid message, a
-	// header mismatch, a body over the size limit), with the raw bytes'
-	// length and SHA-256, before the refusal is answered: the gateway
-	// records it in its audit log. The answer waits for it.
+	// OnRefused, if set, is told of each request refused before its
+	// messages could be decoded and handed to a session (the Host/Origin
+	// check, authentication, an invalid message, a header mismatch, a body
+	// over the size limit), with the raw bytes' length and SHA-256 when the
+	// body was read, before the refusal is answered: the gateway records it
+	// in its audit log. The answer waits for it.
 	OnRefused OnRefusedFunc
 
 	// BodyTimeout bounds the reading of a POST's body, from the end of its
@@ -334,8 +335,9 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rule, msg := h.checkRebinding(r); rule != "" {
 			h.log.Warn("http: request refused", "rule", rule, "host", r.Host,
 				"origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
-			writeRPCError(w, http.StatusForbidden, jsonrpc.ID{},
-				jsonrpc.Detail{Stage: stageListener, Rule: rule}.Errorf(jsonrpc.CodeInvalidRequest, msg))
+			rpcErr := jsonrpc.Detail{Stage: stageListener, Rule: rule}.Errorf(jsonrpc.CodeInvalidRequest, msg)
+			h.refusedMessage(r, http.StatusForbidden, nil, r.ContentLength, jsonrpc.ID{}, rpcErr)
+			writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, rpcErr)
 			return
 		}
 	}
@@ -343,11 +345,12 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		principal, ref := h.authenticate(r)
 		if ref != nil {
 			h.log.Warn("http: request not authenticated", "rule", ref.Rule, "remote", r.RemoteAddr, "reason", ref.Message)
+			rpcErr := jsonrpc.Detail{Stage: "auth", Rule: ref.Rule}.Errorf(jsonrpc.CodeDenied, ref.Message)
+			h.refusedMessage(r, ref.Status, nil, r.ContentLength, jsonrpc.ID{}, rpcErr)
 			if ref.Challenge != "" {
 				w.Header().Set("WWW-Authenticate", ref.Challenge)
 			}
-			writeRPCError(w, ref.Status, jsonrpc.ID{},
-				jsonrpc.Detail{Stage: "auth", Rule: ref.Rule}.Errorf(jsonrpc.CodeDenied, ref.Message))
+			writeRPCError(w, ref.Status, jsonrpc.ID{}, rpcErr)
 			return
 		}
 		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, principal))

@@ -138,3 +138,28 @@ func TestHTTPServerTellsOnRefused(t *testing.T) {
 		t.Errorf("chunked oversize: told %+v", r)
 	}
 }
+
+// TestHTTPServerTellsOnRefusedAuth: a request authentication refuses is
+// told, unread, with its status and the auth stage's rule.
+func TestHTTPServerTellsOnRefusedAuth(t *testing.T) {
+	rs := &refusals{}
+	h := NewHTTPServer(HTTPServerOptions{OnRefused: rs.hook,
+		Authenticate: func(*http.Request) (string, *AuthRefusal) {
+			return "", &AuthRefusal{Status: 401, Rule: "token-missing", Message: "no bearer token"}
+		},
+		OnSession: func(_ context.Context, c Conn, _ SessionInfo) { c.Close() }})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := rs.all()
+	if len(got) != 1 || got[0].Status != 401 || got[0].Detail().Stage != "auth" || got[0].Detail().Rule != "token-missing" ||
+		got[0].Length != int64(len(body)) || got[0].SHA256 != "" || resp.StatusCode != 401 {
+		t.Errorf("told %+v for an HTTP %d, want one 401 by auth/token-missing, %d bytes unread", got, resp.StatusCode, len(body))
+	}
+}
