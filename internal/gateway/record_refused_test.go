@@ -25,6 +25,7 @@ import (
 	"github.com/agentwarden/warden/internal/gateway"
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/ocsf"
+	"github.com/agentwarden/warden/internal/ocsf/ocsfschema/ocsfschematest"
 	"github.com/agentwarden/warden/internal/telemetry"
 	"github.com/agentwarden/warden/internal/transport"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -204,6 +205,10 @@ func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
 		}
 	}
 	closeAll() // flushes telemetry, closes the audit log
+	schema := ocsfschematest.Schema(t, ocsfschematest.V180)
+	for _, raw := range sink.raw {
+		ocsfschematest.Check(t, schema, raw) // the refusals' events are valid OCSF
+	}
 	for _, tc := range cases {
 		if sink.naming(gateway.MethodRefused, `"`+tc.rule+`"`) == 0 {
 			t.Errorf("%s: no OCSF event of the refusal by rule %q", tc.name, tc.rule)
