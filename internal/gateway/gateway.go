@@ -252,10 +252,10 @@ func (g *Gateway) Handler() http.Handler {
 		mux.Handle("GET /metrics", g.opts.Metrics)
 	}
 	for name, h := range g.opts.AGUI {
-		mux.Handle(AGUIPath+name, g.rebindingGuard(h))
+		mux.Handle(AGUIPath+name, g.rebindingGuard(name, h))
 	}
 	for name, h := range g.opts.A2A {
-		h = g.rebindingGuard(h) // the same Host and Origin checks as the MCP endpoint
+		h = g.rebindingGuard(name, h) // the same Host and Origin checks as the MCP endpoint
 		mux.Handle(A2APath+name, h)
 		mux.Handle(A2APath+name+"/", h) // its agent card
 	}
@@ -476,11 +476,15 @@ func principalFrom(ctx context.Context) string {
 
 // rebindingGuard applies the MCP listener's Host and Origin checks (DNS
 // rebinding) to another endpoint served next to it.
-func (g *Gateway) rebindingGuard(h http.Handler) http.Handler {
+func (g *Gateway) rebindingGuard(name string, h http.Handler) http.Handler {
 	ln := g.listeners[g.anyUpstream()]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if rule, msg := ln.CheckRebinding(r); rule != "" {
-			writeAPIError(w, http.StatusForbidden, (&Denial{Stage: "listener", Rule: deny.Rule(rule), Reason: msg}).Error())
+			e := (&Denial{Stage: "listener", Rule: deny.Rule(rule), Reason: msg}).Error()
+			// Audited as the MCP listener's refusals are (record_refused.go).
+			g.recordRefused(r.Context(), name, transport.Refusal{Transport: "http", RemoteAddr: r.RemoteAddr,
+				Status: http.StatusForbidden, Err: e, Length: r.ContentLength})
+			writeAPIError(w, http.StatusForbidden, e)
 			return
 		}
 		h.ServeHTTP(w, r)

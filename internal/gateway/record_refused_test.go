@@ -353,3 +353,41 @@ func TestRebindingRefusalIsAudited(t *testing.T) {
 		t.Errorf("stage %q, want listener", rec.Stage)
 	}
 }
+
+// TestA2ARebindingRefusalIsAudited: the same Host check in front of an A2A
+// agent's endpoint records its refusals too, under the agent's name.
+func TestA2ARebindingRefusalIsAudited(t *testing.T) {
+	up, _ := countingUpstream(t)
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(context.Background(), audit.KindJSONL, path, audit.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reached atomic.Int64
+	agent := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { reached.Add(1) })
+	g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{up}, Recorder: &gateway.Records{Audit: l},
+		Closers: []io.Closer{l}, A2A: map[string]http.Handler{"booker": agent}})
+	if err != nil {
+		l.Close()
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g.Handler())
+	defer func() { srv.Close(); g.Close() }()
+	body := `{"jsonrpc":"2.0","id":1,"method":"message/send"}`
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+gateway.A2APath+"booker", strings.NewReader(body))
+	req.Header.Set("Origin", "http://evil.example")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || reached.Load() != 0 {
+		t.Fatalf("HTTP %d and %d requests reached the agent, want 403 and none", resp.StatusCode, reached.Load())
+	}
+	rec, n := lastRefusedRecord(t, path)
+	if n != 1 || rec.Upstream != "booker" || rec.Stage != "listener" || rec.Rule != "origin" || rec.Decision != audit.Deny ||
+		!strings.Contains(rec.Reason, "raw "+strconv.Itoa(len(body))+" bytes (not read whole: no hash)") {
+		t.Errorf("%d records; last %+v, want a deny of booker by listener/origin", n, rec)
+	}
+}
