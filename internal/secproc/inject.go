@@ -166,12 +166,6 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 	// inputs keep Go's regexp on its fast paths.
 	off, directiveFound := 0, false
 	for line := range strings.SplitAfterSeq(v, "\n") {
-		if !directiveFound {
-			if loc, ok := directive(line, desc); ok {
-				add("directive", off+loc[0], off+loc[1], High, "a sentence addressed to the model that directs it (by its parts: what it drops, reveals or becomes, or whose authority it claims)")
-				directiveFound = true
-			}
-		}
 		lower := strings.ToLower(line)
 		for _, r := range textRules {
 			if r.descOnly && !desc || !mayMatch(lower, r.pre) && !strings.HasPrefix(lower, "ai") {
@@ -183,6 +177,14 @@ func (p *Processor) scanText(s str, v string, desc bool, depth int, fs *findings
 				}
 				add(r.rule, off+loc[0], off+loc[1], High, "text addressed to the model ("+r.rule+")")
 				break
+			}
+		}
+		// After the phrase rules, so that the first finding of a string,
+		// which names its quarantine marker, is the most specific one.
+		if !directiveFound {
+			if loc, ok := directive(line, desc); ok {
+				add("directive", off+loc[0], off+loc[1], High, "a sentence addressed to the model that directs it (by its parts: what it drops, reveals or becomes, or whose authority it claims)")
+				directiveFound = true
 			}
 		}
 		off += len(line)
