@@ -18,6 +18,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/agentwarden/warden/internal/deny"
@@ -132,7 +133,7 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 			if f := strongestFinding(rest); f.Action < secproc.RequireApproval {
 				out := jsonrpc.NewResult(msg.ID, secproc.Quarantine(msg.Result, "", targets))
 				out.Related = msg.Related
-				return out, findings, nil
+				return out, s.quarantined(findings, "content"), nil
 			}
 		}
 	}
@@ -186,6 +187,7 @@ func (s Security) toolsList(ctx context.Context, upstream, session string, msg *
 			if len(targets) > 0 {
 				tool = secproc.Quarantine(tool, "", targets)
 				changed++
+				all = append(all[:len(all)-len(f)], s.quarantined(f, "description", "content")...)
 			}
 		}
 		kept = append(kept, tool)
@@ -198,6 +200,27 @@ func (s Security) toolsList(ctx context.Context, upstream, session string, msg *
 	out := jsonrpc.NewResult(msg.ID, result)
 	out.Related = msg.Related
 	return out, all
+}
+
+// quarantined returns findings with the action of each whose strings
+// were replaced (a quarantined category with a target in one of fields)
+// set to quarantine, which is what the gateway did about it: the span's
+// warden.security.action and the OCSF finding's disposition (Quarantined,
+// not Allowed) then say so. findings itself is not changed.
+func (s Security) quarantined(findings []secproc.Finding, fields ...string) []secproc.Finding {
+	out := slices.Clone(findings)
+	for i, f := range out {
+		if !s.Quarantine(f.Category) {
+			continue
+		}
+		for _, field := range fields {
+			if len(secproc.Targets(out[i:i+1], field, s.Quarantine)) > 0 {
+				out[i].Action = secproc.ActionQuarantine
+				break
+			}
+		}
+	}
+	return out
 }
 
 // rebuildResult returns result with its "tools" member replaced by kept.

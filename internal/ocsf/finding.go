@@ -74,6 +74,7 @@ type Finding struct {
 	Rule        string // the analytic: stage/rule or policy name
 	Severity    int    // OCSF severity_id; 0 means Medium
 	Blocked     bool   // the call was refused
+	Quarantined bool   // the offending text was replaced and the rest relayed
 	Controls    []Control
 	RiskScore   int // 0..100
 }
@@ -128,10 +129,14 @@ func (b Builder) Finding(c *Call, f Finding) *DetectionFinding {
 		RiskScore:    f.RiskScore,
 		Policy:       &Policy{Name: f.Rule},
 	}
-	if f.Blocked {
+	switch {
+	case f.Blocked:
 		e.ActionID, e.Action = ActionDenied, "Denied"
 		e.DispositionID, e.Disposition = DispositionBlocked, "Blocked"
-	} else {
+	case f.Quarantined:
+		e.ActionID, e.Action = ActionModified, "Modified"
+		e.DispositionID, e.Disposition = DispositionQuarantined, "Quarantined"
+	default:
 		e.ActionID, e.Action = ActionAllowed, "Allowed"
 		e.DispositionID, e.Disposition = DispositionAllowed, "Allowed"
 	}

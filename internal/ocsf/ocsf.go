@@ -76,11 +76,13 @@ const (
 
 	AIRoleTool = 3 // message_context.ai_role_id
 
-	ActionAllowed = 1 // security_control action_id
-	ActionDenied  = 2
+	ActionAllowed  = 1 // security_control action_id
+	ActionDenied   = 2
+	ActionModified = 4 // the gateway changed what it relayed (a quarantine)
 
-	DispositionAllowed = 1
-	DispositionBlocked = 2
+	DispositionAllowed     = 1
+	DispositionBlocked     = 2
+	DispositionQuarantined = 3
 
 	ConfidenceHigh = 3
 )

@@ -90,6 +90,7 @@ func TestEveryEventValidatesAgainstOCSF(t *testing.T) {
 				evs = append(evs, b.Finding(c, Finding{Title: "secret in output", Rule: "security: secrets", Severity: SeverityHigh,
 					Controls: []Control{{OWASPLLM, "LLM02"}, {MITREATLAS, "AML.T0051"}}, RiskScore: 80}))
 				evs = append(evs, b.Finding(c, Finding{Title: "injection", Rule: "security: injection", Blocked: true}))
+				evs = append(evs, b.Finding(c, Finding{Title: "injected instructions", Rule: "security: override", Quarantined: true}))
 				for _, e := range evs {
 					raw, err := json.Marshal(e)
 					if err != nil {
@@ -104,9 +105,16 @@ func TestEveryEventValidatesAgainstOCSF(t *testing.T) {
 
 // TestWhatTheSchemaCannotSee: the fixes the schema alone does not force.
 func TestWhatTheSchemaCannotSee(t *testing.T) {
+	// A quarantined answer was relayed changed, not allowed as it was:
+	// the schema's own captions for disposition_id 3 and action_id 4.
+	_, m := marshal(t, Builder{}.Finding(toolCall(), Finding{Title: "injected instructions", Rule: "security: override", Quarantined: true}))
+	if m["disposition_id"] != 3.0 || m["disposition"] != "Quarantined" || m["action_id"] != 4.0 || m["action"] != "Modified" {
+		t.Errorf("a quarantine's finding: disposition %v %v, action %v %v; want 3 Quarantined, 4 Modified",
+			m["disposition_id"], m["disposition"], m["action_id"], m["action"])
+	}
 	c := toolCall()
 	c.RequestID = `"req-7"`
-	_, m := marshal(t, Builder{}.APIActivity(c))
+	_, m = marshal(t, Builder{}.APIActivity(c))
 	if uid := m["api"].(map[string]any)["request"].(map[string]any)["uid"]; uid != "req-7" {
 		t.Errorf("string id %s recorded as api.request.uid %q, want req-7", c.RequestID, uid)
 	}

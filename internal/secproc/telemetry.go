@@ -150,6 +150,7 @@ func (f Finding) OCSFFinding(uid string) ocsf.Finding {
 		Rule:        "security: " + f.Rule,
 		Severity:    int(f.Severity),
 		Blocked:     f.Action == Deny,
+		Quarantined: f.Action == ActionQuarantine,
 		Controls:    slices.Clone(ocsfControls[f.Category]),
 		RiskScore:   f.RiskScore(),
 	}
