@@ -78,11 +78,14 @@ func TestDemoRecordShowsWhatWasWritten(t *testing.T) {
 			Seq       float64
 			Direction string
 			Upstream  string
+			Method    string
 		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("%v: %s", err, line)
 		}
-		if r.Direction != "client" || strings.HasPrefix(r.Upstream, "a2a:") {
+		// A client's response (to warden's elicitation) is no request: one
+		// that comes after the operator decided is refused as unsolicited.
+		if r.Direction != "client" || r.Method == "" || strings.HasPrefix(r.Upstream, "a2a:") {
 			continue
 		}
 		requests++
