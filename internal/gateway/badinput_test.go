@@ -111,26 +111,8 @@ func TestBadInputOverHTTPReachesNoUpstream(t *testing.T) {
 	srv := httptest.NewServer(g.Handler())
 	defer func() { srv.Close(); g.Close() }()
 
-	post := func(body, session string) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return resp, readReply(t, resp)
-	}
-	resp, _ := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
-	session := resp.Header.Get("Mcp-Session-Id")
-	if session == "" {
-		t.Fatal("no session id from initialize")
-	}
+	post := mcpPoster(t, srv.URL+"/mcp")
+	session := initSession(t, post)
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session)
 	post(`{"jsonrpc":"2.0","id":"sync","method":"ping"}`, session) // the upstream has everything sent so far
 	before := seen.Load()
@@ -217,4 +199,37 @@ func TestBadInputOverStdioReachesNoUpstream(t *testing.T) {
 	if got := seen.Load() - before; got != 0 {
 		t.Errorf("the upstream received %d messages from the bad-input corpus, want 0", got)
 	}
+}
+
+// mcpPoster returns a function that POSTs one body to the MCP endpoint at
+// url (revision 2025-11-25, in session when it is not empty) and returns
+// the response with its reply read.
+func mcpPoster(t *testing.T, url string) func(body, session string) (*http.Response, []byte) {
+	return func(body, session string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp, readReply(t, resp)
+	}
+}
+
+// initSession initializes a session through post and returns its id.
+func initSession(t *testing.T, post func(body, session string) (*http.Response, []byte)) string {
+	t.Helper()
+	resp, _ := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
+	session := resp.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no session id from initialize")
+	}
+	return session
 }

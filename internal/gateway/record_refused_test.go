@@ -166,26 +166,8 @@ func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
 		}
 	}
 	defer closeAll()
-	post := func(body, session string) (*http.Response, []byte) {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return resp, readReply(t, resp)
-	}
-	resp, _ := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, "")
-	session := resp.Header.Get("Mcp-Session-Id")
-	if session == "" {
-		t.Fatal("no session id from initialize")
-	}
+	post := mcpPoster(t, srv.URL+"/mcp")
+	session := initSession(t, post)
 	cases := wireRefusals()
 	for i, tc := range cases {
 		resp, reply := post(tc.body, session)
