@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
-	"github.com/agentwarden/warden/internal/conform/models"
 )
 
 // partialModes are the partial stores the tests run, the bitstate array
@@ -53,21 +52,7 @@ func replays(t *testing.T, p *Program, tr *Trace) {
 // mode's; each counterexample replays; and no result reads as a plain
 // "holds".
 func TestPartialStoresAgreeWithExact(t *testing.T) {
-	all, err := models.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progs []*Program
-	for _, m := range all {
-		for _, v := range []*ir.Model{m, m.Guarded()} {
-			p, err := Compile(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			progs = append(progs, p)
-		}
-	}
-	progs = append(progs, countersProgram(t, 5, 7))
+	progs := builtinAndGenerated(t)
 	compared, violated := 0, 0
 	for _, p := range progs {
 		for _, pr := range p.model.Properties {

@@ -120,21 +120,7 @@ func referenceBFS(p *Program, inv evalFn) (status Status, states int, actions []
 // for every property, the parallel search gives the verdict, the state
 // count and the counterexample, step for step, of the sequential one.
 func TestSameAsSequentialBFS(t *testing.T) {
-	all, err := models.All()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progs []*Program
-	for _, m := range all {
-		for _, v := range []*ir.Model{m, m.Guarded()} {
-			p, err := Compile(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			progs = append(progs, p)
-		}
-	}
-	progs = append(progs, countersProgram(t, 5, 7))
+	progs := builtinAndGenerated(t)
 	checked := 0
 	for _, p := range progs {
 		for _, pr := range p.model.Properties {
@@ -205,4 +191,25 @@ func TestMemoryPerState(t *testing.T) {
 	if per > 48 {
 		t.Errorf("peak Go heap %.1f bytes per state, want at most 48", per)
 	}
+}
+
+// builtinAndGenerated compiles every built-in model, plain and behind
+// warden, and the generated model of 5^7 states.
+func builtinAndGenerated(t *testing.T) []*Program {
+	t.Helper()
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progs []*Program
+	for _, m := range all {
+		for _, v := range []*ir.Model{m, m.Guarded()} {
+			p, err := Compile(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			progs = append(progs, p)
+		}
+	}
+	return append(progs, countersProgram(t, 5, 7))
 }
