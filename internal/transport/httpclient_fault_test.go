@@ -267,8 +267,12 @@ func TestHTTPClientUpstreamCrash(t *testing.T) {
 		})
 	}
 	t.Run("refusing connections", func(t *testing.T) {
-		url := hcCrashingUpstream(t, "")
-		// The one connection it accepts is the crash; later ones are refused.
+		// The one connection it accepts is the crash: a stream cut after a
+		// partial event, so the client cannot keep it for reuse (an empty
+		// head would end the chunked body cleanly, and a reused connection
+		// that the server then closes reads as "closed", not "refused").
+		// Later connections are refused.
+		url := hcCrashingUpstream(t, "retry: 1\n")
 		c := newHC(t, url, HTTPClientOptions{Name: "up1"})
 		hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(1), "tools/call", []byte(`{"name":"x"}`)))
 		hcResponse(t, c, jsonrpc.IntID(1))
