@@ -120,6 +120,24 @@ var ExternalSources = []ExternalSource{
 	fortunes("people", SplitHeldOut), fortunes("science", SplitHeldOut), fortunes("work", SplitHeldOut),
 	fortunes("law", SplitHeldOut), fortunes("education", SplitHeldOut), fortunes("food", SplitHeldOut),
 	fortunes("medicine", SplitHeldOut), fortunes("kids", SplitHeldOut),
+	// Fifth round (2026-11-28), split before any was read in detail, from
+	// file names, counts and licences. Held out: wfuzz's third traversal
+	// list (846 lines, none a line of the two measured before), its list
+	// of common directory and file names as benign paths, promptfoo's
+	// tool-discovery and RBAC examples, and the CHANGELOGs of three LLM
+	// SDKs whose READMEs are held out. Tuning: the CHANGELOGs of two SDKs
+	// whose READMEs are tuning.
+	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal.txt", Split: SplitHeldOut,
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/general/common.txt", Split: SplitHeldOut,
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/general/common.txt", extract: extractLines(Benign, FileAccess, shapePath)},
+	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/toolDiscovery.ts)", Split: SplitHeldOut,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooToolDiscovery},
+	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/rbac.ts)", Split: SplitHeldOut,
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooRBAC},
+	npmChangelog("openai@7.55.0", SplitHeldOut), npmChangelog("@anthropic-ai/sdk@1.10.0", SplitHeldOut),
+	npmChangelog("groq-sdk@1.6.0", SplitHeldOut),
+	npmChangelog("ai@7.0.173", SplitTuning), npmChangelog("@langchain/core@1.4.0", SplitTuning),
 }
 
 // fortunes is one file of Debian's fortune cookies: quotations, jokes and

@@ -93,8 +93,8 @@ func promptfooExamples(data []byte, plugin string, cat Category, sh shape) ([]ex
 			in = true
 		case in && t == "//#endregion":
 			return out, nil
-		case in && strings.HasPrefix(t, "`;"):
-			return out, nil // the end of DEFAULT_EXAMPLES
+		case in && strings.HasPrefix(t, "`;") && len(out) > 0:
+			return out, nil // the end of DEFAULT_EXAMPLES (an earlier template may end before it)
 		case in && strings.HasPrefix(t, "Prompt: "):
 			// The examples sit in a template literal: \$ is a $.
 			text := strings.ReplaceAll(strings.TrimPrefix(t, "Prompt: "), `\$`, "$")
