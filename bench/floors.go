@@ -198,7 +198,7 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 	for _, r := range relays[1:] {
 		res := Result{Name: sep + "relay CPU per call, " + names[r.name], Unit: "µs"}
 		if r.name == "floor" {
-			res.Note = "utime + stime of the relay's process from /proc/PID/stat (10 ms ticks) over the calls of the throughput run, sessions already open"
+			res.Note = "CPU of the relay's process over the calls of the throughput run, sessions already open, read from " + cpuAccounting()
 		}
 		add(spread(res, per(r.name, cpu)))
 	}

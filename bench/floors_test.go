@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,10 @@ import (
 func TestMain(m *testing.M) {
 	if kind := os.Getenv("BENCH_TEST_FLOOR"); kind != "" {
 		os.Exit(runFloor(kind, "", "", os.Args[1:]))
+	}
+	if ms := os.Getenv("BENCH_TEST_BURN_MS"); ms != "" {
+		burnAndReport(ms)
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -58,6 +63,77 @@ func TestProcCPUGrowsWithWork(t *testing.T) {
 	}
 	if _, err := procCPU(1 << 30); err == nil {
 		t.Error("a pid that does not exist: no error")
+	}
+}
+
+// burnAndReport burns ms of CPU (plus 5 ms, between two 10 ms ticks),
+// prints the CPU time getrusage(2) gives this process, in nanoseconds, and
+// waits for its stdin to close, idle, so that the parent reads its CPU
+// while it is alive.
+func burnAndReport(ms string) {
+	n, _ := strconv.Atoi(ms)
+	for cpuTime() < time.Duration(n)*time.Millisecond+5*time.Millisecond {
+	}
+	fmt.Println(int64(cpuTime()))
+	io.Copy(io.Discard, os.Stdin)
+}
+
+// The CPU a busy child process burns is what procCPU and procSched read
+// from outside, within a millisecond of what the child itself reports;
+// /proc/PID/stat's ticks are 10 ms apart and cannot be that close.
+func TestProcCPUNanosecondsOfABusyChild(t *testing.T) {
+	if !clockWorks() {
+		t.Skip("this kernel does not let a process read another's CPU clock: " + cpuAccounting())
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "BENCH_TEST_BURN_MS=200")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+	if err != nil {
+		t.Fatalf("the child printed %q", line)
+	}
+	reported := time.Duration(n)
+	if reported < 205*time.Millisecond {
+		t.Fatalf("the child reports %v, less than it was asked to burn", reported)
+	}
+	const tolerance = time.Millisecond
+	got, err := procCPU(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got - reported; d < -tolerance || d > 2*tolerance+reported/100 {
+		t.Errorf("procCPU read %v of the child, which reports %v", got, reported)
+	}
+	run, _, err := procSched(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// schedstat counts live threads only: a Go runtime keeps its threads.
+	if d := run - reported; d < -tolerance-reported/100 || d > 2*tolerance+reported/100 {
+		t.Errorf("schedstat's run time of the child is %v, which reports %v", run, reported)
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	run, wait, err := parseSchedstat("schedstat", []byte("8305757 2178002 2\n"))
+	if err != nil || run != 8305757 || wait != 2178002 {
+		t.Errorf("run %d, wait %d, err %v: want 8305757, 2178002", run, wait, err)
+	}
+	if _, _, err := parseSchedstat("task/7/schedstat", []byte("1 2\n")); err == nil || !strings.Contains(err.Error(), "task/7/schedstat: 2 fields") {
+		t.Errorf("two fields: err = %v, want one naming the file and the count", err)
 	}
 }
 
