@@ -55,8 +55,14 @@ type Entry struct {
 	HTTP   *HTTPVariant `json:"http,omitempty"`
 	Want   string       `json:"want"`
 	Runs   string       `json:"runs,omitempty"`
+	Exec   string       `json:"exec,omitempty"` // see below
 	Why    string       `json:"why"`
 }
+
+// Exec, when set, is what the upstream must read as the tools/call's
+// params.arguments, byte for byte, if the message reaches it: the
+// arguments the token approved, in the RFC 8785 form warden forwards,
+// written out by hand (corpus_binding_test.go).
 
 // TokenSpec is a token to issue for an entry: for Sub (default subject) to
 // call Tool with exactly Args on Upstream (default the gateway's).
@@ -251,6 +257,7 @@ func corpus() []Entry {
 	sizes(b)
 	tokenCarriers(b)
 	edges(b)
+	binding(b)
 	return b.entries
 }
 
@@ -578,13 +585,14 @@ func numbers(b *builder) {
 		e := Entry{Name: "number/amount-" + c.label, Msg: call(b.id(), m("name", q("transfer_funds")), m("arguments", args), m("_meta", tokenMeta)),
 			Tokens: tokenA, Want: c.want, Why: "the token binds the value 100, not a spelling"}
 		if c.want == wantForward {
-			e.Runs = "transfer_funds"
+			e.Runs, e.Exec = "transfer_funds", execA
 		}
 		b.add(e)
 	}
 	b.add(Entry{Name: "number/amount-minus-zero", Msg: call(b.id(), m("name", q("transfer_funds")),
 		m("arguments", strings.Replace(argsZero, `"amount":0`, `"amount":-0`, 1)), m("_meta", tokenMeta)),
-		Tokens: []TokenSpec{{Tool: "transfer_funds", Args: argsZero}}, Want: wantForward, Runs: "transfer_funds", Why: "-0 is 0"})
+		Tokens: []TokenSpec{{Tool: "transfer_funds", Args: argsZero}}, Want: wantForward, Runs: "transfer_funds",
+		Exec: `{"amount":0,"destination":"alice@example.com","source":"ACC_1"}`, Why: "-0 is 0"})
 	for _, n := range []string{"1e2", "-0", "100.0", "0.1e1"} {
 		b.add(Entry{Name: "number/safe_echo-" + n, Msg: call(b.id(), m("name", q("safe_echo")), m("arguments", `{"n":`+n+`}`)),
 			Want: wantForward, Runs: "safe_echo", Why: "a spelling is hashed as its value"})

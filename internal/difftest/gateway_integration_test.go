@@ -45,6 +45,13 @@ type gateway struct {
 // warden; the gateway is stopped when the test ends (or by stop).
 func startGateway(t *testing.T, up upstream) *gateway {
 	t.Helper()
+	return startGatewayWith(t, up, "")
+}
+
+// startGatewayWith is startGateway with more of the gateway section:
+// extra is YAML lines indented as gateway's members.
+func startGatewayWith(t *testing.T, up upstream, extra string) *gateway {
+	t.Helper()
 	dir := t.TempDir()
 	g := &gateway{t: t, upstream: up.name, dataDir: filepath.Join(dir, "data"),
 		audit: filepath.Join(dir, "audit.db"), oracle: filepath.Join(dir, "oracle.jsonl")}
@@ -62,14 +69,14 @@ gateway:
   limits: {max_message_bytes: %d, max_depth: %d, request_timeout: 10s}
   zero_trust: {data_dir: %s, subject: %s, store: memory, skew: 0s}
   audit: {path: %s}
-  upstreams:
+%s  upstreams:
     - name: %s
       command: %s
       env: %s
       tools: {deny: [read_file]}
       require_token: [transfer_funds]
       mandates: [{tool: transfer_funds, arguments: %s}]
-`, maxMessage, maxDepth, yamlString(g.dataDir), subject, yamlString(g.audit), up.name, yamlList(up.command), yamlMap(env),
+`, maxMessage, maxDepth, yamlString(g.dataDir), subject, yamlString(g.audit), extra, up.name, yamlList(up.command), yamlMap(env),
 		yamlString(argsMandate))
 	cfgPath := filepath.Join(dir, "warden.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
@@ -178,7 +185,12 @@ type reply struct {
 
 // open initializes a session at revision rev and syncs with the upstream.
 func (g *gateway) open(rev string) (*session, error) {
-	s := &session{g: g, client: &http.Client{Timeout: 30 * time.Second}}
+	return g.openWith(rev, &http.Client{Timeout: 30 * time.Second})
+}
+
+// openWith is open with client, which may add a credential to each request.
+func (g *gateway) openWith(rev string, client *http.Client) (*session, error) {
+	s := &session{g: g, client: client}
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"difftest","version":"1"}}}`, rev)
 	req, err := http.NewRequest(http.MethodPost, g.url, strings.NewReader(init))
 	if err != nil {

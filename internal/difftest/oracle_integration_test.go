@@ -23,6 +23,12 @@ package difftest
 //	(v)   an entry the specification has warden refuse reached no upstream
 //	      and got warden's error; an entry it has warden forward reached the
 //	      upstream, got a result, and ran its tool (the positive controls)
+//	(vi)  an entry that states the arguments its token approved (Exec) and
+//	      reached the upstream put exactly those bytes, the approved
+//	      arguments in RFC 8785 form, in the params.arguments of every
+//	      tools/call the upstream read: a spelling that shares the approved
+//	      hash (0.10000000000000001 for 0.1, an escaped character) reaches
+//	      no tool, which might read it another way than JCS does
 //
 // (iii) is about the carrier warden reads its token from. A token a client
 // puts in its tool's arguments, or deeper inside a _meta value, is that
@@ -68,6 +74,7 @@ func (r *run) check(t *testing.T) {
 		v.wire(o)
 		v.answer(o)
 		v.want(o)
+		v.exec(o)
 	}
 	sort.SliceStable(v.found, func(i, j int) bool { return v.found[i].check < v.found[j].check })
 	r.violations = v.found
@@ -154,6 +161,27 @@ func (v *verdict) want(o *outcome) {
 			v.add("v", o, "to be forwarded, but answered %s", joinMsgs(o.reply.msgs))
 		case o.entry.Runs != "" && !ran(o.calls, o.entry.Runs):
 			v.add("v", o, "a positive control: %s must run on %s, and did not; answered %s", o.entry.Runs, v.upstream, joinMsgs(o.reply.msgs))
+		}
+	}
+}
+
+// exec is (vi).
+func (v *verdict) exec(o *outcome) {
+	if o.entry.Exec == "" {
+		return
+	}
+	for _, line := range o.wire {
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Arguments json.RawMessage `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(line), &msg) != nil || msg.Method != "tools/call" {
+			continue
+		}
+		if got := string(msg.Params.Arguments); got != o.entry.Exec {
+			v.add("vi", o, "%s read the arguments %s, not the approved %s", v.upstream, got, o.entry.Exec)
 		}
 	}
 }
@@ -297,7 +325,7 @@ func (r *run) summary() string {
 		}
 		perCheck[v.check][v.entry] = true
 	}
-	for _, c := range []string{"i", "ii", "iii", "iv", "v"} {
+	for _, c := range []string{"i", "ii", "iii", "iv", "v", "vi"} {
 		var names []string
 		for n := range perCheck[c] {
 			names = append(names, n)
