@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -155,4 +156,146 @@ func numbered(src string) string {
 		fmt.Fprintf(&b, "%4d  %s\n", i+1, l)
 	}
 	return b.String()
+}
+
+// moduleNames is what testdata/names.js reports for one module.
+type moduleNames struct {
+	defs, consts, vars, bound, refs map[string]bool
+	errors                          []string
+}
+
+// tlaNames parses every file with tree-sitter's TLA+ grammar and returns,
+// per file, the names it declares and the names it refers to.
+func tlaNames(t *testing.T, files []string) map[string]*moduleNames {
+	t.Helper()
+	modules := tlaParser(t)
+	script, err := filepath.Abs(filepath.Join("testdata", "names.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(testenv.Node22(t), append([]string{script}, files...)...)
+	cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("names.js: %v\n%s", err, stderr.String())
+	}
+	all := map[string]*moduleNames{}
+	var cur *moduleNames
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		kind, name, _ := strings.Cut(line, " ")
+		if kind == "file" {
+			cur = &moduleNames{defs: map[string]bool{}, consts: map[string]bool{}, vars: map[string]bool{},
+				bound: map[string]bool{}, refs: map[string]bool{}}
+			all[name] = cur
+			continue
+		}
+		if cur == nil {
+			t.Fatalf("names.js: %q before any file", line)
+		}
+		switch kind {
+		case "def":
+			cur.defs[name] = true
+		case "const":
+			cur.consts[name] = true
+		case "var":
+			cur.vars[name] = true
+		case "bound":
+			cur.bound[name] = true
+		case "ref":
+			cur.refs[name] = true
+		case "error":
+			cur.errors = append(cur.errors, name)
+		default:
+			t.Fatalf("names.js: unexpected line %q", line)
+		}
+	}
+	if len(all) != len(files) {
+		t.Fatalf("names.js reported on %d of %d files:\n%s", len(all), len(files), out)
+	}
+	return all
+}
+
+// cfgRe reads the lines of a TLC configuration that name something of the
+// module: SPECIFICATION, INVARIANT, PROPERTY, SYMMETRY, and a constant's
+// assignment ("  Agent_1 = Agent_1").
+var cfgRe = regexp.MustCompile(`(?m)^(?:(SPECIFICATION|INVARIANT|PROPERTY|SYMMETRY) ([A-Za-z_][A-Za-z0-9_]*)|  ([A-Za-z_][A-Za-z0-9_]*) = ([A-Za-z_][A-Za-z0-9_]*))$`)
+
+// TestSymmetricModulesParse prints the models with symmetric domains
+// (agents.yaml with 2 and 3 agents; three domains, one an enum, with
+// names that clash with the printer's) and every built-in model, plain
+// and behind warden, and checks with tree-sitter's TLA+ grammar that each
+// module parses, that every identifier it uses is declared in it (a
+// definition, a constant, a variable, a bound name, or a standard
+// module's), and that every name each TLC configuration gives is the
+// module's: the specification, invariants, properties and SYMMETRY are
+// definitions, and the configuration assigns exactly the module's
+// constants, each to itself (a model value). An invariant's configuration
+// of a model with symmetric domains names its symmetry set; a leads-to
+// property's never does.
+func TestSymmetricModulesParse(t *testing.T) {
+	all, err := models.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := symmetricModels(t)
+	for _, m := range all {
+		ms = append(ms, m, m.Guarded())
+	}
+	dir := t.TempDir()
+	var files []string
+	dirs := map[string]*ir.Model{}
+	for i, m := range ms {
+		sub := filepath.Join(dir, fmt.Sprintf("%02d", i))
+		path, err := WriteFiles(sub, m, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, path)
+		dirs[path] = m
+	}
+	standard := map[string]bool{"Integers": true, "FiniteSets": true, "Cardinality": true}
+	for path, n := range tlaNames(t, files) {
+		m := dirs[path]
+		if len(n.errors) > 0 {
+			t.Errorf("%s: %s does not parse at %v", m.Name, filepath.Base(path), n.errors)
+		}
+		for ref := range n.refs {
+			if !n.defs[ref] && !n.consts[ref] && !n.vars[ref] && !n.bound[ref] && !standard[ref] {
+				t.Errorf("%s: %s uses %s, which it does not declare", m.Name, filepath.Base(path), ref)
+			}
+		}
+		symmetric := len(m.SymmetricDomains()) > 0
+		if got := len(n.consts) > 0; got != symmetric {
+			t.Errorf("%s: constants %v, symmetric domains %v", m.Name, n.consts, symmetric)
+		}
+		for _, p := range m.Properties {
+			cfg, err := os.ReadFile(filepath.Join(filepath.Dir(path), ConfigName(p.ID)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			assigned := map[string]bool{}
+			symmetry := false
+			for _, mm := range cfgRe.FindAllStringSubmatch(string(cfg), -1) {
+				switch {
+				case mm[3] != "":
+					if mm[3] != mm[4] || !n.consts[mm[3]] {
+						t.Errorf("%s %s: %q is not a constant of the module assigned itself", m.Name, p.ID, strings.TrimSpace(mm[0]))
+					}
+					assigned[mm[3]] = true
+				case !n.defs[mm[2]]:
+					t.Errorf("%s %s: %s %s is not defined in the module", m.Name, p.ID, mm[1], mm[2])
+				case mm[1] == "SYMMETRY":
+					symmetry = true
+				}
+			}
+			if len(assigned) != len(n.consts) {
+				t.Errorf("%s %s: the configuration assigns %v of the constants %v", m.Name, p.ID, assigned, n.consts)
+			}
+			if want := symmetric && p.Kind == ir.Invariant; symmetry != want {
+				t.Errorf("%s %s (%s): SYMMETRY %v, want %v:\n%s", m.Name, p.ID, p.Kind, symmetry, want, cfg)
+			}
+		}
+	}
 }

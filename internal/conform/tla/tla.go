@@ -9,6 +9,10 @@
 //	      ──Configs──► MC_<ID>.cfg       SPECIFICATION Spec / INVARIANT <ID> /
 //	                                     CHECK_DEADLOCK FALSE
 //
+// A symmetric domain's elements print as model values, and an invariant's
+// configuration names the module's set of their permutations with SYMMETRY
+// (symmetry.go); a leads-to property's does not, as TLC requires.
+//
 // The semantics match the Go checker: a transition fires when its guard
 // holds and every integer write stays in its variable's domain (the domain
 // bound is a conjunct of the action); all writes read the old state (TLA+
@@ -57,7 +61,8 @@ func ConfigName(property string) string { return "MC_" + property + ".cfg" }
 
 // Emit writes m as a TLA+ module to w.
 func Emit(w io.Writer, m *ir.Model) error {
-	e := &emitter{m: m, names: m.PrintNames()}
+	names := m.PrintNames()
+	e := &emitter{m: m, names: names, sym: newSymmetry(m, names)}
 	var b strings.Builder
 	name := ModuleName(m)
 	header := "---- MODULE " + name + " ----"
@@ -71,10 +76,13 @@ func Emit(w io.Writer, m *ir.Model) error {
 	} else {
 		b.WriteString("EXTENDS Integers\n\n")
 	}
+	if e.sym != nil {
+		e.sym.writeModule(&b)
+	}
 	tvars := e.stateVars()
-	names := make([]string, len(tvars))
+	vars := make([]string, len(tvars))
 	for i, sv := range tvars {
-		names[i] = sv.name
+		vars[i] = sv.name
 	}
 	b.WriteString("VARIABLES\n")
 	for i, sv := range tvars {
@@ -88,7 +96,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "\nvars == <<%s>>\n\n", strings.Join(names, ", "))
+	fmt.Fprintf(&b, "\nvars == <<%s>>\n\n", strings.Join(vars, ", "))
 
 	b.WriteString("TypeOK ==\n")
 	for _, sv := range tvars {
@@ -174,7 +182,8 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 	}
 	printed := ir.Ident(property)
 	spec, check := "Spec", "INVARIANT"
-	if pr, _ := m.Property(property); pr.Kind == ir.LeadsTo {
+	pr, _ := m.Property(property)
+	if pr.Kind == ir.LeadsTo {
 		spec, check = "FairSpec", "PROPERTY"
 		if pr.Fairness == ir.NoFairness {
 			spec = "ProgressSpec"
@@ -183,13 +192,19 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 	if noAdversary {
 		spec += "NoAdversary"
 	}
-	return fmt.Sprintf("\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\nINVARIANT TypeOK\n%s %s\nCHECK_DEADLOCK FALSE\n",
-		property, m.Name, ModuleName(m), spec, check, printed), nil
+	var b strings.Builder
+	fmt.Fprintf(&b, "\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\n", property, m.Name, ModuleName(m), spec)
+	if sym := newSymmetry(m, m.PrintNames()); sym != nil {
+		sym.writeConfig(&b, pr.Kind == ir.LeadsTo)
+	}
+	fmt.Fprintf(&b, "INVARIANT TypeOK\n%s %s\nCHECK_DEADLOCK FALSE\n", check, printed)
+	return b.String(), nil
 }
 
 type emitter struct {
 	m     *ir.Model
 	names ir.Names
+	sym   *symmetry // nil without symmetric domains
 }
 
 // usesCard reports whether any expression of m counts a set.
@@ -270,17 +285,17 @@ func (e *emitter) stateVars() []stateVar {
 	var out []stateVar
 	for i, v := range e.m.Vars {
 		if v.Index == nil {
-			out = append(out, stateVar{name: e.names.Vars[i], doc: v.Doc, typeOK: domain(v.Type),
-				init: constant(v.Type, v.Init), array: -1, scalar: i})
+			out = append(out, stateVar{name: e.names.Vars[i], doc: v.Doc, typeOK: e.domain(v.Type),
+				init: e.constant(v.Type, v.Init), array: -1, scalar: i})
 			continue
 		}
 		a := &e.m.Arrays[v.Array]
 		if a.First != i {
 			continue
 		}
-		typ := domain(a.Elem)
+		typ := e.domain(a.Elem)
 		for d := len(a.Index) - 1; d >= 0; d-- {
-			typ = fmt.Sprintf("[%s -> %s]", domain(a.Index[d]), typ)
+			typ = fmt.Sprintf("[%s -> %s]", e.domain(a.Index[d]), typ)
 		}
 		out = append(out, stateVar{name: e.names.Arrays[v.Array], doc: a.Doc, typeOK: typ,
 			init: e.arrayInit(a, 0, a.First, a.Cells()), array: v.Array, scalar: -1})
@@ -297,11 +312,11 @@ func (e *emitter) arrayInit(a *ir.Array, dim, first, n int) string {
 		same = same && e.m.Vars[c].Init == e.m.Vars[first].Init
 	}
 	x := fmt.Sprintf("i%d", dim+1)
-	dom := domain(a.Index[dim])
+	dom := e.domain(a.Index[dim])
 	if same {
-		v := constant(a.Elem, e.m.Vars[first].Init)
+		v := e.constant(a.Elem, e.m.Vars[first].Init)
 		for d := len(a.Index) - 1; d >= dim; d-- {
-			v = fmt.Sprintf("[i%d \\in %s |-> %s]", d+1, domain(a.Index[d]), v)
+			v = fmt.Sprintf("[i%d \\in %s |-> %s]", d+1, e.domain(a.Index[d]), v)
 		}
 		return v
 	}
@@ -309,25 +324,28 @@ func (e *emitter) arrayInit(a *ir.Array, dim, first, n int) string {
 	elems := a.Index[dim].Elems()
 	sub := func(k int) string {
 		if dim+1 == len(a.Index) {
-			return constant(a.Elem, e.m.Vars[first+k].Init)
+			return e.constant(a.Elem, e.m.Vars[first+k].Init)
 		}
 		return e.arrayInit(a, dim+1, first+k*per, per)
 	}
 	body := sub(len(elems) - 1)
 	for k := len(elems) - 2; k >= 0; k-- {
-		body = fmt.Sprintf("IF %s = %s THEN %s ELSE %s", x, constant(a.Index[dim], elems[k]), sub(k), body)
+		body = fmt.Sprintf("IF %s = %s THEN %s ELSE %s", x, e.constant(a.Index[dim], elems[k]), sub(k), body)
 	}
 	return fmt.Sprintf("[%s \\in %s |-> %s]", x, dom, body)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-func domain(t ir.Type) string {
+func (e *emitter) domain(t ir.Type) string {
+	if d := e.sym.domain(t); d != nil {
+		return d.set
+	}
 	switch t.Kind {
 	case ir.Bool:
 		return "BOOLEAN"
 	case ir.Set:
-		return "SUBSET " + domain(*t.Elem)
+		return "SUBSET " + e.domain(*t.Elem)
 	case ir.Enum:
 		q := make([]string, len(t.Values))
 		for i, v := range t.Values {
@@ -345,7 +363,10 @@ func intLit(v int) string {
 	return fmt.Sprint(v)
 }
 
-func constant(t ir.Type, v int) string {
+func (e *emitter) constant(t ir.Type, v int) string {
+	if d := e.sym.domain(t); d != nil {
+		return d.value(v)
+	}
 	switch t.Kind {
 	case ir.Bool:
 		if v != 0 {
@@ -360,7 +381,7 @@ func constant(t ir.Type, v int) string {
 		var elems []string
 		for _, x := range t.Elem.Elems() {
 			if v>>t.Elem.Bit(x)&1 == 1 {
-				elems = append(elems, constant(*t.Elem, x))
+				elems = append(elems, e.constant(*t.Elem, x))
 			}
 		}
 		return "{" + strings.Join(elems, ", ") + "}"
@@ -378,7 +399,7 @@ func (e *emitter) cell(v int) string {
 	a := &e.m.Arrays[c.Array]
 	s := e.names.Arrays[c.Array]
 	for d, x := range c.Index {
-		s += "[" + constant(a.Index[d], x) + "]"
+		s += "[" + e.constant(a.Index[d], x) + "]"
 	}
 	return s
 }
@@ -388,7 +409,7 @@ func (e *emitter) cell(v int) string {
 func (e *emitter) expr(x *ir.Expr) string {
 	switch x.Op {
 	case ir.OpConst:
-		return constant(x.Type, x.Val)
+		return e.constant(x.Type, x.Val)
 	case ir.OpVar:
 		if e.m.Vars[x.Var].Index != nil {
 			return e.cell(x.Var)
@@ -415,7 +436,7 @@ func (e *emitter) expr(x *ir.Expr) string {
 		if x.Op == ir.OpExists {
 			q = "\\E"
 		}
-		return fmt.Sprintf("(%s %s \\in %s : %s)", q, ir.Ident(x.Name), domain(x.Dom.Type), e.expr(x.Args[0]))
+		return fmt.Sprintf("(%s %s \\in %s : %s)", q, ir.Ident(x.Name), e.domain(x.Dom.Type), e.expr(x.Args[0]))
 	case ir.OpNot:
 		return "(~" + e.expr(x.Args[0]) + ")"
 	case ir.OpNeg:
@@ -438,7 +459,7 @@ func (e *emitter) conjuncts(t ir.Transition) []string {
 	for _, w := range t.Writes {
 		v := e.m.Vars[w.Var]
 		if v.Type.Kind == ir.Int && (w.Expr.Type.Min < v.Type.Min || w.Expr.Type.Max > v.Type.Max) {
-			cs = append(cs, fmt.Sprintf("%s \\in %s", e.expr(w.Expr), domain(v.Type)))
+			cs = append(cs, fmt.Sprintf("%s \\in %s", e.expr(w.Expr), e.domain(v.Type)))
 		}
 	}
 	arrayWrites := map[int][]string{} // array → its EXCEPT clauses

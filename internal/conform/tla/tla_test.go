@@ -52,10 +52,11 @@ func TestGoldenMCP(t *testing.T) {
 }
 
 var (
-	defRe     = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*) ==`)
-	primedRe  = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)' =`)
-	unchanged = regexp.MustCompile(`UNCHANGED <<([^>]*)>>`)
-	identRe   = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	defRe       = regexp.MustCompile(`(?m)^([A-Za-z_][A-Za-z0-9_]*) ==`)
+	primedRe    = regexp.MustCompile(`([A-Za-z_][A-Za-z0-9_]*)' =`)
+	unchanged   = regexp.MustCompile(`UNCHANGED <<([^>]*)>>`)
+	identRe     = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	constantsRe = regexp.MustCompile(`(?m)^CONSTANTS (.*)$`)
 )
 
 // TestSyntaxEveryModel checks, for every built-in model plain and behind
@@ -122,6 +123,19 @@ func checkSyntax(t *testing.T, m *ir.Model) {
 	}
 	keywords := map[string]bool{"IF": true, "THEN": true, "ELSE": true, "TRUE": true, "FALSE": true, "UNCHANGED": true,
 		"BOOLEAN": true, "EXCEPT": true, "SUBSET": true, "Cardinality": true}
+	// A symmetric domain's elements are declared constants (model values),
+	// the domain a defined set of them.
+	if mm := constantsRe.FindStringSubmatch(code); mm != nil {
+		for _, c := range strings.Split(mm[1], ",") {
+			keywords[strings.TrimSpace(c)] = true
+		}
+	}
+	for _, d := range m.SymmetricDomains() {
+		if !defined[ir.Ident(d.Name)] {
+			t.Errorf("symmetric domain %s: no set %s defined", d.Name, ir.Ident(d.Name))
+		}
+		keywords[ir.Ident(d.Name)] = true
+	}
 	bound := map[string]bool{} // names bound by quantifiers
 	var walk func(e *ir.Expr)
 	walk = func(e *ir.Expr) {
