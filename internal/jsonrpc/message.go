@@ -168,5 +168,5 @@ func (c *Message) moved(sub []byte, off, shift int) []byte {
 	if off > c.idStart {
 		off += shift
 	}
-	return c.Raw[off : off+len(sub)]
+	return c.Raw[off : off+len(sub) : off+len(sub)]
 }

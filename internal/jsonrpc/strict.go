@@ -53,6 +53,9 @@ type scanner struct {
 	nonASCII bool // the string had a byte of 0x80 or above
 	isInt    bool // the number had no fraction and no exponent
 
+	// bases are where each message of a batch starts in data, in order.
+	bases []int
+
 	// wardenMeta is set when params._meta of the message being read has a
 	// member in warden's namespace (WardenNamespace, spelled exactly).
 	wardenMeta bool

@@ -22,6 +22,7 @@ func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Me
 	s := scanner{data: data, maxDepth: maxDepth}
 
 	var werr *wireError
+	base := 0 // where the one message's object starts in data
 	s.skipWS()
 	switch start := s.pos; {
 	case start >= len(data):
@@ -29,6 +30,7 @@ func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Me
 	case data[start] == '{':
 		// Raw is the object alone: go-sdk's stdio reader ends the
 		// connection when anything but a line break follows a message.
+		base = start
 		werr = s.message(one, start)
 	case data[start] == '[' && allowBatch:
 		isBatch = true
@@ -53,11 +55,33 @@ func decode(data []byte, lim Limits, allowBatch bool, one *Message) (batch []*Me
 		return nil, isBatch, werr.toError()
 	}
 	if flat, ok := oneLine(data); ok {
-		// Valid, so its line breaks are white space: the same message,
-		// on one line.
-		return decode(flat, lim, allowBatch, one)
+		// Valid, so its line breaks are white space: the same message, of
+		// the same length, on one line. The views just made move onto the
+		// copy offset for offset; nothing is parsed twice.
+		if isBatch {
+			for i, m := range batch {
+				m.rebase(flat, s.bases[i])
+			}
+		} else {
+			one.rebase(flat, base)
+		}
 	}
 	return batch, isBatch, nil
+}
+
+// rebase moves m's views from the input it was decoded from onto flat, a
+// copy of that input of the same length (oneLine), where m.Raw starts at
+// base.
+func (m *Message) rebase(flat []byte, base int) {
+	end := base + len(m.Raw)
+	m.Raw = flat[base:end:end]
+	m.Params = m.moved(m.Params, m.paramsOff, 0)
+	m.Result = m.moved(m.Result, m.resultOff, 0)
+	if m.Error != nil && m.Error.Data != nil {
+		obj, _ := Lookup(m.Raw, "error")
+		data, _ := Lookup(obj, "data")
+		m.Error.Data = data[:len(data):len(data)]
+	}
 }
 
 // oneLine returns a copy of data with every CR and LF turned into a space,
@@ -98,6 +122,7 @@ func (s *scanner) batch() ([]*Message, *wireError) {
 		s.skipWS()
 		at := s.pos
 		if at < len(s.data) && s.data[at] == '{' {
+			s.bases = append(s.bases, at)
 			m := new(Message)
 			if err := s.message(m, at); err != nil {
 				return nil, err
