@@ -67,20 +67,29 @@ type JSONL struct {
 	file           os.FileInfo // f as opened: lost.go
 
 	mu        sync.Mutex
-	size      int64    // end of the last complete line; guarded by mu
-	alloc     int64    // the file's length: size, then torn bytes and zeros; guarded by mu
-	torn      int64    // bytes after size, other than the zeros after them, not yet cut; guarded by mu
-	broken    error    // set when a failed write could not be undone; guarded by mu
-	buf       []byte   // the batch's lines, reused; guarded by mu
-	head      *os.File // the sidecar, opened at its first write; guarded by mu
-	headDirty bool     // the sidecar was written since its last sync; guarded by mu
-	last      Anchor   // the last record this process wrote (zero: none); guarded by mu
-	headAt    Anchor   // what this process last wrote to the sidecar; guarded by mu
+	size      int64     // end of the last complete line; guarded by mu
+	alloc     int64     // the file's length: size, then torn bytes and zeros; guarded by mu
+	torn      int64     // bytes after size, other than the zeros after them, not yet cut; guarded by mu
+	broken    error     // set when a failed write could not be undone; guarded by mu
+	buf       []byte    // the batch's lines, reused; guarded by mu
+	head      *os.File  // the sidecar, opened at its first write; guarded by mu
+	headDirty bool      // the sidecar was written since its last sync; guarded by mu
+	last      Anchor    // the last record this process wrote (zero: none); guarded by mu
+	headAt    Anchor    // what this process last wrote to the sidecar; guarded by mu
+	undo      jsonlUndo // how to take back the last batch written (unwrite); guarded by mu
 
 	watchMu    sync.Mutex
 	watchTried bool       // lost set up the watch (or failed to); guarded by watchMu
 	watch      *fileWatch // nil: none, the path is stated every time; guarded by watchMu
 	lostErr    error      // the path no longer names f: sticky; guarded by watchMu
+}
+
+// jsonlUndo is what unwrite restores: the state before the last batch.
+type jsonlUndo struct {
+	ok           bool   // a batch was written since the last unwrite
+	size         int64  // the end of the records before it
+	last, headAt Anchor // j.last and j.headAt before it
+	anchored     bool   // it moved the sidecar (it held a checkpoint)
 }
 
 // anchorSize is the sidecar's length: its JSON object, spaces, a newline.
@@ -239,6 +248,7 @@ func (j *JSONL) Write(ctx context.Context, batch []Record) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.undo = jsonlUndo{} // unwrite takes back this batch, or nothing
 	if j.broken != nil {
 		return j.broken
 	}
@@ -289,14 +299,50 @@ func (j *JSONL) Write(ctx context.Context, batch []Record) error {
 	}
 	j.alloc = max(j.alloc, j.size+int64(len(buf)))
 	last := batch[len(batch)-1]
+	j.undo = jsonlUndo{ok: true, size: j.size, last: j.last, headAt: j.headAt, anchored: checkpoint}
 	if checkpoint {
 		if err := j.setAnchor(Anchor{Seq: last.Seq, Hash: last.Hash}, true); err != nil {
+			j.undo.ok = false
 			return undo(fmt.Errorf("write anchor: %w", err))
 		}
 	}
 	j.size += int64(len(buf))
 	j.last = Anchor{Seq: last.Seq, Hash: last.Hash}
 	return nil
+}
+
+// unwrite durably takes back the last batch Write stored: it cuts the
+// file back to where the batch began and, if the batch moved the anchor,
+// moves it back. Log calls it when it finds, after a batch's fdatasync,
+// that the path no longer names the file (lost.go): the batch is refused,
+// and the lost file, if found again, ends with the last acknowledged
+// record. It is a no-op when no batch was written since the last call.
+func (j *JSONL) unwrite() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	u := j.undo
+	if !u.ok {
+		return nil
+	}
+	j.undo = jsonlUndo{}
+	if err := j.f.Truncate(u.size); err != nil {
+		return fmt.Errorf("audit: %s: take back the last batch: %w", j.path, err)
+	}
+	j.size, j.alloc, j.last = u.size, u.size, u.last
+	if err := fdatasync(j.fd); err != nil {
+		return fmt.Errorf("audit: %s: take back the last batch: %w", j.path, err)
+	}
+	if !u.anchored || u.headAt == j.headAt {
+		return nil
+	}
+	if u.headAt == (Anchor{}) { // there was none: an empty sidecar is none
+		if err := j.head.Truncate(0); err != nil {
+			return err
+		}
+		j.headAt, j.headDirty = u.headAt, true
+		return j.syncHead()
+	}
+	return j.setAnchor(u.headAt, true)
 }
 
 // flushAnchor moves the anchor to the last record written, if it is

@@ -46,6 +46,14 @@ type tailCutter interface {
 	tornTail() (at, n int64, err error)
 }
 
+// unwriter is a Backend that can durably take back the last batch it
+// wrote (JSONL: cut the file back), which Log does when it finds, after
+// the batch's write, that its file was lost: so it need not check the
+// file before each write too (one system call less per batch).
+type unwriter interface {
+	unwrite() error
+}
+
 // anchorFlusher is a Backend whose anchor lags its records (JSONL); the
 // writer moves it forward while idle.
 type anchorFlusher interface {
@@ -499,10 +507,17 @@ func (l *Log) gather(have, active int) {
 // The head moves only when the write succeeded and the path still names
 // the file written (lost.go), so a failed batch leaves no gap in the chain.
 func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
-	// Checked before the write too, so that records of refused calls are
-	// not written into a lost file, and after it (below), for a loss
-	// during the write.
-	if err := l.lostNow(false); err != nil {
+	// The file is checked after the write (below), for a loss before or
+	// during it. A backend that can take a batch back (JSONL) cuts the
+	// batch of a loss found then, so records of refused calls do not stay
+	// in the lost file; the others are checked before the write too, for
+	// a loss before it. A loss already found refuses the batch here.
+	uw, canUndo := l.b.(unwriter)
+	pre := l.lostErr
+	if !canUndo {
+		pre = func() error { return l.lostNow(false) }
+	}
+	if err := pre(); err != nil {
 		l.markOnce(err)
 		refuse(batch, err)
 		return recs
@@ -541,6 +556,11 @@ func (l *Log) commit(batch []*appendReq, recs []Record) []Record {
 	}
 	// Durable, but perhaps in a file no one can find any more.
 	if err := l.lostNow(false); err != nil {
+		if canUndo {
+			if uerr := uw.unwrite(); uerr != nil {
+				l.log.Error("audit: the refused batch could not be cut from the lost file", "first_seq", recs[0].Seq, "err", uerr)
+			}
+		}
 		l.markOnce(err)
 		refuse(batch, err)
 		return recs

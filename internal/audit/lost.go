@@ -6,10 +6,14 @@ package audit
 // fail: the records go on into a file that no one can read any more. Log
 // therefore checks, after each batch is durable and before it answers the
 // batch, that the path still names the file it opened (device and inode),
-// and again on a ticker while idle and on Ping:
+// and again on a ticker while idle and on Ping. A batch found lost is
+// refused; JSONL takes it back (unwrite: the lost file is cut back to the
+// last acknowledged record), and SQLite, which cannot, is also checked
+// before each batch, so that a loss before it leaves no record of a
+// refused call in the lost file:
 //
 //	Write (fsync) ─▶ same file? ─yes─▶ acknowledge the batch
-//	                                  │ no
+//	                                  │ no (JSONL: take the batch back)
 //	                                  ▼
 //	              refuse the batch and every later Append (ErrLost; sticky)
 //	              write a loss record at the path (creating it if needed)
