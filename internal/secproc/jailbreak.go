@@ -42,12 +42,25 @@ var weakJailbreak = []signal{
 		`(?:simulate|imagine|create)\s+(?:a\s+|an\s+)?(?:conversation|chatbot|(?:hypothetical\s+)?(?:ai|language\s+model|model|character|entity))|` +
 		`(?:i\s+want|i'?d\s+like)\s+you\s+to\s+(?:act|be|pretend|become)|continue\s+as\s+\w+|from\s+the\s+perspective\s+of\s+(?:that|the|this)\s+character|` +
 		`you\s+(?:are|'re)\s+(?:now\s+)?(?:a\s+|an\s+)?[\w-]+(?:bot|gpt)\b|you\s+act\s+as)`), []string{"you", "you're", "pretend", "act", "role", "roleplay", "character", "simulate", "imagine", "create", "continue", "perspective"}},
-	{"no-rules", regexp.MustCompile(`\b(?:without|free\s+(?:of|from)|not\s+(?:restricted|bound|limited|governed)\s+by|never\s+(?:restricted|bound)\s+by|no|ignores?|disregards?|bypass(?:es)?|violat(?:e|es|ing)|(?:goes\s+)?against|break|regardless\s+of|doesn'?t\s+follow|not\s+follow)\s+(?:any\s+|all\s+|the\s+|your\s+|of\s+)?(?:[\w']+(?:\s+or\s+|\s*,\s*|\s+)){0,3}?(?:ethics|morals|morality|restrictions|filters|filtering|censorship|guidelines|policies|policy|rules|limitations|boundaries|warnings|remorse|principles|standards|concerns|legality)\b`), []string{"ethics", "morals", "morality", "restrictions", "filters", "filtering", "censorship", "guidelines", "policies", "policy", "rules", "limitations", "boundaries", "warnings", "remorse", "principles", "standards", "concerns", "legality"}},
+	{"no-rules", regexp.MustCompile(`\b(?:without|free\s+(?:of|from)|not\s+(?:restricted|bound|limited|governed)\s+by|never\s+(?:restricted|bound)\s+by|ignores?|disregards?|bypass(?:es)?|violat(?:e|es|ing)|(?:goes\s+)?against|break|regardless\s+of|doesn'?t\s+follow|not\s+follow)\s+(?:any\s+|all\s+|the\s+|your\s+|of\s+)?(?:[\w']+(?:\s+or\s+|\s*,\s*|\s+)){0,3}?(?:ethics|morals|morality|restrictions|filters|filtering|censorship|guidelines|policies|policy|rules|limitations|boundaries|warnings|remorse|principles|standards|concerns|legality)\b|` +
+		// "no" binds only the next word or two ("no moral restrictions"),
+		// not a clause ("no longer emit warnings").
+		`\bno\s+(?:[\w']+\s+)?(?:ethics|morals|morality|restrictions|filters|filtering|censorship|guidelines|policies|policy|rules|limitations|boundaries|warnings|remorse|principles|standards|concerns|legality)\b`), []string{"ethics", "morals", "morality", "restrictions", "filters", "filtering", "censorship", "guidelines", "policies", "policy", "rules", "limitations", "boundaries", "warnings", "remorse", "principles", "standards", "concerns", "legality"}},
 	{"unfiltered", regexp.MustCompile(`\b(?:uncensored|unfiltered|unrestricted|amoral|immoral|unethical|unhinged|jailbroken|jailbreak|unlimited\s+(?:ai|language\s+model|model))\b|\bhates?\s+being\s+ethical\b`), []string{"uncensored", "unfiltered", "unrestricted", "amoral", "immoral", "unethical", "unhinged", "jailbroken", "jailbreak", "unlimited", "ethical"}},
 	{"never-refuse", regexp.MustCompile(`\b(?:never|not|won'?t|cannot|can'?t)\s+(?:ever\s+)?(?:refuse|deny|decline|reject)\b|\bany\s+(?:kind\s+of\s+)?(?:request|prompt|question|content)\b[^.]{0,30}\b(?:no\s+matter|regardless|even\s+if)`), []string{"refuse", "deny", "decline", "reject", "matter", "regardless", "even"}},
 	{"answer-format", regexp.MustCompile(`\btwo\s+(?:different\s+|separate\s+|distinct\s+)?(?:ways|responses|answers|manners|personalities|paragraphs|styles|entities)\b|\b(?:every|each)\s+(?:response|answer|output)\b[^.]{0,40}\b(?:begin|start|prefix)|\b(?:respond|reply|answer)\s+(?:to\s+)?(?:every|all|each)\s+(?:of\s+my\s+)?(?:prompts?|questions?)\b`), []string{"two", "every", "each", "all"}},
 	{"model-policy", regexp.MustCompile(`\b(?:openai|open\s+ai|anthropic|content\s+polic(?:y|ies)|language\s+model|ai\s+model|chatgpt|gpt-?\d?)\b`), []string{"openai", "open", "anthropic", "content", "language", "model", "chatgpt", "gpt"}},
-	{"fiction-frame", regexp.MustCompile(`\bhypothetical\s+(?:response|scenario|story|language\s+model)|\blet'?s\s+(?:play\s+a\s+game|imagine|act\s+out|pretend|have\s+a\s+roleplay)|\bforget\s+(?:everything|all)\s+(?:you|that)\b`), []string{"hypothetical", "let's", "let", "lets", "forget"}},
+	{"fiction-frame", regexp.MustCompile(`\bhypothetical\s+(?:response|scenario|story|language\s+model)|\blet'?s\s+(?:play\s+a\s+game|imagine|act\s+out|pretend|have\s+a\s+roleplay)|\bforget\s+(?:everything|all)\s+(?:you|that)\b|` +
+		`\bthe\s+scene\s+is\s+set\b|\b(?:in|within|inside)\s+(?:a|this|the|our)\s+(?:fictional|hypothetical|imaginary|alternate|make-believe|parallel)\s+(?:world|universe|story|scenario|setting|reality|novel)\b|` +
+		`\b(?:write|tell|create|compose)\s+(?:me\s+)?(?:a|an)\s+(?:short\s+)?(?:story|scene|screenplay|script|dialogue|novel\s+chapter)\s+(?:in\s+which|where|about\s+(?:a|an)\s+[\w-]+\s+who)\b|` +
+		`\bimagine\s+(?:that\s+)?(?:you\s+are|you're|we\s+(?:are|have)|a\s+(?:world|story|scenario))\b|\bfor\s+(?:a|my|the)\s+(?:novel|story|screenplay|movie|film|book|game)\s+(?:i'?m|i\s+am|we'?re)\s+writing\b`),
+		[]string{"hypothetical", "let's", "let", "lets", "forget", "scene", "fictional", "imaginary", "alternate", "make", "parallel", "write", "tell", "create", "compose", "imagine", "novel", "story", "screenplay", "movie", "film", "book", "game"}},
+	// What the frame is for: the forbidden content spelt out, or a model
+	// simulated so that it writes what it would not (token smuggling).
+	{"detail-demand", regexp.MustCompile(`\b(?:in\s+(?:great|full|complete|vivid|explicit|extreme|graphic|excruciating)\s+detail|step\s+1\s*[,:]\s*(?:i|we|you)\s+will|(?:detailed|exact|precise|specific)\s+(?:step-by-step\s+)?(?:instructions|steps)\s+(?:for|on|to)\s+(?:how\s+to\s+)?(?:make|making|build|building|synthesi[sz]\w*|cook\w*|produc\w*|manufactur\w*|hack\w*|break\w*|bypass\w*|steal\w*)|(?:explain|explains|explaining|describe|describes|describing)\s+(?:[\w,]+\s+){0,4}?(?:his|her|their|the)\s+(?:diabolical|evil|secret|whole|entire)\s+plan)`),
+		[]string{"great", "full", "complete", "vivid", "explicit", "extreme", "graphic", "excruciating", "step", "detailed", "exact", "precise", "specific", "explain", "explains", "explaining", "describe", "describes", "describing"}},
+	{"simulation", regexp.MustCompile(`\b(?:generates?|predicts?)\s+the\s+next\s+(?:token|word)\b|\bauto_?regressive\b|\b(?:simulate|emulate)\s+(?:the\s+)?(?:output|execution|result)\s+of\b|\bwhat\s+would\s+be\s+the\s+(?:possible\s+)?output\s+of\b`),
+		[]string{"generate", "generates", "predict", "predicts", "autoregressive", "auto", "simulate", "emulate", "what"}},
 	{"from-now-on", regexp.MustCompile(`\bfrom\s+(?:now|this\s+(?:moment|point))\s+(?:on|own|onward|forward)\b|\bfor\s+the\s+rest\s+of\s+(?:this|the|our)\s+conversation\b`), []string{"from", "rest"}},
 }
 
@@ -151,9 +164,27 @@ func jailbreak(v string) (names []string, loc []int, ok bool) {
 		}
 	}
 	// A persona or freedom from rules must be one of the signals: text
-	// that only names a model and "two answers" is a benchmark report.
-	if len(names) >= 3 || len(names) == 2 && (names[0] == "persona" || names[0] == "no-rules") {
+	// that only names a model and "two answers" is a benchmark report. A
+	// fictional frame counts as a persona when the text also says what
+	// the fiction is for (the forbidden content in detail, a simulated
+	// model, no refusal, no filter): a story alone is a story.
+	if len(names) >= 3 || len(names) == 2 && (names[0] == "persona" || names[0] == "no-rules" || fictionFor(names)) {
 		return names, loc, true
 	}
 	return nil, nil, false
+}
+
+// fictionFor reports whether two signals are a fictional frame and what
+// it is for.
+func fictionFor(names []string) bool {
+	frame, purpose := false, false
+	for _, n := range names {
+		switch n {
+		case "fiction-frame":
+			frame = true
+		case "detail-demand", "simulation", "never-refuse", "unfiltered":
+			purpose = true
+		}
+	}
+	return frame && purpose
 }

@@ -194,7 +194,11 @@ func unhex(c byte) byte {
 }
 
 // fixOverlong replaces overlong UTF-8 encodings of ASCII (C0 AE is "."),
-// which lenient decoders accept, with the ASCII byte.
+// which lenient decoders accept, with the ASCII byte: the two-byte forms
+// C0 and C1, the three-, four-, five- and six-byte forms whose extra bits
+// are all zero (E0 80 AE, F0 80 80 AE, F8 80 80 80 AE, FC 80 80 80 80 AE),
+// and a C0 or C1 whose second byte is not a continuation byte but
+// decodes, as IIS's decoder took it (C0 2F, C1 1C), to ".", "/" or "\".
 func fixOverlong(s string) (string, bool) {
 	if utf8.ValidString(s) {
 		return s, false
@@ -203,21 +207,54 @@ func fixOverlong(s string) (string, bool) {
 	found := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if (c == 0xC0 || c == 0xC1) && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
-			b.WriteByte((c&0x1)<<6 | s[i+1]&0x3F)
-			i++
-			found = true
-			continue
+		if (c == 0xC0 || c == 0xC1) && i+1 < len(s) {
+			d := (c&0x1)<<6 | s[i+1]&0x3F
+			if s[i+1]&0xC0 == 0x80 || d == '.' || d == '/' || d == '\\' {
+				b.WriteByte(d)
+				i++
+				found = true
+				continue
+			}
 		}
-		if c == 0xE0 && i+2 < len(s) && s[i+1]&0xE0 == 0x80 && s[i+2]&0xC0 == 0x80 {
-			b.WriteByte((s[i+1]&0x3F)<<6 | s[i+2]&0x3F)
-			i += 2
+		if n := overlongLen(c); n > 0 && i+n <= len(s) && overlongTail(s[i+1:i+n]) {
+			b.WriteByte(s[i+n-2]&0x01<<6 | s[i+n-1]&0x3F)
+			i += n - 1
 			found = true
 			continue
 		}
 		b.WriteByte(c)
 	}
 	return b.String(), found
+}
+
+// overlongLen is the length of the overlong sequence that lead byte c
+// starts when its payload bits are zero (E0, F0, F8, FC), or 0.
+func overlongLen(c byte) int {
+	switch c {
+	case 0xE0:
+		return 3
+	case 0xF0:
+		return 4
+	case 0xF8:
+		return 5
+	case 0xFC:
+		return 6
+	}
+	return 0
+}
+
+// overlongTail reports whether t, the continuation bytes after an
+// overlong lead byte, encode an ASCII byte: all continuation bytes, all
+// but the last two with zero payload, and the next-to-last carrying at
+// most one bit.
+func overlongTail(t string) bool {
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		if c&0xC0 != 0x80 || i < len(t)-2 && c != 0x80 || i == len(t)-2 && c&0x3E != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // lookalikes maps characters that some file systems, Unicode normalisers
@@ -340,9 +377,16 @@ func pathCandidate(s str) bool {
 	}
 	low := strings.ToLower(v)
 	// A value that traverses once decoded is a path, however it is spelt
-	// (..%2f, ..%c0%af, ..%u2215, ....//).
-	if (strings.Contains(v, "..") || strings.Contains(low, "%2e") || strings.Contains(low, "%c0") ||
-		strings.Contains(low, "%u") || !isASCII(v)) && traverses(normalizePath(v)) {
+	// (..%2f, ..%c0%af, ..%u2215, ....//, %e0%80%ae), and so is one that
+	// needed decoding to become an absolute path (%2fetc%2fpasswd,
+	// %5cwindows): a legitimate client does not encode a path's "/".
+	if strings.Contains(v, "..") || strings.Contains(v, "%") || !isASCII(v) {
+		if np := normalizePath(v); traverses(np) || len(np.tricks) > 0 && (np.abs || np.drive || np.unc) {
+			return true
+		}
+	}
+	// A Windows path from the root of the current drive: \windows\win.ini.
+	if len(v) > 2 && v[0] == '\\' && isLetter(v[1]) && strings.Count(v, `\`) >= 2 && !strings.ContainsAny(v, "+*?[](){}|^$") {
 		return true
 	}
 	return strings.HasPrefix(v, "/") || strings.HasPrefix(v, "~/") || strings.HasPrefix(low, "file:") ||
