@@ -181,9 +181,16 @@ func (n *nativeSpans) limitAttributes(a, extra []attribute.KeyValue) ([]attribut
 	if lim == 0 {
 		return nil, total
 	}
+	cut := n.limits.AttributeValueLengthLimit >= 0
+	if !cut && (lim < 0 || total <= lim) && validDistinct(a, extra) {
+		// What a span of warden's almost always is, under the default
+		// limits: nothing to drop, merge or cut, so a copy.
+		out := make([]attribute.KeyValue, total)
+		copy(out[copy(out, a):], extra)
+		return out, 0
+	}
 	out := make([]attribute.KeyValue, 0, total)
 	dropped := 0
-	cut := n.limits.AttributeValueLengthLimit >= 0
 	for _, src := range [2][]attribute.KeyValue{a, extra} {
 		for i := range src {
 			kv := &src[i]
@@ -206,6 +213,42 @@ func (n *nativeSpans) limitAttributes(a, extra []attribute.KeyValue) ([]attribut
 		return nil, dropped
 	}
 	return out, dropped
+}
+
+// validDistinct reports whether every attribute of a and extra is valid
+// and their keys are distinct, comparing only keys that share a slot of a
+// small table (by length, first and last byte): keys that differ there,
+// most of a span's, are never compared byte by byte. Too many attributes
+// for the table report false, and the caller takes the general path.
+func validDistinct(a, extra []attribute.KeyValue) bool {
+	const slots = 128
+	if len(a)+len(extra) > slots/2 {
+		return false
+	}
+	var table [slots]uint8 // index+1 of the first attribute in the slot, or 0
+	var next [slots / 2]uint8
+	var keys [slots / 2]attribute.Key
+	n := 0
+	for _, src := range [2][]attribute.KeyValue{a, extra} {
+		for i := range src {
+			kv := &src[i]
+			if !kv.Valid() {
+				return false
+			}
+			k := kv.Key
+			h := (uint(len(k))*31 + uint(k[0])*7 + uint(k[len(k)-1])) % slots
+			for j := table[h]; j != 0; j = next[j-1] {
+				if keys[j-1] == k {
+					return false
+				}
+			}
+			keys[n] = k
+			next[n] = table[h]
+			n++
+			table[h] = uint8(n)
+		}
+	}
+	return true
 }
 
 // indexOfKey is the index of key in kvs, -1 if absent. A span has a few
