@@ -42,6 +42,41 @@ type relayRun struct {
 	tp    float64 // calls/s
 	relay float64 // CPU µs per call of the relay's own processes
 	p50   time.Duration
+	host  hostNoise // the host's activity while the calls ran
+}
+
+// hostOf adds up the host's activity over runs.
+func hostOf(runs map[string][]relayRun) HostNoise {
+	var h hostNoise
+	for _, rs := range runs {
+		for _, r := range rs {
+			h.merge(r.host)
+		}
+	}
+	return h.noise()
+}
+
+// logRun prints one run, so that a reader can see what a round's position,
+// the host's noise and the run's own cost do to each other.
+func logRun(shape string, round, pos int, name string, r relayRun) {
+	h := r.host.noise()
+	psi := "-"
+	if h.CPUPressurePct != nil {
+		psi = fmt.Sprintf("%.0f%%", *h.CPUPressurePct)
+	}
+	log.Printf("floors: %s round %d #%d %-12s %8.1f µs/call %7.0f calls/s  others %4.1f%% steal %.1f%% pressure %s",
+		shape, round, pos, name, r.relay, r.tp, h.OthersCPUPct, h.StealPct, psi)
+}
+
+// balanced is the number of rounds to run of n configurations: at least
+// rounds, and, when that is n or more, a multiple of n, so that the rotating
+// order puts every configuration at every position equally often (the
+// first of a round can pay for what the previous one left in the caches).
+func balanced(rounds, n int) int {
+	if n == 0 || rounds < n {
+		return rounds
+	}
+	return (rounds + n - 1) / n * n
 }
 
 // httpRelay is one configuration of the HTTP shapes: a URL to load and the
@@ -85,24 +120,46 @@ func runFloors(ctx context.Context, add func(Result), procs *scaleProcs, rounds,
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return err
 	}
-	// Smaller runs than the one-process rows', and at most 3 rounds: the
-	// section runs 12 configurations on a 2-core machine within make bench's
-	// time budget. CPU is read in 10 ms ticks, so a run's relay CPU is
-	// hundreds of ticks.
-	rounds = min(rounds, 3)
-	if err := floorsHTTP(ctx, add, procs, bin, self, dir, root, rounds, workers, perWorker/4, calls/6); err != nil {
+	// Smaller runs than the one-process rows', and at most 5 rounds (each
+	// shape's rounded up to a multiple of its configurations): the section
+	// runs 12 configurations on a 2-core machine within make bench's time
+	// budget. CPU is read in nanoseconds, so a short run is read exactly;
+	// what varies is the host, round to round, and more rounds of fewer
+	// calls give the median more to stand on. With the defaults: HTTP
+	// 5 rounds of 8 × 150 calls, stdio 6 of 2 × 1000, bridge 6 of 8 × 62,
+	// where there were 3 rounds of 8 × 250, 2 × 2000 and 8 × 125.
+	rounds = max(1, min(rounds, 5))
+	if err := floorsHTTP(ctx, add, procs, bin, self, dir, root, rounds, workers, perWorker*3/20, calls/10); err != nil {
 		return err
 	}
-	// The stdio relays cost 150-250 µs a call: 2 × 500 calls were 20-30
-	// ticks a round, so a tick moved the ratio by about 4%. 2 × 2000 calls
-	// are about 100 ticks, and take a few seconds a round.
-	if err := floorsStdio(ctx, add, bin, self, root, rounds, perWorker*2); err != nil {
+	if err := floorsStdio(ctx, add, bin, self, root, rounds, perWorker); err != nil {
 		return err
 	}
-	if err := floorsBridge(ctx, add, procs, bin, dir, root, rounds, workers, perWorker/8); err != nil {
+	if err := floorsBridge(ctx, add, procs, bin, dir, root, rounds, workers, perWorker/16); err != nil {
 		return err
 	}
-	return floorsDurable(ctx, add, dir, rounds)
+	// The durable rows (durable.go) run in this process, 3 rounds as
+	// before; the host's activity over them is recorded as for the others.
+	var rows []Result
+	s0, err := readHost()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := floorsDurable(ctx, func(r Result) { rows = append(rows, r) }, dir, min(rounds, 3)); err != nil {
+		return err
+	}
+	s1, err := readHost()
+	if err != nil {
+		return err
+	}
+	var h hostNoise
+	h.add(s0, s1, time.Since(start))
+	hadd := withHost(add, h.noise())
+	for _, r := range rows {
+		hadd(r)
+	}
+	return nil
 }
 
 // floorsHTTP loads the demo server directly, through the floor relay and
@@ -147,7 +204,7 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 		relays = append(relays, httpRelay{c.name, url, []int{proc.cmd.Process.Pid}})
 	}
 	runs := make(map[string][]relayRun)
-	for round := range rounds {
+	for round := range balanced(rounds, len(relays)) {
 		for k := range relays {
 			r := relays[(k+round)%len(relays)]
 			lat := calls // the added p50 rows need direct, floor and warden only
@@ -158,6 +215,7 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.name, err)
 			}
+			logRun("http", round, k, r.name, run)
 			runs[r.name] = append(runs[r.name], run)
 		}
 	}
@@ -225,7 +283,7 @@ func httpLoad(ctx context.Context, r httpRelay, workers, perWorker, calls int) (
 	defer cancel()
 	var run relayRun
 	var err error
-	run.tp, run.relay, err = loadSessions(ctx, func() (mcp.Transport, *exec.Cmd) { return httpTransport(r.url), nil }, r.pids, workers, perWorker)
+	run, err = loadSessions(ctx, func() (mcp.Transport, *exec.Cmd) { return httpTransport(r.url), nil }, r.pids, workers, perWorker)
 	if err != nil || calls == 0 {
 		return run, err
 	}
@@ -248,11 +306,13 @@ func httpLoad(ctx context.Context, r httpRelay, workers, perWorker, calls int) (
 	return run, nil
 }
 
-// loadSessions opens workers sessions with newT and makes perWorker calls on
-// each at once. The CPU per call is that of pids plus, for sessions whose
-// transport runs a command, those commands' processes, read from /proc
-// after the sessions are open and before they close.
-func loadSessions(ctx context.Context, newT func() (mcp.Transport, *exec.Cmd), pids []int, workers, perWorker int) (tp, cpuPerCall float64, err error) {
+// loadSessions opens workers sessions with newT, makes a tenth of perWorker
+// calls on each at once to warm them up (a new process grows its heap and
+// faults its pages in), then perWorker calls on each at once. The CPU per
+// call is that of pids plus, for sessions whose transport runs a command,
+// those commands' processes, read (procCPU) around the measured calls, and
+// the host's activity is sampled around them too.
+func loadSessions(ctx context.Context, newT func() (mcp.Transport, *exec.Cmd), pids []int, workers, perWorker int) (relayRun, error) {
 	// Sessions open and close all at once, outside the measurement: a
 	// bridge starts a server process for each, which takes a while.
 	sessions := make([]*mcp.ClientSession, workers)
@@ -281,7 +341,7 @@ func loadSessions(ctx context.Context, newT func() (mcp.Transport, *exec.Cmd), p
 	}
 	opening.Wait()
 	if err := errors.Join(openErrs...); err != nil {
-		return 0, 0, err
+		return relayRun{}, err
 	}
 	pids = slices.Clone(pids)
 	for _, cmd := range cmds {
@@ -289,37 +349,51 @@ func loadSessions(ctx context.Context, newT func() (mcp.Transport, *exec.Cmd), p
 			pids = append(pids, cmd.Process.Pid)
 		}
 	}
+	calls := func(n int) error {
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for _, cs := range sessions {
+			wg.Go(func() {
+				for range n {
+					if err := echoE(ctx, cs); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		return <-errs
+	}
+	if err := calls(max(1, perWorker/10)); err != nil {
+		return relayRun{}, err
+	}
+	s0, err := readHost()
+	if err != nil {
+		return relayRun{}, err
+	}
 	c0, err := procsCPU(pids)
 	if err != nil {
-		return 0, 0, err
+		return relayRun{}, err
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
 	start := time.Now()
-	for _, cs := range sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perWorker {
-				if err := echoE(ctx, cs); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
+	if err := calls(perWorker); err != nil {
+		return relayRun{}, err
 	}
-	wg.Wait()
 	elapsed := time.Since(start)
 	c1, err := procsCPU(pids)
 	if err != nil {
-		return 0, 0, err
+		return relayRun{}, err
 	}
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, 0, err
+	s1, err := readHost()
+	if err != nil {
+		return relayRun{}, err
 	}
 	n := float64(workers * perWorker)
-	return n / elapsed.Seconds(), us(c1-c0) / n, nil
+	run := relayRun{tp: n / elapsed.Seconds(), relay: us(c1-c0) / n}
+	run.host.add(s0, s1, elapsed)
+	return run, nil
 }
 
 // floorsStdio compares warden gateway --stdio with the byte-pipe floor, both
@@ -335,7 +409,7 @@ func floorsStdio(ctx context.Context, add func(Result), bin, self, root string, 
 	}
 	const sessions = 2
 	runs := make(map[string][]relayRun)
-	for round := range rounds {
+	for round := range balanced(rounds, len(relays)) {
 		for k := range relays {
 			r := relays[(k+round)%len(relays)]
 			newT := func() (mcp.Transport, *exec.Cmd) {
@@ -343,12 +417,13 @@ func floorsStdio(ctx context.Context, add func(Result), bin, self, root string, 
 				return &mcp.CommandTransport{Command: cmd}, cmd
 			}
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			tp, cpu, err := loadSessions(lctx, newT, nil, sessions, perWorker)
+			run, err := loadSessions(lctx, newT, nil, sessions, perWorker)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("stdio %s: %w", r.name, err)
 			}
-			runs[r.name] = append(runs[r.name], relayRun{tp: tp, relay: cpu})
+			logRun("stdio", round, k, r.name, run)
+			runs[r.name] = append(runs[r.name], run)
 		}
 	}
 	var fl, wa, ratio, ftp, wtp []float64

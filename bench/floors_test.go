@@ -312,3 +312,154 @@ func TestPeersMissingGiveAReason(t *testing.T) {
 		t.Errorf("node %q, reason %q: want no paths and a reason naming the missing mcp-proxy", node, reason)
 	}
 }
+
+func TestParseProcStatAndPressure(t *testing.T) {
+	stat := "cpu  100 5 50 1000 7 1 2 3 0 0\ncpu0 50 2 25 500 3 0 1 1 0 0\n"
+	total, busy, steal, iowait, err := parseProcStat([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// busy: user 100 + nice 5 + system 50 + irq 1 + softirq 2; idle and
+	// iowait are not busy, steal is not ours to count as busy.
+	if total != 1168*clockTick || busy != 158*clockTick || steal != 3*clockTick || iowait != 7*clockTick {
+		t.Errorf("total %v busy %v steal %v iowait %v", total, busy, steal, iowait)
+	}
+	if _, _, _, _, err := parseProcStat([]byte("intr 1 2 3\n")); err == nil || !strings.Contains(err.Error(), `want "cpu"`) {
+		t.Errorf("no cpu line: err = %v", err)
+	}
+	p, err := parsePressure([]byte("some avg10=43.65 avg60=26.14 avg300=18.51 total=34818801882\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"))
+	if err != nil || p != 34818801882*time.Microsecond {
+		t.Errorf("pressure %v, err %v", p, err)
+	}
+	if _, err := parsePressure([]byte("full total=1\n")); err == nil {
+		t.Error("no some line: no error")
+	}
+}
+
+// A busy child counts as the bench's own CPU, not as other processes'
+// noise: the tree's CPU grows by what the child burns.
+func TestTreeCPUCountsChildren(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "BENCH_TEST_BURN_MS=300")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	alive, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := alive - before; d < 300*time.Millisecond {
+		t.Errorf("the tree's CPU grew by %v while a child burned 300 ms", d)
+	}
+	in.Close()
+	cmd.Wait()
+	reaped, err := treeCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Reaped, the child counts in this process's cutime, in 10 ms ticks.
+	if d := reaped - before; d < 290*time.Millisecond {
+		t.Errorf("once the child was reaped the tree's CPU had grown by %v, want about 300 ms", d)
+	}
+	s, err := readHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.total <= 0 || s.busy <= 0 || s.ours <= 0 {
+		t.Errorf("host sample %+v", s)
+	}
+}
+
+// The host's activity becomes shares of the machine's CPU time; a target
+// row measured on a noisy host gets no verdict, met or not, and says why;
+// on a quiet host the verdict stands.
+func TestNoisyHostWithholdsVerdicts(t *testing.T) {
+	sample := func(total, busy, steal, ours, pressure time.Duration) hostSample {
+		return hostSample{total: total, busy: busy, steal: steal, ours: ours, pressure: pressure, load1: 1}
+	}
+	var quiet, noisy, stolen hostNoise
+	// 2 CPUs for 1 s: 2 s of CPU time; the bench used 1.5 s, others 0.1 s.
+	quiet.add(sample(0, 0, 0, 0, 0), sample(2*time.Second, 1600*time.Millisecond, 0, 1500*time.Millisecond, 300*time.Millisecond), time.Second)
+	noisy.add(sample(0, 0, 0, 0, 0), sample(2*time.Second, 1900*time.Millisecond, 0, 1400*time.Millisecond, 900*time.Millisecond), time.Second)
+	stolen.add(sample(0, 0, 0, 0, 0), sample(2*time.Second, 1500*time.Millisecond, 100*time.Millisecond, 1500*time.Millisecond, 0), time.Second)
+	if h := quiet.noise(); h.OthersCPUPct != 5 || h.noisy() != "" || h.CPUPressurePct == nil || *h.CPUPressurePct != 30 {
+		t.Errorf("quiet host: %+v, noisy %q", h, h.noisy())
+	}
+	if h := noisy.noise(); h.OthersCPUPct != 25 || !strings.Contains(h.noisy(), "25%") {
+		t.Errorf("others at 25%%: %+v, noisy %q", h, h.noisy())
+	}
+	if h := stolen.noise(); h.StealPct != 5 || !strings.Contains(h.noisy(), "steal") {
+		t.Errorf("steal at 5%%: %+v, noisy %q", h, h.noisy())
+	}
+	var both hostNoise
+	both.merge(quiet)
+	both.merge(noisy)
+	if h := both.noise(); h.OthersCPUPct != 15 || h.Seconds != 2 {
+		t.Errorf("two windows merged: %+v", h)
+	}
+
+	var rows []Result
+	keep := func(r Result) { rows = append(rows, r) }
+	missed := judge(Result{Name: "ratio", Value: 1.6, Unit: "×", Target: "≤ 1.3", Note: "paired by round"}, false, "warden decodes")
+	met := judge(Result{Name: "other ratio", Value: 0.9, Unit: "×", Target: "≤ 1.0"}, true, "")
+	plain := Result{Name: "cpu", Value: 200, Unit: "µs"}
+	add := withHost(keep, noisy.noise())
+	add(plain)
+	add(missed)
+	add(met)
+	for _, r := range rows[1:] {
+		if r.Met != nil || r.Verdict != "noisy host" || !strings.HasPrefix(r.Note, "no verdict, noisy host: other processes used 25%") {
+			t.Errorf("noisy host, row %q: met %v verdict %q note %q", r.Name, r.Met, r.Verdict, r.Note)
+		}
+		if r.Host == nil || r.Host.OthersCPUPct != 25 {
+			t.Errorf("row %q carries host %+v", r.Name, r.Host)
+		}
+	}
+	if !strings.HasSuffix(rows[1].Note, "; paired by round") || strings.Contains(rows[1].Note, "target not met") {
+		t.Errorf("a withheld row's note: %q", rows[1].Note)
+	}
+	if rows[0].Verdict != "" || !strings.Contains(rows[0].Note, "host during these rows: other processes 25.0% of the CPU") {
+		t.Errorf("the first row: verdict %q note %q", rows[0].Verdict, rows[0].Note)
+	}
+	md := markdown(&report{Results: rows}, 5, 10, 8, 100)
+	if !strings.Contains(md, "| ratio | 1.60 × | ≤ 1.3 | noisy host |") {
+		t.Errorf("the report does not show the withheld verdict:\n%s", md)
+	}
+	data, _ := json.Marshal(rows[1])
+	if !strings.Contains(string(data), `"verdict":"noisy host"`) || strings.Contains(string(data), `"met"`) || !strings.Contains(string(data), `"others_cpu_pct":25`) {
+		t.Errorf("results.json row: %s", data)
+	}
+
+	rows = nil
+	add = withHost(keep, quiet.noise())
+	add(missed)
+	add(met)
+	if rows[0].Met == nil || *rows[0].Met || !strings.HasPrefix(rows[0].Note, "target not met: warden decodes") || rows[0].Verdict != "" {
+		t.Errorf("quiet host, missed: met %v note %q", rows[0].Met, rows[0].Note)
+	}
+	if rows[1].Met == nil || !*rows[1].Met {
+		t.Errorf("quiet host, met: met %v", rows[1].Met)
+	}
+}
+
+func TestBalancedRounds(t *testing.T) {
+	for _, c := range []struct{ rounds, n, want int }{{5, 5, 5}, {5, 2, 6}, {5, 3, 6}, {3, 5, 3}, {1, 2, 1}, {6, 3, 6}, {5, 0, 5}} {
+		if got := balanced(c.rounds, c.n); got != c.want {
+			t.Errorf("balanced(%d, %d) = %d, want %d", c.rounds, c.n, got, c.want)
+		}
+	}
+}

@@ -50,6 +50,15 @@ type Result struct {
 	// Skipped says why the row was not measured in this run (Value is
 	// then 0 and means nothing).
 	Skipped string `json:"skipped,omitempty"`
+	// Host, on the floors section's rows, is the host's activity over the
+	// row's measured windows.
+	Host *HostNoise `json:"host,omitempty"`
+	// Verdict is "noisy host" when the row has a target but the host was
+	// too busy during the row to back a verdict; Met is then absent.
+	Verdict string `json:"verdict,omitempty"`
+
+	// plainNote is Note before judge prefixed it with "target not met".
+	plainNote string
 }
 
 type report struct {
@@ -494,6 +503,8 @@ func markdown(rep *report, rounds, calls, workers, perWorker int) string {
 		met := ""
 		if r.Met != nil {
 			met = map[bool]string{true: "yes", false: "**no**"}[*r.Met]
+		} else if r.Verdict != "" {
+			met = r.Verdict
 		}
 		val := strings.TrimSpace(fmt.Sprintf("%.2f %s", r.Value, r.Unit))
 		if r.Min != nil && r.Max != nil {

@@ -171,16 +171,17 @@ func floorsBridge(ctx context.Context, add func(Result), procs *scaleProcs, bin,
 		live = append(live, p)
 	}
 	runs := make(map[string][]relayRun)
-	for round := range rounds {
+	for round := range balanced(rounds, len(live)) {
 		for k := range live {
 			p := live[(k+round)%len(live)]
 			lctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-			tp, cpu, err := loadSessions(lctx, func() (mcp.Transport, *exec.Cmd) { return httpTransport(p.url), nil }, []int{p.pid}, workers, perWorker)
+			run, err := loadSessions(lctx, func() (mcp.Transport, *exec.Cmd) { return httpTransport(p.url), nil }, []int{p.pid}, workers, perWorker)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("bridge %s: %w", p.name, err)
 			}
-			runs[p.name] = append(runs[p.name], relayRun{tp: tp, relay: cpu})
+			logRun("bridge", round, k, p.name, run)
+			runs[p.name] = append(runs[p.name], run)
 		}
 	}
 	const sep = "bridge shape: "
