@@ -80,6 +80,9 @@ func benchDetection(add func(Result)) {
 			continue
 		}
 		note := fmt.Sprintf("%d of %d malicious cases", sr.Detected, sr.Malicious)
+		if sr.FirstMeasured != "" {
+			note += "; the detectors of the day it was added: " + sr.FirstMeasured
+		}
 		if sr.Spent != "" {
 			note += "; spent (" + sr.Spent + "): not an estimate on unseen data"
 		}

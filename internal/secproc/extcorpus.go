@@ -45,8 +45,12 @@ type ExternalSource struct {
 	// Spent, for a held-out source, says when its misses or false
 	// positives were read (and described): from then on its numbers are
 	// not an estimate on unseen data, whoever changed the detectors.
-	Spent   string
-	extract func([]byte) ([]extCase, error)
+	Spent string
+	// FirstMeasured, for a held-out source, is the recall of the detectors
+	// as they were when the source was added, before any change made
+	// after it: what the source says about detection on unseen data.
+	FirstMeasured string
+	extract       func([]byte) ([]extCase, error)
 }
 
 // Source names the file a case comes from: package@version:file.
@@ -94,16 +98,16 @@ var ExternalSources = []ExternalSource{
 	{Package: "@copilotkit/aimock@1.43.0", File: "README.md", Split: SplitHeldOut,
 		Path: "aimock/node_modules/@copilotkit/aimock/README.md", Spent: "round 1 (2026-11-27): the one false positive of these READMEs described", extract: extractReadme},
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/shellInjection.ts)", Split: SplitHeldOut,
-		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooShell},
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", FirstMeasured: "8 of 8 (round 2)", extract: extractPromptfooShell},
 	// Third round (2026-11-28), held out from the start.
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/promptExtraction.ts)", Split: SplitHeldOut,
-		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooExtraction},
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", FirstMeasured: "0 of 3 (round 3)", extract: extractPromptfooExtraction},
 	{Package: "llmverify@1.6.1", File: "examples/prompt-injection.ts", Split: SplitHeldOut,
-		Path: "payloads/llmverify@1.6.1/package/examples/prompt-injection.ts", extract: extractLLMVerify},
+		Path: "payloads/llmverify@1.6.1/package/examples/prompt-injection.ts", FirstMeasured: "3 of 4 (round 3)", extract: extractLLMVerify},
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal-nix.txt", Split: SplitHeldOut,
-		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-nix.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-nix.txt", FirstMeasured: "0.760 (round 3)", extract: extractLines(Malicious, FileAccess, shapePath)},
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal-win.txt", Split: SplitHeldOut,
-		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-win.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal-win.txt", FirstMeasured: "0.760 (round 3)", extract: extractLines(Malicious, FileAccess, shapePath)},
 	// Benign prose about LLM APIs (system prompts, roles, tools, messages):
 	// where a directive rule would misfire.
 	{Package: "openai@7.55.0", File: "README.md", Split: SplitHeldOut,
@@ -113,7 +117,7 @@ var ExternalSources = []ExternalSource{
 	// Fourth round (2026-11-28), held out from the start: ecc-agentshield's
 	// 70 injection payloads, and five more LLM-SDK READMEs as benign prose.
 	{Package: "ecc-agentshield@1.6.0", File: "dist/index.js (src/injection/payloads.ts)", Split: SplitHeldOut,
-		Path: "payloads/ecc-agentshield@1.6.0/package/dist/index.js", extract: extractAgentShield},
+		Path: "payloads/ecc-agentshield@1.6.0/package/dist/index.js", FirstMeasured: "41 of 70, 0.586 (round 4)", extract: extractAgentShield},
 	npmReadme("@google/genai@3.1.0", SplitHeldOut), npmReadme("@mistralai/mistralai@2.7.0", SplitHeldOut),
 	npmReadme("groq-sdk@1.6.0", SplitHeldOut), npmReadme("@openai/agents@0.20.0", SplitHeldOut),
 	npmReadme("@huggingface/inference@4.13.30", SplitHeldOut),
@@ -128,13 +132,13 @@ var ExternalSources = []ExternalSource{
 	// SDKs whose READMEs are held out. Tuning: the CHANGELOGs of two SDKs
 	// whose READMEs are tuning.
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/vulns/dirTraversal.txt", Split: SplitHeldOut,
-		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal.txt", extract: extractLines(Malicious, FileAccess, shapePath)},
+		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/vulns/dirTraversal.txt", FirstMeasured: "747 of 854, 0.875 (round 5)", extract: extractLines(Malicious, FileAccess, shapePath)},
 	{Package: "wfuzz 3.1.0-2 (Debian)", File: "wordlist/general/common.txt", Split: SplitHeldOut,
 		Path: "payloads/wfuzz_3.1.0-2/usr/share/wfuzz/wordlist/general/common.txt", extract: extractLines(Benign, FileAccess, shapePath)},
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/toolDiscovery.ts)", Split: SplitHeldOut,
-		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooToolDiscovery},
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", FirstMeasured: "1 of 6 (round 5)", extract: extractPromptfooToolDiscovery},
 	{Package: "promptfoo@0.123.1", File: "dist/src/graders-CrOgZSVq.js (plugins/rbac.ts)", Split: SplitHeldOut,
-		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", extract: extractPromptfooRBAC},
+		Path: "payloads/promptfoo@0.123.1/package/dist/src/graders-CrOgZSVq.js", FirstMeasured: "0 of 3 (round 5)", extract: extractPromptfooRBAC},
 	npmChangelog("openai@7.55.0", SplitHeldOut), npmChangelog("@anthropic-ai/sdk@1.10.0", SplitHeldOut),
 	npmChangelog("groq-sdk@1.6.0", SplitHeldOut),
 	npmChangelog("ai@7.0.173", SplitTuning), npmChangelog("@langchain/core@1.4.0", SplitTuning),
@@ -325,8 +329,8 @@ type ExternalReport struct {
 // SourceRecall is one held-out source's malicious cases and how many of
 // them were detected.
 type SourceRecall struct {
-	Malicious, Detected int
-	Spent               string
+	Malicious, Detected  int
+	Spent, FirstMeasured string
 }
 
 // Recall is Detected / Malicious (0 without cases).
@@ -361,10 +365,11 @@ func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 		return ExternalReport{}, err
 	}
 	r := ExternalReport{Sources: map[string][]string{}, Cases: len(cases), PerSource: map[string]SourceRecall{}}
-	spent := map[string]string{}
+	spent, first := map[string]string{}, map[string]string{}
 	for _, s := range ExternalSources {
 		r.Sources[s.Split] = append(r.Sources[s.Split], s.Source())
 		spent[s.Source()] = s.Spent
+		first[s.Source()] = s.FirstMeasured
 	}
 	var tuning, held, unspent, freeTuning, freeHeld []Labelled
 	source := map[string]string{}
@@ -386,7 +391,7 @@ func RunExternalCorpus(depsDir string) (ExternalReport, error) {
 				sr := r.PerSource[c.Source]
 				sr.Malicious++
 				sr.Detected++ // until a miss says otherwise
-				sr.Spent = spent[c.Source]
+				sr.Spent, sr.FirstMeasured = spent[c.Source], first[c.Source]
 				r.PerSource[c.Source] = sr
 			}
 		}

@@ -49,6 +49,9 @@ func TestExternalCorpusReport(t *testing.T) {
 			if n.Spent != "" {
 				spent = "spent: " + n.Spent
 			}
+			if n.FirstMeasured != "" {
+				spent += "; first measured " + n.FirstMeasured
+			}
 			t.Logf("held-out %s: %d malicious, recall %.3f (%s)", src, n.Malicious, n.Recall(), spent)
 		}
 	}
