@@ -14,6 +14,7 @@ import (
 	"github.com/agentwarden/warden/internal/authn"
 	"github.com/agentwarden/warden/internal/config"
 	"github.com/agentwarden/warden/internal/gateway"
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/taint"
 	"github.com/agentwarden/warden/internal/transport"
@@ -46,6 +47,8 @@ func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tra
 			RequireSignedCard: a.RequireSignedCard,
 			Logger:            logger,
 			Pins:              cardPins,
+			// gateway.limits bounds A2A messages as it does MCP's.
+			Limits: jsonrpc.Limits{MaxBytes: gc.Limits.MaxMessageBytes, MaxDepth: gc.Limits.MaxDepth},
 			Delegation: a2agw.DelegationOptions{Require: a.Delegation.Require, Agent: a.Delegation.Agent,
 				MaxHops: a.Delegation.MaxHops, Roots: a.Delegation.Roots, Keys: map[string][]jose.JSONWebKey{}},
 		}

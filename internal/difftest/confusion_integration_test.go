@@ -26,17 +26,12 @@ import (
 // alice's reaches bob, and her session, stream and token still work.
 func TestSessionConfusion(t *testing.T) {
 	build(t)
-	keys := map[string]string{"alice": "difftest-key-alice-7f3a", "bob": "difftest-key-bob-91c2"}
-	var auth strings.Builder
-	auth.WriteString("  auth:\n    api_keys:\n")
-	for name, key := range keys {
-		sum := sha256.Sum256([]byte(key))
-		auth.WriteString("      " + name + ": " + hex.EncodeToString(sum[:]) + "\n")
-	}
+	keys := principalKeys
+	auth := authYAML(keys)
 	for _, u := range upstreams {
 		t.Run(u.name, func(t *testing.T) {
 			up := u.make(t)
-			g := startGatewayWith(t, up, auth.String())
+			g := startGatewayWith(t, up, auth)
 			o := &oracleReader{path: g.oracle}
 			asAlice, asBob := withKey(keys["alice"]), withKey(keys["bob"])
 			alice, err := g.openWith(defaultRev, asAlice)
@@ -155,6 +150,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.key)
 	return b.next.RoundTrip(r)
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func mustToken(t *testing.T, g *gateway, spec TokenSpec) string {
