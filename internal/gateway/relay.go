@@ -764,12 +764,22 @@ func (r *Relay) emit(d Decision) {
 // it describes (or its refusal) leaves the gateway. The record is written
 // even when the request's context is cancelled. false means the Recorder
 // failed: the caller must not let the message through.
+//
+// The Recorder is given a copy of d on the heap, and what it sets there
+// (AuditID, Open, Msg) is copied back: a Recorder may keep the pointer
+// (an operation's span), so what it gets must outlive the call, but
+// without a Recorder the Decision stays on the relaying goroutine's
+// stack, which saves an allocation of the Decision per message relayed.
 func (r *Relay) keep(ctx context.Context, d *Decision) bool {
 	r.emit(*d)
 	if r.recorder == nil {
 		return true
 	}
-	if err := r.recorder.Record(context.WithoutCancel(ctx), d); err != nil {
+	rec := new(Decision)
+	*rec = *d
+	err := r.recorder.Record(context.WithoutCancel(ctx), rec)
+	*d = *rec
+	if err != nil {
 		r.log.Error("the record of a message could not be kept; it does not go through", "decision", *d, "err", err)
 		return false
 	}

@@ -80,9 +80,11 @@ func (r *Relay) queueNote(ctx context.Context, d *Decision) bool {
 		go r.writeNotes(ctx)
 	})
 	r.emit(*d)
+	queued := new(Decision) // the queue keeps it: d stays the caller's (keep)
+	*queued = *d
 	r.notes.mu.Lock()
 	defer r.notes.mu.Unlock()
-	n := queuedNote{d: d, wait: pr.Begin(context.WithoutCancel(ctx), d)}
+	n := queuedNote{d: queued, wait: pr.Begin(context.WithoutCancel(ctx), queued)}
 	select {
 	case r.notes.ch <- n:
 	case <-ctx.Done(): // the session is ending: the notification is not sent
