@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/mcp"
@@ -58,7 +60,7 @@ func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
 	var listed string
 	var variant bool
 	if len(p.Names) > 0 || c.tools.Variant != nil {
-		key := toolKey(c.Tool)
+		key := calledKeys.key(c.Tool)
 		listed, variant = p.Names.variantOf(c.Tool, key)
 		if !variant && c.tools.Variant != nil {
 			listed, variant = c.tools.Variant(c.Tool, key)
@@ -76,3 +78,46 @@ func (p ToolPolicy) Check(_ context.Context, c *Call) *Denial {
 
 // quote renders a name from the wire safely for messages and logs.
 func quote(s string) string { return strconv.Quote(s) }
+
+// calledKeys remembers the toolKey of the names tools/calls use. A client
+// calls the same few tools again and again, and the key (NFKC, case
+// folding, the UTS #39 skeleton) was the tool-policy stage's whole cost,
+// a few µs of every call. The key is a function of the name alone, so one
+// memo serves every upstream.
+var calledKeys = keyMemo{m: make(map[string]string)}
+
+// The memo's bounds: a client that calls ever new names, or long ones,
+// gets each key computed, and the memo stays under about 1 MiB.
+const (
+	maxMemoNames    = 4096
+	maxMemoNameSize = 128
+)
+
+// keyMemo maps tool names to their toolKey, up to maxMemoNames names of
+// at most maxMemoNameSize bytes; once full it adds none.
+type keyMemo struct {
+	mu sync.RWMutex
+	m  map[string]string // name → toolKey(name); guarded by mu
+}
+
+// computeKey is toolKey; a test counts its calls.
+var computeKey = toolKey
+
+// key returns toolKey(name), from the memo when the name is in it.
+func (k *keyMemo) key(name string) string {
+	k.mu.RLock()
+	key, ok := k.m[name]
+	k.mu.RUnlock()
+	if ok {
+		return key
+	}
+	key = computeKey(name)
+	if len(name) <= maxMemoNameSize {
+		k.mu.Lock()
+		if len(k.m) < maxMemoNames {
+			k.m[strings.Clone(name)] = key
+		}
+		k.mu.Unlock()
+	}
+	return key
+}

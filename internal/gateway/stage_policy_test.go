@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/deny"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+)
+
+type permitAll struct{}
+
+func (permitAll) Permits(string) (bool, string) { return true, "" }
+
+// The tool-policy stage computes the look-alike key of a called name once,
+// not on every call (issue 22: the key was the stage's whole cost), and
+// still refuses a look-alike on every call.
+func TestToolPolicyComputesACalledNamesKeyOnce(t *testing.T) {
+	computed := 0
+	defer func(f func(string) string) { computeKey = f }(computeKey)
+	computeKey = func(name string) string { computed++; return toolKey(name) }
+
+	names := toolNames{}
+	names.add("memo_probe_transfer")
+	p := ToolPolicy{List: permitAll{}, Names: names}
+	check := func(tool string) *Denial {
+		params := `{"name":` + strconv.Quote(tool) + `}`
+		msg, err := jsonrpc.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`), jsonrpc.Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, d := newCall(msg, "up", "")
+		if d != nil {
+			t.Fatal(d)
+		}
+		return p.Check(context.Background(), c)
+	}
+	for i := range 3 {
+		if d := check("memo_probe_other"); d != nil {
+			t.Fatalf("call %d refused: %v", i, d.Reason)
+		}
+		if d := check("Memo_Probe_Transfer"); d == nil || d.Rule != deny.RuleToolNameVariant {
+			t.Fatalf("call %d of a look-alike: %v, want rule %s", i, d, deny.RuleToolNameVariant)
+		}
+	}
+	if computed != 2 {
+		t.Errorf("the keys of 2 names were computed %d times over 6 calls, want 2", computed)
+	}
+
+	long := strings.Repeat("x", maxMemoNameSize+1)
+	computed = 0
+	for range 2 {
+		check(long)
+	}
+	if computed != 2 {
+		t.Errorf("a name over %d bytes: key computed %d times over 2 calls, want 2 (not kept)", maxMemoNameSize, computed)
+	}
+	for i := range maxMemoNames + 10 {
+		calledKeys.key("memo_fill_" + strconv.Itoa(i))
+	}
+	calledKeys.mu.RLock()
+	n := len(calledKeys.m)
+	calledKeys.mu.RUnlock()
+	if n > maxMemoNames {
+		t.Errorf("the memo holds %d names, want at most %d", n, maxMemoNames)
+	}
+}
