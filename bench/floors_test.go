@@ -287,6 +287,17 @@ func TestMarkdownRows(t *testing.T) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
+	// The header says how the separate-process rows read CPU and when a
+	// row gets no verdict.
+	for _, want := range []string{"utime + stime from /proc/PID/stat, in 10 ms ticks", noisyThresholds, "median of the rounds with their min–max"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report's header lacks %q", want)
+		}
+	}
+	rep.CPUAccounting = cpuAccounting()
+	if md := markdown(rep, 3, 10, 8, 100); !strings.Contains(md, "A relay's CPU is "+cpuAccounting()) {
+		t.Errorf("the report's header does not name the run's CPU accounting %q", cpuAccounting())
+	}
 	if strings.Contains(md, "unused") {
 		t.Error("a met target's row carries the reason it would not be met")
 	}

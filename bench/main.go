@@ -62,10 +62,12 @@ type Result struct {
 }
 
 type report struct {
-	Date    string   `json:"date"`
-	Go      string   `json:"go"`
-	CPUs    int      `json:"cpus"`
-	Results []Result `json:"results"`
+	Date string `json:"date"`
+	Go   string `json:"go"`
+	CPUs int    `json:"cpus"`
+	// CPUAccounting says how the floors section read each process's CPU.
+	CPUAccounting string   `json:"cpu_accounting,omitempty"`
+	Results       []Result `json:"results"`
 }
 
 func main() {
@@ -114,7 +116,7 @@ func main() {
 	}
 
 	ctx := context.Background()
-	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), CPUs: runtime.NumCPU()}
+	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), CPUs: runtime.NumCPU(), CPUAccounting: cpuAccounting()}
 	add := func(r Result) {
 		rep.Results = append(rep.Results, r)
 		switch {
@@ -496,8 +498,18 @@ func idleRSS(bin, root string) (rss, anon float64) {
 func markdown(rep *report, rounds, calls, workers, perWorker int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Benchmarks\n\nWritten by `make bench` (bench/main.go); the numbers below are from the last run and also in bench/results.json.\n\n")
-	fmt.Fprintf(&b, "Run: %s, %s, %d CPUs. Every row that compares pairs a direct run and a run through warden in the same process, same client (go-sdk), same server (the demo server's `echo` tool), in %d interleaved rounds (direct, warden, direct, warden, …) so that both sides see the same background noise. Latency: percentiles over %d sequential calls per round on one session, after 200 warm-up calls. Throughput: the median round of %d concurrent sessions × %d calls over HTTP keep-alive, and of 2 × %d over stdio. A value followed by (a–b) is the median of the rounds and, in brackets, the lowest and highest round. The rows headed \"separate processes\", \"bridge shape\" and \"durable\" run every process on its own (client, relay, upstream), read each one's CPU from /proc, and compare warden with floors (the least a relay or a durable record can cost) and with peers, interleaved round by round.\n\n",
+	fmt.Fprintf(&b, "Run: %s, %s, %d CPUs. Every row that compares pairs a direct run and a run through warden in the same process, same client (go-sdk), same server (the demo server's `echo` tool), in %d interleaved rounds (direct, warden, direct, warden, …) so that both sides see the same background noise. Latency: percentiles over %d sequential calls per round on one session, after 200 warm-up calls. Throughput: the median round of %d concurrent sessions × %d calls over HTTP keep-alive, and of 2 × %d over stdio. A value followed by (a–b) is the median of the rounds and, in brackets, the lowest and highest round.\n\n",
 		rep.Date, rep.Go, rep.CPUs, rounds, calls, workers, perWorker, perWorker)
+	accounting := rep.CPUAccounting
+	if accounting == "" { // a results.json from before the field
+		accounting = "utime + stime from /proc/PID/stat, in 10 ms ticks"
+	}
+	fmt.Fprintf(&b, "The rows headed \"separate processes\", \"bridge shape\" and \"durable\" run every process on its own (client, relay, upstream) and compare warden with floors (the least a relay or a durable record can cost) and with peers. "+
+		"Their configurations run in interleaved rounds whose order rotates, each shape's rounds a multiple of its configurations so that every configuration takes every position equally often; every session makes warm-up calls before the measured ones. "+
+		"A relay's CPU is %s, read just before and after the measured calls. A ratio is computed within each round, from the two configurations of that round, and shown as the median of the rounds with their min–max. "+
+		"Around every measured window the bench also reads the host: steal and iowait (/proc/stat), the CPU time used by processes outside the bench's own tree (the machine's busy time minus the bench's, its relays', upstreams' and peers'), CPU pressure (/proc/pressure/cpu) and the load average; results.json keeps them per row (`host`). "+
+		"A target row gets no verdict, shown as \"noisy host\" (results.json: `verdict`, no `met`), when %s: on 2 shared cores a relay's CPU per call moves with the load around it (how many messages one wake-up carries, how often the Go scheduler spins idle, what the caches hold), so such a run cannot tell the code's cost from the host's.\n\n",
+		accounting, noisyThresholds)
 	fmt.Fprintf(&b, "| measure | value | target | met |\n|---|---|---|---|\n")
 	for _, r := range rep.Results {
 		met := ""
