@@ -235,8 +235,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, CardPath) || strings.HasSuffix(r.URL.Path, LegacyCardPath) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
-			writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
-				Code: jsonrpc.CodeInvalidRequest, Reason: "the agent card is read with GET"})
+			d := &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
+				Code: jsonrpc.CodeInvalidRequest, Reason: "the agent card is read with GET, not " + httpMethod(r)}
+			if err := h.record(r.Context(), Event{Upstream: h.opts.Name, Direction: "card", Method: "agent-card",
+				Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}); err != nil {
+				d = auditDenial(err)
+			}
+			writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, d)
 			return
 		}
 		h.serveCard(w, r)
@@ -400,6 +405,16 @@ func (h *Handler) record(ctx context.Context, e Event) error {
 func auditDenial(err error) *deny.Denial {
 	return &deny.Denial{Stage: StageAudit, Rule: deny.RuleWrite, Code: jsonrpc.CodeInternalError,
 		Reason: "the record of this message could not be kept: " + err.Error()}
+}
+
+// httpMethod is r's method as a refusal's reason may quote it: a client
+// chooses it, so anything but a short token is not repeated.
+func httpMethod(r *http.Request) string {
+	m := r.Method
+	if len(m) > 16 || strings.IndexFunc(m, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
+		return "another method"
+	}
+	return m
 }
 
 // writeError writes a JSON-RPC error response for d with the HTTP status.

@@ -57,13 +57,21 @@ type call struct {
 // relay handles one JSON-RPC POST.
 func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	var principal string
+	refuse := func(status int, id jsonrpc.ID, method string, d *deny.Denial) {
+		e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Method: method, ID: id,
+			Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}
+		if err := h.record(ctx, e); err != nil {
+			d = auditDenial(err)
+		}
+		writeError(w, status, id, d)
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, http.StatusMethodNotAllowed, jsonrpc.ID{}, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
-			Code: jsonrpc.CodeInvalidRequest, Reason: "A2A JSON-RPC requests are POSTed"})
+		refuse(http.StatusMethodNotAllowed, jsonrpc.ID{}, "", &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod,
+			Code: jsonrpc.CodeInvalidRequest, Reason: "A2A JSON-RPC requests are POSTed, not sent with " + httpMethod(r)})
 		return
 	}
-	var principal string
 	if h.opts.Authenticate != nil {
 		var ref *transport.AuthRefusal
 		if principal, ref = h.opts.Authenticate(r); ref != nil {
@@ -76,14 +84,6 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 			writeError(w, ref.Status, jsonrpc.ID{}, d)
 			return
 		}
-	}
-	refuse := func(status int, id jsonrpc.ID, method string, d *deny.Denial) {
-		e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Method: method, ID: id,
-			Decision: "deny", Stage: d.Stage, Rule: string(d.Rule), Reason: d.Reason}
-		if err := h.record(ctx, e); err != nil {
-			d = auditDenial(err)
-		}
-		writeError(w, status, id, d)
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		refuse(http.StatusUnsupportedMediaType, jsonrpc.ID{}, "", &deny.Denial{Stage: StageListener, Rule: deny.RuleContentType,
@@ -165,12 +165,36 @@ func wireDenial(e *jsonrpc.Error) *deny.Denial {
 
 // pipeline runs the stages in order; the first denial wins.
 func (h *Handler) pipeline(ctx context.Context, c *call) *deny.Denial {
-	for _, stage := range []func(context.Context, *call) *deny.Denial{h.checkMethod, h.checkCard, h.checkDelegation, h.checkFlow} {
-		if d := stage(ctx, c); d != nil {
+	for _, st := range stages {
+		if d := st.check(h, ctx, c); d != nil {
 			return d
 		}
 	}
 	return nil
+}
+
+// stages are the checks of a decoded request, in the order the relay runs
+// them, each under the stage name its refusals carry (checkFlow's consent
+// refusals carry StageConsent: it is the taint stage's approval).
+var stages = []struct {
+	name  string
+	check func(*Handler, context.Context, *call) *deny.Denial
+}{
+	{StageMethod, (*Handler).checkMethod},
+	{StageCard, (*Handler).checkCard},
+	{StageDelegation, (*Handler).checkDelegation},
+	{StageTaint, (*Handler).checkFlow},
+}
+
+// Stages returns the names of the stages the relay runs on each request,
+// in order, after the strict decoder (StageWire), which refuses what
+// cannot be decoded before any of them.
+func Stages() []string {
+	out := make([]string, len(stages))
+	for i, st := range stages {
+		out[i] = st.name
+	}
+	return out
 }
 
 // checkMethod is the "method-policy" stage: A2A methods only, the extended

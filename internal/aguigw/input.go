@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/jsonrpc"
@@ -30,10 +31,18 @@ type input struct {
 // ServeHTTP relays one RunAgentInput POST and the agent's event stream.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	e := Event{Upstream: h.opts.Name, Direction: "client", Type: "run_agent_input"}
+	refuse := func(d *deny.Denial) {
+		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, string(d.Rule), d.Reason, nil
+		if err := h.record(ctx, e); err != nil {
+			d = auditDenial(err)
+		}
+		writeError(w, d)
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
-		writeError(w, &deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod, Status: http.StatusMethodNotAllowed,
-			Reason: "a RunAgentInput is POSTed"})
+		refuse(&deny.Denial{Stage: StageListener, Rule: deny.RuleHTTPMethod, Status: http.StatusMethodNotAllowed,
+			Reason: "a RunAgentInput is POSTed, not sent with " + httpMethod(r)})
 		return
 	}
 	var principal string
@@ -50,14 +59,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Type: "run_agent_input"}
-	refuse := func(d *deny.Denial) {
-		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, string(d.Rule), d.Reason, nil
-		if err := h.record(ctx, e); err != nil {
-			d = auditDenial(err)
-		}
-		writeError(w, d)
-	}
+	e.Principal = principal
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		refuse(&deny.Denial{Stage: StageListener, Rule: deny.RuleContentType, Status: http.StatusUnsupportedMediaType,
 			Reason: "the RunAgentInput must be application/json"})
@@ -194,4 +196,14 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, rn *run, body 
 		return
 	}
 	rn.relay(ctx, w, resp.Body)
+}
+
+// httpMethod is r's method as a refusal's reason may quote it: a client
+// chooses it, so anything but a short token is not repeated.
+func httpMethod(r *http.Request) string {
+	m := r.Method
+	if len(m) > 16 || strings.IndexFunc(m, func(c rune) bool { return c < 'A' || c > 'Z' }) >= 0 {
+		return "another method"
+	}
+	return m
 }

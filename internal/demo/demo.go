@@ -408,7 +408,8 @@ func (s *scene) header() {
 	// three is audited.
 	fmt.Fprintf(w, "  pipeline  demo:    %s\n", s.pipeline("demo"))
 	fmt.Fprintf(w, "            billing: %s\n", s.pipeline("billing"))
-	fmt.Fprintf(w, "            booker:  %s; every message of all three audited\n", strings.Join(a2aStages, arrow))
+	fmt.Fprintf(w, "            booker:  %s; every message of all three audited\n",
+		strings.Join(append([]string{a2agw.StageWire}, a2agw.Stages()...), arrow))
 	fmt.Fprintf(w, "  policy    tool get_env is denied; transfer_funds needs a token bound to alice, the tool and the\n")
 	fmt.Fprintf(w, "            exact arguments, usable once (Zero-Trust Tool Invocation Standard); a call without\n")
 	fmt.Fprintf(w, "            one is held until a person approves exactly its arguments: the client's user, asked\n")
@@ -427,10 +428,6 @@ const arrow = " → "
 func (s *scene) pipeline(upstream string) string {
 	return strings.Join(append([]string{jsonrpc.StageWire}, s.gw.Upstream(upstream).Pipeline.Stages()...), arrow)
 }
-
-// a2aStages are the checks of warden's A2A relay in front of booker, in
-// the order a2agw runs them (it has no stage table to read them from).
-var a2aStages = []string{a2agw.StageWire, a2agw.StageMethod, a2agw.StageCard, a2agw.StageDelegation, a2agw.StageTaint}
 
 func (s *scene) summary() {
 	w := s.opts.Out

@@ -95,7 +95,9 @@ func refusedDecision(upstream string, ref transport.Refusal) *Decision {
 // refusedCause is the cause of ref's record: the raw bytes' length and
 // hash first (the reason is cut at audit.MaxReason bytes), then where the
 // fault is and who sent it, e.g.
-// "raw 98 bytes sha256 9f…; code -32700 at $.params.name offset 61; http 400 from 127.0.0.1:5123".
+// "raw 98 bytes sha256 9f…; code -32700 at $.params.name offset 61; http 400 from 127.0.0.1:5123",
+// and for a session id the listener does not hold, "; unknown session ID"
+// (transport.SanitizeSessionID).
 func refusedCause(ref transport.Refusal, det jsonrpc.Detail) string {
 	b := make([]byte, 0, 192)
 	b = append(b, "raw "...)
@@ -128,6 +130,11 @@ func refusedCause(ref transport.Refusal, det jsonrpc.Detail) string {
 	if ref.RemoteAddr != "" {
 		b = append(b, " from "...)
 		b = append(b, ref.RemoteAddr...)
+	}
+	if ref.ClaimedSession != "" {
+		// Cut and sanitized by the listener: no more of the client's string.
+		b = append(b, "; unknown session "...)
+		b = append(b, ref.ClaimedSession...)
 	}
 	return string(b)
 }

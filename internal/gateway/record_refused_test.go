@@ -84,6 +84,13 @@ next:
 // events to the returned sink.
 func auditedGateway(t *testing.T) (*gateway.Gateway, string, *ocsfEvents) {
 	t.Helper()
+	return auditedGatewayWith(t, nil)
+}
+
+// auditedGatewayWith is auditedGateway with its Options changed by edit
+// (if not nil) before the gateway is made.
+func auditedGatewayWith(t *testing.T, edit func(*gateway.Options)) (*gateway.Gateway, string, *ocsfEvents) {
+	t.Helper()
 	up, _ := countingUpstream(t)
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
 	l, err := audit.Open(context.Background(), audit.KindJSONL, path, audit.Options{})
@@ -95,8 +102,12 @@ func auditedGateway(t *testing.T) (*gateway.Gateway, string, *ocsfEvents) {
 		Spans: telemetry.NewRecorder(telemetry.Options{TracerProvider: sdktrace.NewTracerProvider(),
 			OCSFSink: sink, Product: ocsf.Product{Name: "warden", VendorName: "agentwarden"}}),
 		Transport: telemetry.TransportStreamableHTTP}
-	g, err := gateway.New(gateway.Options{Upstreams: []gateway.Upstream{up}, Limits: jsonrpc.Limits{MaxBytes: smallLimit},
-		Recorder: rs, Closers: []io.Closer{l}})
+	opts := gateway.Options{Upstreams: []gateway.Upstream{up}, Limits: jsonrpc.Limits{MaxBytes: smallLimit},
+		Recorder: rs, Closers: []io.Closer{l}}
+	if edit != nil {
+		edit(&opts)
+	}
+	g, err := gateway.New(opts)
 	if err != nil {
 		l.Close()
 		t.Fatal(err)
@@ -117,7 +128,7 @@ func lastRefusedRecord(t *testing.T, path string) (audit.Record, int) {
 	}
 	var last audit.Record
 	n := 0
-	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+	for line := range bytes.Lines(bytes.TrimSpace(b)) { // none when the log is empty
 		var r audit.Record
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("audit line %.200q: %v", line, err)

@@ -358,8 +358,8 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// As the go-sdk: an unknown legacy revision is refused; newer ones are
 	// left to the revision's own rules.
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && v < mcp.Rev20260728 && !mcp.Known(v) {
-		http.Error(w, "Bad Request: unsupported protocol version "+strconv.Quote(v)+
-			" (supported: "+strings.Join(mcp.Revisions, ", ")+")", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleProtocolVersion, "Bad Request: unsupported protocol version "+quoteClient(v)+
+			" (supported: "+strings.Join(mcp.Revisions, ", ")+")")
 		return
 	}
 	switch r.Method {
@@ -371,7 +371,7 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveDELETE(w, r)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
-		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		h.refuseText(w, r, http.StatusMethodNotAllowed, nil, RuleHTTPMethod, "Method Not Allowed")
 	}
 }
 
@@ -380,16 +380,16 @@ func (h *HTTPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" { // the usual value, without parsing
 		if mt, _, _ := mime.ParseMediaType(ct); mt != "application/json" {
-			http.Error(w, "Content-Type must be 'application/json'", http.StatusUnsupportedMediaType)
+			h.refuseText(w, r, http.StatusUnsupportedMediaType, nil, RuleContentType, "Content-Type must be 'application/json'")
 			return
 		}
 	}
 	if jsonOK, sseOK := accepts(r.Header.Values("Accept")); !jsonOK || !sseOK {
-		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleAccept, "Accept must contain both 'application/json' and 'text/event-stream'")
 		return
 	}
 	if len(r.Header.Values(mcp.HeaderLastEventID)) > 0 {
-		http.Error(w, "Last-Event-ID is not allowed on POST", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleLastEventID, "Last-Event-ID is not allowed on POST")
 		return
 	}
 	body, ok := h.readBody(w, r)
@@ -401,10 +401,10 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid != "" {
 		if sess = h.lookup(sid); sess == nil {
-			http.Error(w, "session not found", http.StatusNotFound)
+			h.refuseText(w, r, http.StatusNotFound, body, RuleUnknownSession, "session not found")
 			return
 		}
-		if !h.owns(w, r, sess) {
+		if !h.owns(w, r, body, sess) {
 			return
 		}
 	}
@@ -445,21 +445,21 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 			if len(msgs) == 1 && msgs[0].IsCall() {
 				id = msgs[0].ID
 			}
-			h.refuseBusy(w, r, id, busy)
+			h.refuseBusy(w, r, body, id, busy)
 			return
 		}
 		if sess == nil {
-			http.Error(w, "server closed", http.StatusServiceUnavailable)
+			h.refuseText(w, r, http.StatusServiceUnavailable, body, RuleClosed, "server closed")
 			return
 		}
 		created = true
 	}
 	if !sess.begin() {
-		http.Error(w, "session not found", http.StatusNotFound)
+		h.refuseText(w, r, http.StatusNotFound, body, RuleUnknownSession, "session not found")
 		return
 	}
 	defer sess.finish()
-	sess.servePOST(w, r, msgs, created)
+	sess.servePOST(w, r, body, msgs, created)
 }
 
 // serveGET opens the standalone stream of a session, or resumes a stream
@@ -467,11 +467,11 @@ func (h *HTTPServer) servePOST(w http.ResponseWriter, r *http.Request) {
 func (h *HTTPServer) serveGET(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && mcp.Stateless(v) {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "Method Not Allowed: stateless revision "+v+" has no GET stream", http.StatusMethodNotAllowed)
+		h.refuseText(w, r, http.StatusMethodNotAllowed, nil, RuleHTTPMethod, "Method Not Allowed: stateless revision "+v+" has no GET stream")
 		return
 	}
 	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK {
-		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleAccept, "Accept must contain 'text/event-stream' for GET requests")
 		return
 	}
 	sess, ok := h.sessionOf(w, r)
@@ -486,7 +486,7 @@ func (h *HTTPServer) serveGET(w http.ResponseWriter, r *http.Request) {
 func (h *HTTPServer) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	if v := r.Header.Get(mcp.HeaderProtocolVersion); v != "" && mcp.Stateless(v) {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "Method Not Allowed: stateless revision "+v+" has no sessions", http.StatusMethodNotAllowed)
+		h.refuseText(w, r, http.StatusMethodNotAllowed, nil, RuleHTTPMethod, "Method Not Allowed: stateless revision "+v+" has no sessions")
 		return
 	}
 	sess, ok := h.sessionOf(w, r)
@@ -505,18 +505,19 @@ func (h *HTTPServer) sessionOf(w http.ResponseWriter, r *http.Request) (*httpSes
 	sid := r.Header.Get(mcp.HeaderSessionID)
 	if sid == "" && h.sessionless != nil && h.sessionless() {
 		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "Method Not Allowed: the server keeps no sessions", http.StatusMethodNotAllowed)
+		h.refuseText(w, r, http.StatusMethodNotAllowed, nil, RuleHTTPMethod, "Method Not Allowed: the server keeps no sessions")
 		return nil, false
 	}
 	if sid == "" {
-		http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleSessionRequired, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header")
 		return nil, false
 	}
 	sess := h.lookup(sid)
-	if sess == nil || !h.owns(w, r, sess) || !sess.begin() {
-		if sess == nil {
-			http.Error(w, "session not found", http.StatusNotFound)
-		}
+	if sess != nil && !h.owns(w, r, nil, sess) {
+		return nil, false
+	}
+	if sess == nil || !sess.begin() {
+		h.refuseText(w, r, http.StatusNotFound, nil, RuleUnknownSession, "session not found")
 		return nil, false
 	}
 	return sess, true
@@ -526,8 +527,9 @@ func (h *HTTPServer) sessionOf(w http.ResponseWriter, r *http.Request) (*httpSes
 type principalKey struct{}
 
 // owns reports whether r comes from the principal that opened sess, and
-// answers 403 when not: a session id alone does not make a client.
-func (h *HTTPServer) owns(w http.ResponseWriter, r *http.Request, sess *httpSession) bool {
+// answers 403 when not: a session id alone does not make a client. body is
+// the POST's body, nil when there is none.
+func (h *HTTPServer) owns(w http.ResponseWriter, r *http.Request, body []byte, sess *httpSession) bool {
 	if h.authenticate == nil {
 		return true
 	}
@@ -535,8 +537,9 @@ func (h *HTTPServer) owns(w http.ResponseWriter, r *http.Request, sess *httpSess
 		return true
 	}
 	h.log.Warn("http: session used by another principal", "session", sess.id, "remote", r.RemoteAddr)
-	writeRPCError(w, http.StatusForbidden, jsonrpc.ID{},
-		jsonrpc.Detail{Stage: "auth", Rule: "session-owner"}.Errorf(jsonrpc.CodeDenied, "this session belongs to another principal"))
+	rpcErr := jsonrpc.Detail{Stage: "auth", Rule: RuleSessionOwner}.Errorf(jsonrpc.CodeDenied, "this session belongs to another principal")
+	h.refusedMessage(r, http.StatusForbidden, body, r.ContentLength, jsonrpc.ID{}, rpcErr)
+	writeRPCError(w, http.StatusForbidden, jsonrpc.ID{}, rpcErr)
 	return false
 }
 
@@ -594,17 +597,26 @@ func (h *HTTPServer) readBodyWithin(w http.ResponseWriter, r *http.Request) ([]b
 	return body, true
 }
 
-// refusedMessage tells OnRefused of a POST refused before its messages
+// refusedMessage tells OnRefused of a request refused before its messages
 // reached a session. body is the raw body, or nil when it was not read;
-// length is then its declared length.
+// length is then its declared length. The session id goes in as such only
+// if the listener holds that session (it issued it); any other is cut and
+// sanitized (SanitizeSessionID).
 func (h *HTTPServer) refusedMessage(r *http.Request, status int, body []byte, length int64, id jsonrpc.ID, e *jsonrpc.Error) {
 	if h.onRefused == nil {
 		return
 	}
 	principal, _ := r.Context().Value(principalKey{}).(string)
 	ref := Refusal{
-		Transport: "http", Session: r.Header.Get(mcp.HeaderSessionID), Principal: principal,
+		Transport: "http", Principal: principal,
 		RemoteAddr: r.RemoteAddr, Status: status, Err: e, ID: id, Length: length,
+	}
+	if sid := r.Header.Get(mcp.HeaderSessionID); sid != "" {
+		if h.lookup(sid) != nil {
+			ref.Session = sid
+		} else {
+			ref.ClaimedSession = SanitizeSessionID(sid)
+		}
 	}
 	if body != nil {
 		ref.Length, ref.SHA256 = rawDigest(body)
@@ -612,19 +624,33 @@ func (h *HTTPServer) refusedMessage(r *http.Request, status int, body []byte, le
 	h.onRefused(r.Context(), ref)
 }
 
+// refuseText answers a request the listener refuses as the go-sdk's server
+// does, with status and msg as plain text, once OnRefused has been told of
+// it (stage "listener", rule; code -32600 in the record). body is the
+// POST's body if it was read, else nil.
+func (h *HTTPServer) refuseText(w http.ResponseWriter, r *http.Request, status int, body []byte, rule, msg string) {
+	if h.onRefused != nil {
+		h.refusedMessage(r, status, body, r.ContentLength, jsonrpc.ID{},
+			jsonrpc.Detail{Stage: stageListener, Rule: rule}.Errorf(jsonrpc.CodeInvalidRequest, msg))
+	}
+	http.Error(w, msg, status)
+}
+
 // bodyFailed answers a POST whose body could not be read: 408 and the end of
 // the connection when it did not arrive within the body timeout, else 400.
 func (h *HTTPServer) bodyFailed(w http.ResponseWriter, r *http.Request, err error) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) {
-		http.Error(w, "failed to read body", http.StatusBadRequest)
+		h.refuseText(w, r, http.StatusBadRequest, nil, RuleBody, "failed to read body")
 		return
 	}
 	h.log.Warn("http: request body too slow", "rule", RuleBodyTimeout, "remote", r.RemoteAddr, "timeout", h.bodyTimeout)
 	h.refused(RuleBodyTimeout)
+	rpcErr := jsonrpc.Detail{Stage: stageListener, Rule: RuleBodyTimeout}.Errorf(jsonrpc.CodeInvalidRequest,
+		"request body not received within "+h.bodyTimeout.String())
+	// Not read whole: the declared length is what there is to record.
+	h.refusedMessage(r, http.StatusRequestTimeout, nil, r.ContentLength, jsonrpc.ID{}, rpcErr)
 	w.Header().Set("Connection", "close")
-	writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{},
-		jsonrpc.Detail{Stage: stageListener, Rule: RuleBodyTimeout}.Errorf(jsonrpc.CodeInvalidRequest,
-			"request body not received within "+h.bodyTimeout.String()))
+	writeRPCError(w, http.StatusRequestTimeout, jsonrpc.ID{}, rpcErr)
 }
 
 // lookup returns the live stateful session with id sid, or nil.

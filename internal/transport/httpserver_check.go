@@ -26,14 +26,14 @@ func (h *HTTPServer) CheckRebinding(r *http.Request) (rule, msg string) {
 func (h *HTTPServer) checkRebinding(r *http.Request) (rule, msg string) {
 	host := strings.ToLower(r.Host)
 	if !isLoopbackName(hostName(host)) && !h.allowedHosts[host] && !h.allowedHosts[hostName(host)] {
-		return "host", "host not allowed: " + r.Host
+		return "host", "host not allowed: " + quoteClient(r.Host)
 	}
 	origins := r.Header.Values("Origin")
 	if len(origins) > 1 {
 		return "origin", "more than one Origin header"
 	}
 	if len(origins) == 1 && !h.originAllowed(origins[0]) {
-		return "origin", "origin not allowed: " + origins[0]
+		return "origin", "origin not allowed: " + quoteClient(origins[0])
 	}
 	return "", ""
 }

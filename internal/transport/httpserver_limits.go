@@ -141,13 +141,15 @@ func (h *HTTPServer) admit(r *http.Request, info SessionInfo) (release func(), r
 }
 
 // refuseBusy answers a POST whose session was refused: 503, Retry-After, and
-// a JSON-RPC error for id.
-func (h *HTTPServer) refuseBusy(w http.ResponseWriter, r *http.Request, id jsonrpc.ID, b *Busy) {
+// a JSON-RPC error for id, once OnRefused has been told of it with the
+// POST's body.
+func (h *HTTPServer) refuseBusy(w http.ResponseWriter, r *http.Request, body []byte, id jsonrpc.ID, b *Busy) {
 	h.log.Warn("http: session refused", "rule", b.Rule, "remote", r.RemoteAddr, "reason", b.Message)
 	h.refused(b.Rule)
+	rpcErr := jsonrpc.Detail{Stage: stageListener, Rule: b.Rule}.Errorf(CodeBusy, b.Message)
+	h.refusedMessage(r, http.StatusServiceUnavailable, body, -1, id, rpcErr)
 	w.Header().Set("Retry-After", strconv.Itoa(int(RetryAfter/time.Second)))
-	writeRPCError(w, http.StatusServiceUnavailable, id,
-		jsonrpc.Detail{Stage: stageListener, Rule: b.Rule}.Errorf(CodeBusy, b.Message))
+	writeRPCError(w, http.StatusServiceUnavailable, id, rpcErr)
 }
 
 // refused tells OnRefuse, if set, of a request refused for a bound.

@@ -362,8 +362,9 @@ func (s *httpSession) negotiated() string {
 // servePOST hands msgs (already validated) to the relay and answers the POST:
 // 202 when it carries no request, else an SSE stream carrying everything
 // related to its requests until they are all answered. created tells that
-// the session was made for this POST.
-func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*jsonrpc.Message, created bool) {
+// the session was made for this POST; body is the POST's, for the record of
+// a refusal.
+func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, body []byte, msgs []*jsonrpc.Message, created bool) {
 	ctx := r.Context()
 	var calls []*jsonrpc.Message
 	for _, m := range msgs {
@@ -380,7 +381,7 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 	if len(calls) == 0 {
 		if _, err := s.enqueue(ctx, msgs); err != nil {
 			abandon("client gone")
-			s.refuseClosing(w, err)
+			s.refuseClosing(w, r, body, err)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -392,6 +393,7 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 
 	st, status, rpcErr := s.openStream(calls)
 	if rpcErr != nil {
+		s.srv.refusedMessage(r, status, body, -1, rpcErr.id, rpcErr.err)
 		abandon("refused")
 		writeRPCError(w, status, rpcErr.id, rpcErr.err)
 		return
@@ -399,7 +401,7 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 	if n, err := s.enqueue(ctx, msgs); err != nil {
 		s.unregister(msgs[n:])
 		abandon("client gone")
-		s.refuseClosing(w, err)
+		s.refuseClosing(w, r, body, err)
 		return
 	}
 
@@ -445,9 +447,9 @@ func (s *httpSession) servePOST(w http.ResponseWriter, r *http.Request, msgs []*
 // serveGET serves the standalone stream, or resumes the stream named by
 // Last-Event-ID after that event.
 func (s *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
-	st, att, status, msg := s.claimForGET(r)
+	st, att, status, rule, msg := s.claimForGET(r)
 	if att == nil {
-		http.Error(w, msg, status)
+		s.srv.refuseText(w, r, status, nil, rule, msg)
 		return
 	}
 	s.openSSE(w, st, att, "", r.Header.Get(mcp.HeaderProtocolVersion), true)
@@ -458,36 +460,37 @@ func (s *httpSession) serveGET(w http.ResponseWriter, r *http.Request) {
 // the stream of that event, after it (taking the stream over from a request
 // still holding it: a client resuming knows its old connection is dead before
 // the server does); without, the standalone stream from its first event no
-// client has been sent, unless another GET holds it (409).
-func (s *httpSession) claimForGET(r *http.Request) (*sseStream, *attachment, int, string) {
+// client has been sent, unless another GET holds it (409). A refusal comes
+// with its status, rule and message.
+func (s *httpSession) claimForGET(r *http.Request) (st *sseStream, att *attachment, status int, rule, msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(r.Header.Values(mcp.HeaderLastEventID)) == 0 {
-		st := s.standalone
+		st = s.standalone
 		if st.attached != nil {
-			return nil, nil, http.StatusConflict, "Conflict: the session's standalone stream is already open"
+			return nil, nil, http.StatusConflict, RuleStreamConflict, "Conflict: the session's standalone stream is already open"
 		}
-		return st, s.attachLocked(st, st.sent), 0, ""
+		return st, s.attachLocked(st, st.sent), 0, "", ""
 	}
 	lastID := r.Header.Get(mcp.HeaderLastEventID)
-	var st *sseStream
 	sid, seq, ok := parseEventID(lastID)
 	if ok {
 		st = s.streams[sid]
 	}
 	if st == nil || seq >= st.nextSeq {
-		return nil, nil, http.StatusBadRequest, "Bad Request: cannot resume after event " + strconv.Quote(lastID) + ": unknown or expired"
+		return nil, nil, http.StatusBadRequest, RuleResume, "Bad Request: cannot resume after event " + quoteClient(lastID) + ": unknown or expired"
 	}
 	if len(st.events) > 0 && st.events[0].seq > seq+1 {
 		s.srv.log.Warn("http: resuming a stream some of whose events were dropped", "session", s.id, "stream", streamName(st.id))
 	}
-	return st, s.attachLocked(st, seq+1), 0, ""
+	return st, s.attachLocked(st, seq+1), 0, "", ""
 }
 
-// refuseClosing answers a POST whose messages could not be queued.
-func (s *httpSession) refuseClosing(w http.ResponseWriter, err error) {
+// refuseClosing answers a POST whose messages could not be queued because
+// its session ended meanwhile.
+func (s *httpSession) refuseClosing(w http.ResponseWriter, r *http.Request, body []byte, err error) {
 	if errors.Is(err, errSessionEnded) {
-		http.Error(w, "session not found", http.StatusNotFound)
+		s.srv.refuseText(w, r, http.StatusNotFound, body, RuleUnknownSession, "session not found")
 	}
 	// Otherwise the client went away; there is no one to answer.
 }
@@ -523,7 +526,7 @@ func (s *httpSession) openStream(calls []*jsonrpc.Message) (*sseStream, int, *id
 	defer s.mu.Unlock()
 	if len(s.requests)+len(calls) > maxPendingRequests {
 		return nil, http.StatusTooManyRequests, &idError{calls[0].ID,
-			jsonrpc.Detail{Stage: stageListener, Rule: "pending-requests"}.Errorf(jsonrpc.CodeInvalidRequest,
+			jsonrpc.Detail{Stage: stageListener, Rule: RulePendingRequests}.Errorf(jsonrpc.CodeInvalidRequest,
 				"too many unanswered requests in this session")}
 	}
 	var seen map[string]bool // ids of this POST; only a batch needs it
@@ -533,7 +536,7 @@ func (s *httpSession) openStream(calls []*jsonrpc.Message) (*sseStream, int, *id
 	for _, c := range calls {
 		if seen[c.ID.Raw()] || s.requests[c.ID.Raw()] != nil {
 			return nil, http.StatusBadRequest, &idError{c.ID,
-				jsonrpc.Detail{Stage: stageListener, Rule: "duplicate-id"}.Errorf(jsonrpc.CodeInvalidRequest,
+				jsonrpc.Detail{Stage: stageListener, Rule: RuleDuplicateID}.Errorf(jsonrpc.CodeInvalidRequest,
 					"request id "+c.ID.Raw()+" is already in flight")}
 		}
 		if seen != nil {
