@@ -95,9 +95,6 @@ var textRules = []textRule{
 	// of instruction-tuned prompt formats ("### Instruction:", "###
 	// System:") opening a line.
 	{rule: "role-spoofing", re: regexp.MustCompile("(?im)^\\s*(?:```|~~~)\\s*(?:system|system_prompt|sys|instructions?|admin)\\s*$|^\\s*#{2,4}\\s*(?:system(?:\\s+prompt)?|instructions?|new\\s+instructions?|admin)\\s*:"), pre: []string{"```", "~~~", "###", "##"}},
-	// The reader greeted as an AI before a directive: "Hey Claude, ignore
-	// …", "Dear AI assistant: you must…".
-	{rule: "addressed-to-model", re: regexp.MustCompile(`(?i)(?:^|[.!?\n]\s*)(?:dear|hey|attention|attn)\s+(?:the\s+)?(?:ai|assistant|ai\s+assistant|agent|ai\s+agent|llm|model|chatbot|claude|chatgpt|gpt|copilot|gemini|bot)\b\s*[,:!-]\s*(?:please\s+)?(?:you\s+(?:must|should|need|will|are)|ignore|disregard|forget|send|forward|reveal|show|print|list|call|run|execute|delete|do\s+not|don'?t|always|never|from\s+now)\b`), pre: []string{"dear", "hey", "attention", "attn"}},
 	// A system message written as a bracketed role tag at the start of a
 	// line: "[system] You are now…", "[ADMIN]: ignore…".
 	{rule: "role-spoofing", re: regexp.MustCompile(`(?im)^\s*\[(?:system|sys|admin|administrator|developer|root)\]\s*:?\s*(?:you\b|your\b|ignore|disregard|forget|new\s+instructions?|from\s+now|always|never|do\s+not|override)`), pre: []string{"system]", "sys]", "admin]", "administrator]", "developer]", "root]"}},

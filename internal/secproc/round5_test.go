@@ -90,9 +90,10 @@ func TestOtherLanguagesRound5(t *testing.T) {
 }
 
 // TestForgedTurnsRound5 holds a turn of another role forged with a
-// format's delimiters, the reader greeted as an AI before a directive,
-// and a claimed priority over the model's instructions; and the same
-// shapes in documentation.
+// format's delimiters and a claimed priority over the model's
+// instructions (and, already found by the addressed-to-model rule, the
+// reader greeted as an AI before a directive); and the same shapes in
+// documentation.
 func TestForgedTurnsRound5(t *testing.T) {
 	p := testProcessor(t, Config{})
 	runCases(t, p, []tc{
