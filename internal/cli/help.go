@@ -246,7 +246,10 @@ Support/warden).
       invariant) or as a TLA+ module with one TLC configuration per
       invariant (--out writes MODULE.tla and MC_<PROPERTY>.cfg; a directory
       of models needs --out). Names TLA+, Promela or C reserve are printed
-      with a w_ prefix (WF_wire -> w_WF_wire, len -> w_len). --tlc-jar
+      with a w_ prefix (WF_wire -> w_WF_wire, len -> w_len). In TLA+, a
+      symmetric domain's elements are TLC model values, and each
+      invariant's MC_<PROPERTY>.cfg names SYMMETRY Symmetry (a leads-to
+      configuration does not: TLC's symmetry is unsound for liveness). --tlc-jar
       (or TLA2TOOLS_JAR) runs TLC on each invariant and compares it with the
       Go checker; exit code 1 on a disagreement.
 
