@@ -67,6 +67,7 @@ type Relay struct {
 	draining         func() bool                                                     // nil, or whether the gateway is stopping (relay_stop.go)
 	onInitialized    func(sessionless bool)
 	log              *slog.Logger
+	born             time.Time // request deadlines count from here (pendingCall.due)
 
 	relists sync.WaitGroup // the re-list goroutine; Add only under mu while !closed
 	notes   noteQueue      // upstream notifications waiting for their records (relay_notify.go)
@@ -75,7 +76,7 @@ type Relay struct {
 	cut     atomic.Int64   // calls answered with -32035 shutdown at the drain time (relay_stop.go)
 
 	mu      sync.Mutex
-	pending map[string]*pendingCall            // by id text; guarded by mu
+	pending map[string]pendingCall             // by id text; guarded by mu
 	asked   map[string]askedCall               // by id text; guarded by mu
 	holding map[string]context.CancelCauseFunc // requests still in a blocking pipeline, by id text; guarded by mu
 	own     map[string]chan *jsonrpc.Message   // warden's own requests to the client, by id text; guarded by mu
@@ -96,12 +97,12 @@ type Relay struct {
 type pendingCall struct {
 	id     jsonrpc.ID
 	method string
-	tool   string    // of a tools/call
-	level  int       // its classification (Call.Level)
-	args   []byte    // its arguments, for Answers
-	approv string    // the approval id of a held call that was approved (Call.ApprovalID)
-	due    time.Time // when it times out (relay_deadline.go); zero without a request timeout
-	open   any       // the Recorder's open operation (Decision.Open), if any
+	tool   string        // of a tools/call
+	level  int           // its classification (Call.Level)
+	args   []byte        // its arguments, for Answers
+	approv string        // the approval id of a held call that was approved (Call.ApprovalID)
+	due    time.Duration // when it times out, after Relay.born (relay_deadline.go); 0 without a request timeout
+	open   any           // the Recorder's open operation (Decision.Open), if any
 }
 
 // askedCall is an upstream request the client has not answered yet.
@@ -183,7 +184,8 @@ func NewRelay(client, upstream transport.Conn, opts RelayOptions) *Relay {
 		draining:      opts.Draining,
 		onInitialized: opts.OnInitialized,
 		log:           opts.Logger,
-		pending:       make(map[string]*pendingCall),
+		born:          time.Now(),
+		pending:       make(map[string]pendingCall),
 		asked:         make(map[string]askedCall),
 		holding:       make(map[string]context.CancelCauseFunc),
 		own:           make(map[string]chan *jsonrpc.Message),
@@ -605,9 +607,11 @@ func (r *Relay) track(id jsonrpc.ID, method string, c *Call) bool {
 	if _, mine := r.ownUp[id.Raw()]; mine {
 		return false
 	}
-	p := &pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments, approv: c.ApprovalID}
+	// Held in the map by value (120 bytes, under the map's 128 for
+	// values kept in place): no allocation per request.
+	p := pendingCall{id: id, method: method, tool: c.Tool, level: c.Level, args: c.Arguments, approv: c.ApprovalID}
 	if r.timeout > 0 {
-		p.due = time.Now().Add(r.timeout)
+		p.due = time.Since(r.born) + r.timeout
 		r.armExpiry()
 	}
 	r.pending[id.Raw()] = p
@@ -630,14 +634,15 @@ func (r *Relay) untrackCall(id jsonrpc.ID) (pendingCall, bool) {
 		return pendingCall{}, false
 	}
 	delete(r.pending, id.Raw())
-	return *p, true
+	return p, true
 }
 
 // setOpen remembers the recorder's open operation of a pending request.
 func (r *Relay) setOpen(id jsonrpc.ID, open any) {
 	r.mu.Lock()
-	if p := r.pending[id.Raw()]; p != nil {
+	if p, ok := r.pending[id.Raw()]; ok {
 		p.open = open
+		r.pending[id.Raw()] = p
 	}
 	r.mu.Unlock()
 }
@@ -721,7 +726,7 @@ func (r *Relay) failPending(code int64, rule deny.Rule, reason string) {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
-		pending = append(pending, *p)
+		pending = append(pending, p)
 	}
 	clear(r.pending)
 	r.stopExpiry()

@@ -17,6 +17,7 @@ package gateway
 //	                     set the timer for the next p.due, if any
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -55,24 +56,24 @@ func (r *Relay) stopExpiry() {
 // expireDue times out the pending requests whose deadline has passed, in
 // the order they were sent, and sets the timer for the next deadline.
 func (r *Relay) expireDue() {
-	now := time.Now()
+	now := time.Since(r.born)
 	r.mu.Lock()
-	var due []*pendingCall
-	var next time.Time
+	var due []pendingCall
+	var next time.Duration
 	for _, p := range r.pending {
 		switch {
-		case p.due.IsZero():
-		case !p.due.After(now):
+		case p.due == 0:
+		case p.due <= now:
 			due = append(due, p)
-		case next.IsZero() || p.due.Before(next):
+		case next == 0 || p.due < next:
 			next = p.due
 		}
 	}
-	r.expiry.set = !next.IsZero() && !r.closed
+	r.expiry.set = next != 0 && !r.closed
 	if r.expiry.set {
-		r.expiry.timer.Reset(next.Sub(now))
+		r.expiry.timer.Reset(next - now)
 	}
-	slices.SortFunc(due, func(a, b *pendingCall) int { return a.due.Compare(b.due) })
+	slices.SortFunc(due, func(a, b pendingCall) int { return cmp.Compare(a.due, b.due) })
 	ids := make([]jsonrpc.ID, len(due))
 	for i, p := range due {
 		ids[i] = p.id

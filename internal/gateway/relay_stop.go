@@ -50,7 +50,7 @@ func (r *Relay) stop() {
 	r.mu.Lock()
 	pending := make([]pendingCall, 0, len(r.pending))
 	for _, p := range r.pending {
-		pending = append(pending, *p)
+		pending = append(pending, p)
 	}
 	clear(r.pending)
 	r.stopExpiry()
