@@ -235,7 +235,7 @@ func (g *Gateway) DefaultUpstream() string { return g.opts.Default }
 func (g *Gateway) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for name, srv := range g.listeners {
-		h := g.drained(srv)
+		h := g.drained(name, srv)
 		mux.Handle(g.opts.Path+"/"+name, h)
 		if name == g.opts.Default {
 			mux.Handle(g.opts.Path, h)

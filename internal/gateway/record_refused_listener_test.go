@@ -469,3 +469,26 @@ func TestRefusalFloodSlowsOnlyTheFlooder(t *testing.T) {
 	}
 	verifyChain(t, path)
 }
+
+// TestDrainRefusalIsAudited: a new session asked for while the gateway
+// drains is refused 503 (-32035 gateway/shutdown) as before, and recorded
+// with the SHA-256-less declared length of its initialize.
+func TestDrainRefusalIsAudited(t *testing.T) {
+	g, path, _ := auditedGateway(t)
+	srv := httptest.NewServer(g.Handler())
+	defer func() { srv.Close(); g.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	g.Drain(ctx) // nothing in flight: it returns at once, and the gateway stays draining
+	const init = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	resp, _ := mcpPoster(t, srv.URL+"/mcp")(init, "")
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a new session while draining: HTTP %d, want 503", resp.StatusCode)
+	}
+	rec, n := lastRefusedRecord(t, path)
+	if n != 1 || rec.Stage != "gateway" || rec.Rule != "shutdown" || rec.Upstream != "demo" ||
+		!strings.Contains(rec.Reason, "raw "+strconv.Itoa(len(init))+" bytes (not read whole: no hash)") || !strings.Contains(rec.Reason, "http 503") {
+		t.Errorf("%d records; last %+v, want a gateway/shutdown refusal of demo, unread", n, rec)
+	}
+	verifyChain(t, path)
+}

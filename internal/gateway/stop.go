@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/mcp"
+	"github.com/agentwarden/warden/internal/transport"
 )
 
 // FlushTimeout bounds how long Drain waits, once every call is answered,
@@ -70,8 +71,9 @@ func (g *Gateway) inFlight() int {
 
 // drained wraps an MCP listener: it counts the POSTs in progress (each
 // carries requests whose answers it writes out) and, once Drain has begun,
-// refuses a POST that would start a session with HTTP 503 and -32035.
-func (g *Gateway) drained(h http.Handler) http.Handler {
+// refuses a POST that would start a session with HTTP 503 and -32035,
+// recorded as a refusal at the wire of upstream.
+func (g *Gateway) drained(upstream string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			h.ServeHTTP(w, r)
@@ -81,6 +83,9 @@ func (g *Gateway) drained(h http.Handler) http.Handler {
 		defer g.posts.Add(-1)
 		if g.draining.Load() && r.Header.Get(mcp.HeaderSessionID) == "" {
 			e := shutdownDenial("no new session starts").Error()
+			// Audited as the listener's own refusals are (record_refused.go).
+			g.recordRefused(r.Context(), upstream, transport.Refusal{Transport: "http", RemoteAddr: r.RemoteAddr,
+				Status: http.StatusServiceUnavailable, Err: e, Length: r.ContentLength})
 			w.Header().Set("Content-Type", "application/json")
 			w.Header().Set("Connection", "close")
 			w.WriteHeader(http.StatusServiceUnavailable)
