@@ -219,6 +219,7 @@ func floorsHTTP(ctx context.Context, add func(Result), procs *scaleProcs, bin, s
 			runs[r.name] = append(runs[r.name], run)
 		}
 	}
+	add = withHost(add, hostOf(runs))
 	per := func(name string, f func(relayRun) float64) []float64 {
 		var v []float64
 		for _, r := range runs[name] {
@@ -426,6 +427,7 @@ func floorsStdio(ctx context.Context, add func(Result), bin, self, root string, 
 			runs[r.name] = append(runs[r.name], run)
 		}
 	}
+	add = withHost(add, hostOf(runs))
 	var fl, wa, ratio, ftp, wtp []float64
 	for i := range runs["floor"] {
 		f, w := runs["floor"][i], runs["warden"][i]

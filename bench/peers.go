@@ -184,6 +184,7 @@ func floorsBridge(ctx context.Context, add func(Result), procs *scaleProcs, bin,
 			runs[p.name] = append(runs[p.name], run)
 		}
 	}
+	add = withHost(add, hostOf(runs))
 	const sep = "bridge shape: "
 	versions := map[string]string{"mcp-proxy": "npm mcp-proxy", "supergateway": "npm supergateway (--stateful)", "warden": "warden gateway"}
 	for _, p := range peers {
