@@ -163,3 +163,82 @@ func TestHTTPServerTellsOnRefusedAuth(t *testing.T) {
 		t.Errorf("told %+v for an HTTP %d, want one 401 by auth/token-missing, %d bytes unread", got, resp.StatusCode, len(body))
 	}
 }
+
+// TestHTTPServerTellsOnRefusedInSession: the refusals of requests on a live
+// session, which decode but never reach it, are told too, with the
+// session's id (the listener issued it), the principal, and the body's
+// SHA-256 for a POST: a second standalone GET (409), a request id already
+// pending (400 duplicate-id), a POST by another principal (403).
+func TestHTTPServerTellsOnRefusedInSession(t *testing.T) {
+	rs := &refusals{}
+	l := newHSListener(t, HTTPServerOptions{OnRefused: rs.hook,
+		Authenticate: func(r *http.Request) (string, *AuthRefusal) { return r.Header.Get("X-Principal"), nil }})
+	alice := map[string]string{"X-Principal": "alice"}
+	resp := l.post(t, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, alice)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	s := l.session(t)
+	m := mustRead(t, s.conn)
+	hsWrite(t, s.conn, jsonrpc.NewResult(m.ID, []byte(`{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}`)))
+	hsEvents(t, resp.Body, 1)
+	resp.Body.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	get := l.request(t, ctx, http.MethodGet, sid, "", alice) // holds the standalone stream
+	defer get.Body.Close()
+	hsStatus(t, l.request(t, context.Background(), http.MethodGet, sid, "", alice), http.StatusConflict)
+
+	call := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+	req := l.newRequest(t, ctx, http.MethodPost, sid, call, alice)
+	go func() {
+		if resp, err := l.ts.Client().Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	mustRead(t, s.conn) // call 7 is pending
+	hsStatus(t, l.post(t, sid, call, alice), http.StatusBadRequest)
+	hsStatus(t, l.post(t, sid, call, map[string]string{"X-Principal": "bob"}), http.StatusForbidden)
+
+	got := rs.all()
+	if len(got) != 3 {
+		t.Fatalf("OnRefused told of %d requests, want 3: %+v", len(got), got)
+	}
+	want := []struct {
+		status    int
+		stage     string
+		rule      string
+		principal string
+		body      string
+	}{
+		{409, "listener", RuleStreamConflict, "alice", ""},
+		{400, "listener", RuleDuplicateID, "alice", call},
+		{403, "auth", RuleSessionOwner, "bob", call},
+	}
+	for i, w := range want {
+		r, d := got[i], got[i].Detail()
+		sum := ""
+		if w.body != "" {
+			sum = hexSHA(w.body)
+		}
+		if r.Status != w.status || d.Stage != w.stage || d.Rule != w.rule || r.Principal != w.principal ||
+			r.Session != sid || r.ClaimedSession != "" || r.SHA256 != sum {
+			t.Errorf("refusal %d: told %+v (%s/%s), want %d %s/%s by %s in session %s, sha256 %q",
+				i, r, d.Stage, d.Rule, w.status, w.stage, w.rule, w.principal, sid, sum)
+		}
+	}
+}
+
+// TestSanitizeSessionID: at most 64 bytes of a client's session id, with
+// anything outside [0-9A-Za-z._-] masked and a cut marked.
+func TestSanitizeSessionID(t *testing.T) {
+	for in, want := range map[string]string{
+		"0123456789abcdef0123456789abcdef": "0123456789abcdef0123456789abcdef",
+		"a b\t<c>é":                        "a?b??c???",
+		strings.Repeat("x", 65):            strings.Repeat("x", 64) + "…",
+		"":                                 "",
+	} {
+		if got := SanitizeSessionID(in); got != want {
+			t.Errorf("SanitizeSessionID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
