@@ -160,6 +160,7 @@ type Handler struct {
 	client *http.Client
 	now    func() time.Time
 	log    *slog.Logger
+	owned  owners // the task-owner stage's ids; safe for concurrent use
 
 	mu      sync.Mutex
 	state   *cardState  // nil: never fetched, or invalidated

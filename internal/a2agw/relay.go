@@ -181,6 +181,7 @@ var stages = []struct {
 	check func(*Handler, context.Context, *call) *deny.Denial
 }{
 	{StageMethod, (*Handler).checkMethod},
+	{StageOwner, (*Handler).checkOwner},
 	{StageCard, (*Handler).checkCard},
 	{StageDelegation, (*Handler).checkDelegation},
 	{StageTaint, (*Handler).checkFlow},
@@ -283,8 +284,10 @@ func (h *Handler) checkFlow(ctx context.Context, c *call) *deny.Denial {
 	return r
 }
 
-// observe shows an answer's result to Options.Flow.
+// observe gives the ids an answer names to the task-owner stage, and shows
+// its result to Options.Flow.
 func (h *Handler) observe(ctx context.Context, c *call, ans *jsonrpc.Message) {
+	h.noteOwner(c, ans.Result)
 	if h.opts.Flow != nil && ans.Result != nil {
 		h.opts.Flow.Observe(ctx, c.principal, c.msg.Method, c.msg.Params, ans.Result)
 	}

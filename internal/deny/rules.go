@@ -63,6 +63,7 @@ const (
 	RuleNotRequest           Rule = "not-request"          // wire (A2A): not a request
 	RuleUnknownMethod        Rule = "unknown-method"       // method-policy (A2A)
 	RuleExtendedCard         Rule = "extended-card"        // method-policy (A2A)
+	RuleTaskOwner            Rule = "task-owner"           // task-owner (A2A): another client's task or context
 	RuleUnavailable          Rule = "unavailable"          // card (A2A)
 	RuleInvalid              Rule = "invalid"              // card, upstream (A2A)
 	RuleUnsigned             Rule = "unsigned"             // card (A2A)
@@ -169,6 +170,7 @@ var Catalog = []Entry{
 	{A2A, "wire", RuleNotRequest, jsonrpc.CodeInvalidRequest},
 	{A2A, "method-policy", RuleUnknownMethod, jsonrpc.CodeDenied},
 	{A2A, "method-policy", RuleExtendedCard, jsonrpc.CodeDenied},
+	{A2A, "task-owner", RuleTaskOwner, jsonrpc.CodeDenied},
 	{A2A, "card", RuleUnavailable, jsonrpc.CodeDenied},
 	{A2A, "card", RuleInvalid, jsonrpc.CodeDenied},
 	{A2A, "card", RuleSignature, jsonrpc.CodeDenied},

@@ -1,0 +1,134 @@
+package a2agw
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/agentwarden/warden/internal/deny"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+)
+
+// The task-owner stage. warden calls the upstream agent with its own
+// identity, so the agent cannot tell warden's clients apart: any client that
+// knows a task id could read the task (GetTask), follow it
+// (SubscribeToTask), cancel it or continue it. With Options.Authenticate,
+// warden keeps the ownership itself:
+//
+//	answer to principal P names task T / context C  ─►  T, C belong to P
+//	request of P names task T                        ─►  T must belong to P
+//	request of P names context C                     ─►  C must not belong to another
+//	ListTasks, tasks/list                            ─►  refused (the agent would list everyone's)
+//
+// A task id warden never saw in an answer to P (another principal's, or
+// one from before a restart) is refused: ownership is not guessed. Context
+// ids may be minted by clients, so an unknown one passes and becomes the
+// sender's. Without Authenticate every client is the same principal and
+// the stage does nothing.
+
+// StageOwner is the stage that keeps each client to its own tasks.
+const StageOwner = "task-owner"
+
+// maxOwned bounds the remembered ids; the oldest are forgotten first (a
+// forgotten task id is then refused to its owner too).
+const maxOwned = 1 << 17
+
+// Where a request names a task or a context, and where an answer does.
+var (
+	ownerTaskPaths    = [][]string{{"id"}, {"taskId"}, {"message", "taskId"}}
+	ownerContextPaths = [][]string{{"contextId"}, {"message", "contextId"}}
+	answerTaskPaths   = resultTaskPaths
+	answerContextPath = [][]string{{"task", "contextId"}, {"statusUpdate", "contextId"}, {"artifactUpdate", "contextId"},
+		{"message", "contextId"}, {"contextId"}}
+	listMethods = map[string]bool{"ListTasks": true, "tasks/list": true}
+)
+
+// owners maps task and context ids to the principal whose answers named
+// them first. The zero value is ready to use; it is safe for concurrent use.
+type owners struct {
+	mu    sync.Mutex
+	owner map[string]string // "t:ID" or "c:ID" → principal; guarded by mu
+	order []string          // keys in the order they were added, for eviction; guarded by mu
+}
+
+// of returns the owner of key and whether there is one.
+func (o *owners) of(key string) (string, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	p, ok := o.owner[key]
+	return p, ok
+}
+
+// claim gives key to principal unless it has an owner.
+func (o *owners) claim(key, principal string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.owner == nil {
+		o.owner = map[string]string{}
+	}
+	if _, ok := o.owner[key]; ok {
+		return
+	}
+	if len(o.order) >= maxOwned {
+		delete(o.owner, o.order[0])
+		o.order = o.order[1:]
+	}
+	o.owner[key] = principal
+	o.order = append(o.order, key)
+}
+
+// checkOwner is the "task-owner" stage.
+func (h *Handler) checkOwner(_ context.Context, c *call) *deny.Denial {
+	if h.opts.Authenticate == nil {
+		return nil
+	}
+	refuse := func(reason string) *deny.Denial {
+		return &deny.Denial{Stage: StageOwner, Rule: deny.RuleTaskOwner, Reason: reason}
+	}
+	if listMethods[c.msg.Method] {
+		return refuse("the agent would list the tasks of every client of the gateway")
+	}
+	for _, id := range stringsAt(c.msg.Params, ownerTaskPaths) {
+		if p, ok := h.owned.of("t:" + id); !ok || p != c.principal {
+			return refuse("task " + strconv.Quote(id) + " was not started through this gateway by this client")
+		}
+	}
+	for _, id := range stringsAt(c.msg.Params, ownerContextPaths) {
+		if p, ok := h.owned.of("c:" + id); ok && p != c.principal {
+			return refuse("context " + strconv.Quote(id) + " belongs to another client")
+		}
+	}
+	return nil
+}
+
+// noteOwner gives the task and context ids an answer to c names to c's
+// principal, and the context its message named.
+func (h *Handler) noteOwner(c *call, result []byte) {
+	if h.opts.Authenticate == nil || result == nil {
+		return
+	}
+	for _, id := range stringsAt(result, answerTaskPaths) {
+		h.owned.claim("t:"+id, c.principal)
+	}
+	for _, id := range stringsAt(result, answerContextPath) {
+		h.owned.claim("c:"+id, c.principal)
+	}
+	for _, id := range stringsAt(c.msg.Params, ownerContextPaths) {
+		h.owned.claim("c:"+id, c.principal)
+	}
+}
+
+// stringsAt returns every string found at one of paths in v: a request
+// that names a task twice (params.id and params.message.taskId) is checked
+// for both, whichever the agent reads.
+func stringsAt(v []byte, paths [][]string) []string {
+	var out []string
+	for _, p := range paths {
+		if raw, ok := jsonrpc.Lookup(v, p...); ok {
+			if s, ok := jsonrpc.String(raw); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package a2agw
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/agentwarden/warden/internal/deny"
+	"github.com/agentwarden/warden/internal/jsonrpc"
+	"github.com/agentwarden/warden/internal/transport"
+)
+
+// TestTaskOwner: with authentication, a task belongs to the principal
+// whose answer named it, and every other principal's request naming it, in
+// any member the agent might read, is refused; so is an id no answer named
+// and a listing of every task. (Against a real a2a-go agent behind the
+// warden binary: internal/difftest TestA2ATaskOfAnotherPrincipal.)
+func TestTaskOwner(t *testing.T) {
+	auth := func(*http.Request) (string, *transport.AuthRefusal) { return "", nil }
+	h := &Handler{opts: Options{Authenticate: auth}}
+	req := func(principal, method, params string) *call {
+		return &call{msg: jsonrpc.NewRequest(jsonrpc.IntID(1), method, []byte(params)), principal: principal}
+	}
+	h.noteOwner(req("alice", "SendMessage", `{"message":{"role":"ROLE_USER","messageId":"m","parts":[{"text":"x"}]}}`),
+		[]byte(`{"task":{"id":"T-alice","contextId":"C-alice","status":{"state":"TASK_STATE_WORKING"}}}`))
+	h.noteOwner(req("bob", "SendMessage", `{"message":{"role":"ROLE_USER","messageId":"m","parts":[{"text":"x"}]}}`),
+		[]byte(`{"task":{"id":"T-bob","contextId":"C-bob"}}`))
+
+	for _, c := range []struct {
+		name      string
+		principal string
+		method    string
+		params    string
+		refused   bool
+	}{
+		{"alice reads her task", "alice", "GetTask", `{"id":"T-alice"}`, false},
+		{"alice continues her task", "alice", "SendMessage", `{"message":{"taskId":"T-alice","contextId":"C-alice"}}`, false},
+		{"alice starts a context she names", "alice", "SendMessage", `{"message":{"contextId":"C-new"}}`, false},
+		{"bob reads alice's task", "bob", "GetTask", `{"id":"T-alice"}`, true},
+		{"bob cancels alice's task", "bob", "CancelTask", `{"id":"T-alice"}`, true},
+		{"bob subscribes to alice's task", "bob", "SubscribeToTask", `{"id":"T-alice"}`, true},
+		{"bob resubscribes (0.3)", "bob", "tasks/resubscribe", `{"id":"T-alice"}`, true},
+		{"bob sets a push config on alice's task", "bob", "CreateTaskPushNotificationConfig", `{"taskId":"T-alice","url":"http://127.0.0.1:1/"}`, true},
+		{"bob continues alice's task", "bob", "SendMessage", `{"message":{"taskId":"T-alice"}}`, true},
+		{"bob names his task and alice's", "bob", "SendMessage", `{"id":"T-bob","message":{"taskId":"T-alice"}}`, true},
+		{"bob joins alice's context", "bob", "SendMessage", `{"message":{"contextId":"C-alice"}}`, true},
+		{"bob guesses a task id", "bob", "GetTask", `{"id":"T-unknown"}`, true},
+		{"bob lists every task", "bob", "ListTasks", `{}`, true},
+		{"bob reads his task", "bob", "GetTask", `{"id":"T-bob"}`, false},
+	} {
+		d := h.checkOwner(context.Background(), req(c.principal, c.method, c.params))
+		if (d != nil) != c.refused {
+			t.Errorf("%s: refusal %v, want refused %v", c.name, d, c.refused)
+		}
+		if d != nil && (d.Stage != StageOwner || d.Rule != deny.RuleTaskOwner) {
+			t.Errorf("%s: refused by %s %s, want %s %s", c.name, d.Stage, d.Rule, StageOwner, deny.RuleTaskOwner)
+		}
+	}
+
+	// Without authentication there is one principal, and nothing to keep.
+	open := &Handler{}
+	if d := open.checkOwner(context.Background(), req("", "GetTask", `{"id":"T-alice"}`)); d != nil {
+		t.Errorf("without authentication: %v", d)
+	}
+}
+
+// TestOwnersForgetTheOldest: the remembered ids are bounded, the oldest
+// going first, and a claimed id is never given to another principal.
+func TestOwnersForgetTheOldest(t *testing.T) {
+	var o owners
+	o.claim("t:first", "alice")
+	o.claim("t:first", "bob")
+	if p, _ := o.of("t:first"); p != "alice" {
+		t.Fatalf("a second claim took the id: owner %q", p)
+	}
+	for i := range maxOwned {
+		o.claim("t:"+strconv.Itoa(i), "alice")
+	}
+	if _, ok := o.of("t:first"); ok {
+		t.Error("the oldest id was not forgotten")
+	}
+	if len(o.owner) > maxOwned || len(o.order) > maxOwned {
+		t.Errorf("%d ids remembered, want at most %d", len(o.owner), maxOwned)
+	}
+}
