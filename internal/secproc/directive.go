@@ -124,8 +124,8 @@ var dirDescPairs = []dirSignal{
 // detector to look at it.
 var dirTrigger = []string{"you", "your", "ignore", "disregard", "forget", "bypass", "override", "disable", "reveal",
 	"pretend", "act as", "role", "mode", "admin", "developer", "internal", "above", "system", "instruction", "rules", "safety",
-	"priority", "level", "already", "left off", "step further", "one more", "previous", "earlier",
-	"manager", "supervisor", "moderator", "superuser", "ceo", "cto", "director", "auditor", "lead", "privilege", "tools", "function"}
+	"priority", "left off", "step further", "one more",
+	"manager", "supervisor", "moderator", "superuser", "ceo", "cto", "director", "auditor", "privilege"}
 
 // directive returns the byte range of the first sentence of line that reads
 // as a directive to the model, by its parts.
