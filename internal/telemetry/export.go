@@ -17,11 +17,12 @@ package telemetry
 //
 // The writer goroutine hands the writer batches, not events: a batch goes
 // out when it holds MaxBatch events or its first event has waited Delay
-// (1 s), and at Close. While a batch fills, the goroutine naps between
-// takes instead of parking on the buffer, so that an Emit is a send to a
-// goroutine that need not be woken. In a gateway process, a write(2) per
-// event (what a goroutine woken for each one wrote) cost more CPU than
-// encoding the event.
+// (1 s), and at Close. While a batch fills, the goroutine sleeps until it
+// is due or until an Emit finds a batch's worth waiting (which then wakes
+// it), so that most Emits are a send to a goroutine that is not woken:
+// a few wake-ups per batch, not one per event, nor one per nap. In a
+// gateway process, a write(2) per event (what a goroutine woken for each
+// one wrote) cost more CPU than encoding the event.
 //
 //	Recorder.End ─EmitDeferred─▶ [ bounded buffer ] ─▶ writer goroutine: build, batch ─▶ EventWriter
 //	                         └─ full: dropped += n           (MaxBatch events, or Delay, or Close)
@@ -146,6 +147,7 @@ type Queue struct {
 	timeout  time.Duration
 	log      *slog.Logger
 	done     chan struct{} // closed when the writer goroutine returns
+	full     chan struct{} // a batch's worth waits in ch, or ch is closed
 
 	written, dropped, failed atomic.Uint64
 
@@ -171,7 +173,7 @@ func NewQueue(w EventWriter, opts QueueOptions) *Queue {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	q := &Queue{w: w, ch: make(chan queued, opts.Size), maxBatch: opts.MaxBatch,
-		delay: opts.Delay, timeout: opts.Timeout, log: opts.Logger, done: make(chan struct{})}
+		delay: opts.Delay, timeout: opts.Timeout, log: opts.Logger, done: make(chan struct{}), full: make(chan struct{}, 1)}
 	go q.run()
 	return q
 }
@@ -200,6 +202,9 @@ func (q *Queue) put(item queued) {
 	}
 	select {
 	case q.ch <- item:
+		if len(q.ch) >= q.maxBatch {
+			q.wake()
+		}
 	default:
 		if d := q.dropped.Add(uint64(item.n)); d/1000 != (d-uint64(item.n))/1000 || d == uint64(item.n) {
 			q.log.Warn("telemetry: OCSF queue full; events dropped", "dropped", d)
@@ -220,10 +225,14 @@ func (q *Queue) Stats() QueueStats {
 	return QueueStats{Written: q.written.Load(), Dropped: q.dropped.Load(), Failed: q.failed.Load()}
 }
 
-// queueNap is how long the writer goroutine, with a batch filling, lets
-// events queue up before it takes them (at most QueueOptions.Size: 4096 in
-// a nap is 400,000 events a second).
-const queueNap = 10 * time.Millisecond
+// wake tells the writer goroutine that a batch's worth waits, or that the
+// queue closed.
+func (q *Queue) wake() {
+	select {
+	case q.full <- struct{}{}:
+	default: // already told
+	}
+}
 
 // run writes the queued events in batches until Close: see the file
 // comment.
@@ -231,6 +240,9 @@ func (q *Queue) run() {
 	defer close(q.done)
 	defer q.closeWriter()
 	batch := make([]ocsf.Event, 0, q.maxBatch)
+	timer := time.NewTimer(q.delay)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		// Idle: the first event wakes the goroutine.
 		item, ok := <-q.ch
@@ -238,11 +250,11 @@ func (q *Queue) run() {
 			return
 		}
 		batch = appendItem(batch, item)
-		due := time.Now().Add(q.delay)
-		// Filling: take what has queued, nap, until the batch is full or
-		// due, or the queue closes.
-		closed := false
-		for len(batch) < q.maxBatch && !closed {
+		timer.Reset(q.delay)
+		// Filling: take what has queued; sleep until a batch's worth
+		// waits, the batch is due, or the queue closes.
+		closed, due := false, false
+		for {
 		take:
 			for len(batch) < q.maxBatch {
 				select {
@@ -256,12 +268,16 @@ func (q *Queue) run() {
 					break take
 				}
 			}
-			left := time.Until(due)
-			if closed || len(batch) >= q.maxBatch || left <= 0 {
+			if closed || due || len(batch) >= q.maxBatch {
 				break
 			}
-			time.Sleep(min(queueNap, left))
+			select {
+			case <-q.full:
+			case <-timer.C:
+				due = true
+			}
 		}
+		timer.Stop()
 		q.write(batch)
 		clear(batch) // hold no event
 		batch = batch[:0]
@@ -302,6 +318,7 @@ func (q *Queue) Close(ctx context.Context) error {
 	if !q.closed {
 		q.closed = true
 		close(q.ch)
+		q.wake()
 	}
 	q.mu.Unlock()
 	select {

@@ -145,6 +145,7 @@ type Recorder struct {
 	log        *slog.Logger
 	native     *nativeSpans  // nil unless Options.SpanExporter
 	ends       chan ending   // nil unless Options.Deferred
+	wakeEnds   chan struct{} // endWake operations wait in ends, or it is closed
 	done       chan struct{} // closed when the ending goroutine returns
 
 	ended, dropped, failed atomic.Uint64
@@ -195,6 +196,7 @@ func NewRecorder(opts Options) *Recorder {
 	}
 	if opts.Deferred > 0 {
 		r.ends = make(chan ending, opts.Deferred)
+		r.wakeEnds = make(chan struct{}, 1)
 		r.done = make(chan struct{})
 		go r.run()
 	}
@@ -306,6 +308,9 @@ func (r *Recorder) EndOwned(s *Span, op *Operation) {
 	if !r.closed {
 		select {
 		case r.ends <- ending{s, op}:
+			if len(r.ends) >= endWake {
+				r.wake()
+			}
 			return
 		default:
 		}
@@ -315,10 +320,24 @@ func (r *Recorder) EndOwned(s *Span, op *Operation) {
 	}
 }
 
-// endNap is how long the Recorder's goroutine, while calls keep coming,
-// lets their operations queue up before it takes them (at most
-// Options.Deferred: 4096 in a nap is 800,000 calls a second).
-const endNap = 5 * time.Millisecond
+// While calls keep coming, the Recorder's goroutine lets their operations
+// queue up for endWait before it takes them, or until endWake of them
+// wait (the End that queues the endWake-th wakes it): a wake-up per
+// endWait or per endWake calls, not per call, nor per nap of a goroutine
+// that polls.
+const (
+	endWait = 50 * time.Millisecond
+	endWake = 256
+)
+
+// wake tells the Recorder's goroutine that endWake operations wait, or
+// that the queue closed.
+func (r *Recorder) wake() {
+	select {
+	case r.wakeEnds <- struct{}{}:
+	default: // already told
+	}
+}
 
 // run ends the queued spans, until Close, and exports the Recorder's own
 // in batches: exportBatch at a time, or what there is after exportDelay.
@@ -329,6 +348,9 @@ func (r *Recorder) run() {
 	timer.Stop()
 	defer timer.Stop()
 	var due <-chan time.Time // the timer's, while batch is not empty
+	wait := time.NewTimer(endWait)
+	wait.Stop()
+	defer wait.Stop()
 	flush := func() {
 		r.export(batch)
 		clear(batch) // hold no span
@@ -363,11 +385,20 @@ func (r *Recorder) run() {
 			flush()
 			continue
 		}
-		// Busy: take what has queued, then nap instead of parking on the
-		// queue, so that a call's End is a send to a goroutine that is not
-		// waiting (no wake-up per call); back to idle when a nap brought
-		// nothing.
+		// Busy: wait for more (endWait, or endWake of them) instead of
+		// parking on the queue, so that the next calls' Ends are sends to
+		// a goroutine that is not woken, then take what has queued; back
+		// to idle when a wait brought nothing.
 		for {
+			wait.Reset(endWait)
+			select {
+			case <-wait.C:
+			case <-r.wakeEnds:
+				wait.Stop()
+			case <-due:
+				wait.Stop()
+				flush()
+			}
 			n := 0
 		drain:
 			for {
@@ -386,7 +417,6 @@ func (r *Recorder) run() {
 			if n == 0 {
 				break
 			}
-			time.Sleep(endNap)
 		}
 	}
 }
@@ -403,6 +433,7 @@ func (r *Recorder) Close(ctx context.Context) error {
 	if !r.closed {
 		r.closed = true
 		close(r.ends)
+		r.wake()
 	}
 	r.mu.Unlock()
 	select {
