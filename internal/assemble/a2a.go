@@ -93,7 +93,8 @@ func aguiHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tr
 		if a.Headers, err = a.ResolvedHeaders(os.LookupEnv); err != nil {
 			return nil, fmt.Errorf("gateway.agui[%d]: %w", i, err)
 		}
-		specs[i] = gateway.AGUISpec(a)
+		specs[i] = gateway.AGUISpec{Name: a.Name, URL: a.URL, Headers: a.Headers, Actions: a.Actions, MaxHeldBytes: a.MaxHeldBytes,
+			Limits: jsonrpc.Limits{MaxBytes: gc.Limits.MaxMessageBytes, MaxDepth: gc.Limits.MaxDepth}}
 	}
 	if len(specs) == 0 {
 		return nil, nil

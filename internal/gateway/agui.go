@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentwarden/warden/internal/aguigw"
 	"github.com/agentwarden/warden/internal/audit"
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 	"github.com/agentwarden/warden/internal/transport"
 )
@@ -29,6 +30,9 @@ type AGUISpec struct {
 	Actions map[string]string
 	// MaxHeldBytes bounds the text deltas held per run; 0 is the default.
 	MaxHeldBytes int
+	// Limits bound the input and each streamed event (gateway.limits);
+	// the zero value means the decoder's defaults.
+	Limits jsonrpc.Limits
 }
 
 // AGUIHandlers builds the AG-UI gateways (internal/aguigw) of specs, each
@@ -43,7 +47,7 @@ func AGUIHandlers(proc *secproc.Processor, specs []AGUISpec, auth func(*http.Req
 	out := map[string]http.Handler{}
 	for i, s := range specs {
 		opts := aguigw.Options{Name: s.Name, Upstream: s.URL, Authenticate: auth, Processor: proc,
-			MaxHeld: s.MaxHeldBytes, Logger: logger, Actions: map[secproc.Category]aguigw.Action{}}
+			MaxHeld: s.MaxHeldBytes, Limits: s.Limits, Logger: logger, Actions: map[secproc.Category]aguigw.Action{}}
 		if len(s.Headers) > 0 {
 			opts.UpstreamHeader = http.Header{}
 			for k, v := range s.Headers {
