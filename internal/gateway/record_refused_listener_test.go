@@ -282,8 +282,8 @@ func TestBodyTimeoutRefusalIsAudited(t *testing.T) {
 	verifyChain(t, path)
 }
 
-// auditRecords reads every record of the audit log at path, as on disk.
-func auditRecords(t *testing.T, path string) []audit.Record {
+// logRecords reads every record of the audit log at path, as on disk.
+func logRecords(t *testing.T, path string) []audit.Record {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -351,7 +351,7 @@ func TestAgentEndpointMethodRefusalsAreAudited(t *testing.T) {
 		if resp.StatusCode != http.StatusMethodNotAllowed {
 			t.Errorf("%s: HTTP %d, want 405", tc.name, resp.StatusCode)
 		}
-		recs := auditRecords(t, path)
+		recs := logRecords(t, path)
 		if len(recs) != i+1 {
 			t.Fatalf("%s: %d audit records after the answer, want %d", tc.name, len(recs), i+1)
 		}
