@@ -120,22 +120,24 @@ func runFloors(ctx context.Context, add func(Result), procs *scaleProcs, rounds,
 	if err := os.Mkdir(root, 0o700); err != nil {
 		return err
 	}
-	// Smaller runs than the one-process rows', and at most 5 rounds (each
-	// shape's rounded up to a multiple of its configurations): the section
-	// runs 12 configurations on a 2-core machine within make bench's time
-	// budget. CPU is read in nanoseconds, so a short run is read exactly;
-	// what varies is the host, round to round, and more rounds of fewer
-	// calls give the median more to stand on. With the defaults: HTTP
-	// 5 rounds of 8 × 150 calls, stdio 6 of 2 × 1000, bridge 6 of 8 × 62,
-	// where there were 3 rounds of 8 × 250, 2 × 2000 and 8 × 125.
+	// Smaller runs than the one-process rows': the section runs 12
+	// configurations on a 2-core machine within make bench's time budget.
+	// CPU is read in nanoseconds, so a short run is read exactly; what
+	// varies is the host, round to round, and more rounds of fewer calls
+	// give the median more to stand on. Every run of the stdio and bridge
+	// shapes starts processes (relays, a server per session), which a
+	// loaded host makes slow, so those keep fewer rounds. With the
+	// defaults: HTTP 5 rounds of 8 × 150 calls, stdio 4 of 2 × 1200,
+	// bridge 3 of 8 × 125, each after a tenth as many warm-up calls, where
+	// there were 3 rounds of 8 × 250, 2 × 2000 and 8 × 125.
 	rounds = max(1, min(rounds, 5))
 	if err := floorsHTTP(ctx, add, procs, bin, self, dir, root, rounds, workers, perWorker*3/20, calls/10); err != nil {
 		return err
 	}
-	if err := floorsStdio(ctx, add, bin, self, root, rounds, perWorker); err != nil {
+	if err := floorsStdio(ctx, add, bin, self, root, min(rounds, 4), perWorker*6/5); err != nil {
 		return err
 	}
-	if err := floorsBridge(ctx, add, procs, bin, dir, root, rounds, workers, perWorker/16); err != nil {
+	if err := floorsBridge(ctx, add, procs, bin, dir, root, min(rounds, 3), workers, perWorker/8); err != nil {
 		return err
 	}
 	// The durable rows (durable.go) run in this process, 3 rounds as
