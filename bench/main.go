@@ -119,13 +119,22 @@ func main() {
 	rep := &report{Date: time.Now().UTC().Format(time.RFC3339), Go: runtime.Version(), CPUs: runtime.NumCPU(), CPUAccounting: cpuAccounting()}
 	add := func(r Result) {
 		rep.Results = append(rep.Results, r)
+		verdict := ""
+		switch {
+		case r.Verdict != "":
+			verdict = "  [" + r.Verdict + "; " + r.Host.noisy() + "]"
+		case r.Met != nil && *r.Met:
+			verdict = "  [met " + r.Target + "]"
+		case r.Met != nil:
+			verdict = "  [NOT met " + r.Target + "]"
+		}
 		switch {
 		case r.Skipped != "":
 			log.Printf("%-48s skipped: %s", r.Name, r.Skipped)
 		case r.Min != nil:
-			log.Printf("%-48s %12.2f %s (%.2f–%.2f)", r.Name, r.Value, r.Unit, *r.Min, *r.Max)
+			log.Printf("%-48s %12.2f %s (%.2f–%.2f)%s", r.Name, r.Value, r.Unit, *r.Min, *r.Max, verdict)
 		default:
-			log.Printf("%-48s %12.2f %s", r.Name, r.Value, r.Unit)
+			log.Printf("%-48s %12.2f %s%s", r.Name, r.Value, r.Unit, verdict)
 		}
 	}
 
