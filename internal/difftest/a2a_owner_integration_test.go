@@ -42,8 +42,8 @@ func TestA2ATaskOfAnotherPrincipal(t *testing.T) {
 		r := rpc(asBob, `{"jsonrpc":"2.0","id":"b","method":"`+c.method+`","params":`+c.params+`}`)
 		if strings.Contains(r.body, "alice-secret") || strings.Contains(r.body, "TASK_STATE_") {
 			t.Errorf("bob: %s of alice's task: got her task: %.300s", c.method, r.body)
-		} else if !strings.Contains(r.body, `"error"`) {
-			t.Errorf("bob: %s of alice's task: HTTP %d %.300s, want a refusal", c.method, r.status, r.body)
+		} else if !strings.Contains(r.body, `"rule":"task-owner"`) {
+			t.Errorf("bob: %s of alice's task: HTTP %d %.300s, want warden's task-owner refusal", c.method, r.status, r.body)
 		}
 	}
 	executed, cancelled := o.snapshot()

@@ -31,6 +31,18 @@
 // each message the specification says warden refuses never reaches an
 // upstream, while the legitimate calls run on every SDK.
 //
+// An entry may state the arguments its token approved (Exec, the parameter
+// binding probes of corpus_binding_test.go): the upstream must then read
+// exactly those bytes, the approved arguments in RFC 8785 form.
+//
+// TestSessionConfusion has a second principal try another's
+// Mcp-Session-Id, stream, Last-Event-ID and token on a listener with
+// gateway.auth. TestA2AWire and TestA2ATaskOfAnotherPrincipal put the
+// binary in front of a real a2a-go agent (github.com/a2aproject/a2a-go/v2),
+// whose executor and endpoint record what they got; TestAGUILimits in
+// front of a recording AG-UI stub. docs/difftest.md lists every probe and
+// its verdict.
+//
 // TestPlain writes the same corpus straight to each SDK's stdin, without
 // warden, and reports what ran: the other column of the differential.
 // TestTokenReplayRace sends one token in several POSTs at once and holds
