@@ -297,7 +297,9 @@ func (g *Gateway) listener(u *Upstream, sessions *transport.SessionLimits) *tran
 		Sessions:                 sessions,
 		Admit:                    childAdmission(u),
 		OnRefuse: func(string) {
-			if m, ok := g.opts.Metrics.(*Metrics); ok {
+			// The refusal is recorded too (OnRefused), and so counted by
+			// the Recorder when its metrics are these: not twice.
+			if m, ok := g.opts.Metrics.(*Metrics); ok && !g.recorderCounts(m) {
 				m.refused(u.Name)
 			}
 		},

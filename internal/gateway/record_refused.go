@@ -138,3 +138,11 @@ func refusedCause(ref transport.Refusal, det jsonrpc.Detail) string {
 	}
 	return string(b)
 }
+
+// recorderCounts reports whether the gateway's Recorder counts what it
+// records (refusals at the wire included) in m, so that the listener's
+// OnRefuse need not count them again.
+func (g *Gateway) recorderCounts(m *Metrics) bool {
+	rs, ok := g.opts.Recorder.(*Records)
+	return ok && rs.Metrics == m
+}
