@@ -181,6 +181,10 @@ func printHelp(w io.Writer) {
 	fmt.Fprintf(w, "\nQuick start:\n  warden demo                       see the gateway work on an embedded server\n"+
 		"  warden gateway --stdio -- CMD     wrap a stdio MCP server for any desktop client\n"+
 		"  warden gateway --config FILE      serve upstreams on a loopback listener\n")
+	fmt.Fprintf(w, "\nenvironment:\n"+
+		"  WARDEN_DATA_DIR=DIR     the default of every --data-dir, else the per-user data directory\n"+
+		"  WARDEN_CPUPROFILE=FILE  write a Go CPU profile of this warden process to FILE until the\n"+
+		"                          command returns (off by default; a killed process writes none)\n")
 }
 
 // newFlags returns a flag set that reports errors instead of exiting, and
