@@ -123,29 +123,11 @@ func identPart(s string) string {
 // boundNames are the names m's quantifiers bind, as printed.
 func boundNames(m *ir.Model) []string {
 	var out []string
-	var walk func(x *ir.Expr)
-	walk = func(x *ir.Expr) {
-		if x == nil {
-			return
-		}
+	eachExpr(m, func(x *ir.Expr) {
 		if x.Op == ir.OpForall || x.Op == ir.OpExists {
 			out = append(out, ir.Ident(x.Name))
 		}
-		for _, a := range x.Args {
-			walk(a)
-		}
-	}
-	for _, t := range m.Transitions {
-		walk(t.Guard)
-		for _, w := range t.Writes {
-			walk(w.Expr)
-		}
-	}
-	for _, p := range m.Properties {
-		for _, x := range p.Exprs() {
-			walk(x)
-		}
-	}
+	})
 	return out
 }
 

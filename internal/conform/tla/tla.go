@@ -210,12 +210,19 @@ type emitter struct {
 // usesCard reports whether any expression of m counts a set.
 func usesCard(m *ir.Model) bool {
 	found := false
+	eachExpr(m, func(x *ir.Expr) { found = found || x.Op == ir.OpCard })
+	return found
+}
+
+// eachExpr calls visit on every expression of m and each of their
+// subexpressions: guards, writes and properties, parents before children.
+func eachExpr(m *ir.Model, visit func(*ir.Expr)) {
 	var walk func(x *ir.Expr)
 	walk = func(x *ir.Expr) {
-		if x == nil || found {
+		if x == nil {
 			return
 		}
-		found = x.Op == ir.OpCard
+		visit(x)
 		for _, a := range x.Args {
 			walk(a)
 		}
@@ -231,7 +238,6 @@ func usesCard(m *ir.Model) bool {
 			walk(x)
 		}
 	}
-	return found
 }
 
 func hasLeadsTo(m *ir.Model) bool {
