@@ -207,15 +207,7 @@ func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
 			t.Errorf("%s: no OCSF event of the refusal by rule %q", tc.name, tc.rule)
 		}
 	}
-	b, err := audit.OpenBackend(audit.KindJSONL, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	rep, err := audit.Verify(context.Background(), b, audit.Anchor{})
-	if err != nil || rep.Problem != nil {
-		t.Fatalf("audit chain: %v, %+v", err, rep.Problem)
-	}
+	verifyChain(t, path)
 }
 
 // TestWireRefusalsOverStdioAreAudited: a line `warden gateway --stdio`
