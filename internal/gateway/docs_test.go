@@ -14,19 +14,32 @@ import (
 )
 
 // TestErrorsDocumented keeps docs/errors.md in step with the code: every
-// error code and every wire rule declared in internal/jsonrpc must appear on
-// that page.
+// error code and every rule declared in internal/jsonrpc (the wire's) and
+// internal/transport (the listeners' refusals, which the audit log
+// records) must appear on that page.
 func TestErrorsDocumented(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "errors.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
-	sources, err := filepath.Glob(filepath.Join("..", "jsonrpc", "*.go"))
+	for pkg, least := range map[string]int{"jsonrpc": 20, "transport": 15} {
+		if found := checkDocumented(t, string(doc), pkg); found < least {
+			t.Fatalf("found only %d code and rule constants in internal/%s; the test is not reading them", found, pkg)
+		}
+	}
+}
+
+// checkDocumented reports each Code and Rule constant of the non-test
+// files of internal/pkg that doc has no table row for, and returns how
+// many it checked.
+func checkDocumented(t *testing.T, doc, pkg string) int {
+	t.Helper()
+	sources, err := filepath.Glob(filepath.Join("..", pkg, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var files []*ast.File
+	fset := token.NewFileSet()
+	found := 0
 	for _, name := range sources {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -35,10 +48,6 @@ func TestErrorsDocumented(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files = append(files, f)
-	}
-	found := 0
-	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			vs, ok := n.(*ast.ValueSpec)
 			if !ok || len(vs.Values) != len(vs.Names) {
@@ -51,7 +60,7 @@ func TestErrorsDocumented(t *testing.T) {
 					want = "| " + exprText(vs.Values[i]) + " |"
 				case strings.HasPrefix(name.Name, "Rule"):
 					lit, ok := vs.Values[i].(*ast.BasicLit)
-					if !ok {
+					if !ok || lit.Kind != token.STRING {
 						continue
 					}
 					s, _ := strconv.Unquote(lit.Value)
@@ -60,16 +69,14 @@ func TestErrorsDocumented(t *testing.T) {
 					continue
 				}
 				found++
-				if !strings.Contains(string(doc), want) {
-					t.Errorf("docs/errors.md does not document %s (%s)", name.Name, want)
+				if !strings.Contains(doc, want) {
+					t.Errorf("docs/errors.md does not document %s.%s (%s)", pkg, name.Name, want)
 				}
 			}
 			return true
 		})
 	}
-	if found < 20 {
-		t.Fatalf("found only %d code and rule constants in internal/jsonrpc; the test is not reading them", found)
-	}
+	return found
 }
 
 // exprText renders a constant's value expression such as "-32700" or
