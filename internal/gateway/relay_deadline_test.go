@@ -65,20 +65,7 @@ func TestRelayTimeoutAllocatesNothingPerCall(t *testing.T) {
 		defer func() { cancel(); clientTest.Close(); upTest.Close(); <-done }()
 		call := mustDecode(t, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}`)
 		answer := mustDecode(t, `{"jsonrpc":"2.0","id":7,"result":{}}`)
-		return testing.AllocsPerRun(200, func() {
-			if err := clientTest.Write(ctx, call); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := upTest.Read(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := upTest.Write(ctx, answer); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := clientTest.Read(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
+		return testing.AllocsPerRun(200, roundTrip(t, ctx, clientTest, upTest, call, answer))
 	}
 	without, with := perCall(0), perCall(time.Minute)
 	if with > without {
@@ -107,20 +94,7 @@ func TestRelayAllocationsPerCall(t *testing.T) {
 	answer := mustDecode(t, `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"bench"}]}}`)
 	least := math.Inf(1)
 	for range 5 {
-		least = min(least, testing.AllocsPerRun(200, func() {
-			if err := clientTest.Write(ctx, call); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := upTest.Read(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := upTest.Write(ctx, answer); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := clientTest.Read(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}))
+		least = min(least, testing.AllocsPerRun(200, roundTrip(t, ctx, clientTest, upTest, call, answer)))
 	}
 	t.Logf("a relayed call: %.0f allocations", least)
 	const bound = 7
@@ -131,5 +105,25 @@ func TestRelayAllocationsPerCall(t *testing.T) {
 	// entry would be allocated on every request again.
 	if size := unsafe.Sizeof(pendingCall{}); size > 128 {
 		t.Errorf("a pending entry is %d bytes, want at most 128", size)
+	}
+}
+
+// roundTrip returns one relayed call as the tests above count it: the
+// client writes call, the upstream reads it and writes answer, the client
+// reads the answer.
+func roundTrip(t *testing.T, ctx context.Context, client, up transport.Conn, call, answer *jsonrpc.Message) func() {
+	return func() {
+		if err := client.Write(ctx, call); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := up.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := up.Write(ctx, answer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.Read(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
