@@ -155,16 +155,7 @@ func verifyChain(t *testing.T, path string) {
 // the refusals validate against the OCSF 1.8.0 schema, and the chain
 // verifies.
 func TestListenerRefusalsAreAudited(t *testing.T) {
-	g, path, sink := auditedGateway(t)
-	srv := httptest.NewServer(g.Handler())
-	closed := false
-	closeAll := func() {
-		if !closed {
-			closed = true
-			srv.Close()
-			g.Close()
-		}
-	}
+	srv, path, sink, closeAll := servedAudited(t)
 	defer closeAll()
 	session := initSession(t, mcpPoster(t, srv.URL+"/mcp"))
 	cases := listenerRefusals()

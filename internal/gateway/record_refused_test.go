@@ -168,16 +168,7 @@ func checkRefusedRecord(t *testing.T, tc badInput, rec audit.Record, raw string,
 // error is answered, an audit record naming its rule and the SHA-256 of the
 // bytes sent, and an OCSF event; the chain verifies afterwards.
 func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
-	g, path, sink := auditedGateway(t)
-	srv := httptest.NewServer(g.Handler())
-	closed := false
-	closeAll := func() {
-		if !closed {
-			closed = true
-			srv.Close()
-			g.Close()
-		}
-	}
+	srv, path, sink, closeAll := servedAudited(t)
 	defer closeAll()
 	post := mcpPoster(t, srv.URL+"/mcp")
 	session := initSession(t, post)
@@ -204,6 +195,22 @@ func TestWireRefusalsOverHTTPAreAudited(t *testing.T) {
 		checkRefusalTrail(t, sink, tc.name, tc.rule)
 	}
 	verifyChain(t, path)
+}
+
+// servedAudited serves auditedGateway's gateway over HTTP on loopback;
+// closeAll (safe to call again) stops the server and closes the gateway,
+// which flushes its telemetry and closes its audit log.
+func servedAudited(t *testing.T) (*httptest.Server, string, *ocsfEvents, func()) {
+	g, path, sink := auditedGateway(t)
+	srv := httptest.NewServer(g.Handler())
+	closed := false
+	return srv, path, sink, func() {
+		if !closed {
+			closed = true
+			srv.Close()
+			g.Close()
+		}
+	}
 }
 
 // checkRefusalTrail checks, once the gateway is closed, that every OCSF
