@@ -10,6 +10,8 @@
 #   $D/aimock/node_modules/.bin/aimock                                @copilotkit/aimock (AG-UI, A2A, MCP mock)
 #   $D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json    the TypeScript MCP SDK (internal/difftest's upstream)
 #   $D/a2a-js/node_modules/@a2a-js/sdk/package.json                    the A2A 1.0 JS SDK (internal/attack's 1.0 host)
+#   $D/ag-ui/node_modules/@ag-ui/client/package.json                   the AG-UI TypeScript SDK (client, encoder, core):
+#                                                                       internal/aguigw's and internal/difftest's AG-UI peer
 #   $D/mcp-proxy/node_modules/.bin/mcp-proxy                          mcp-proxy, a stdio→HTTP bridge (bench peer)
 #   $D/supergateway/node_modules/.bin/supergateway                    supergateway, a stdio→HTTP bridge (bench peer)
 #   $D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json  a TLA+ parser (tree-sitter and its TLA+ grammar,
@@ -50,6 +52,7 @@ CONFORMANCE_VERSION=0.2.0-alpha.10
 AIMOCK_VERSION=1.43.0
 MCP_SDK_VERSION=1.32.2
 A2AJS_VERSION=1.3.0
+AGUI_VERSION=1.0.0 # @ag-ui/client, @ag-ui/encoder and @ag-ui/core, released together
 TREE_SITTER_VERSION=0.25.1
 TREE_SITTER_TLAPLUS_VERSION=1.5.0
 # Peers measured side by side with warden by `make bench` (stdio→HTTP bridges).
@@ -118,6 +121,7 @@ CONFORMANCE_JS=$D/conformance/node_modules/@modelcontextprotocol/conformance/dis
 AIMOCK_BIN=$D/aimock/node_modules/.bin/aimock
 MCP_SDK=$D/mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json
 A2AJS_SDK=$D/a2a-js/node_modules/@a2a-js/sdk/package.json
+AGUI_SDK=$D/ag-ui/node_modules/@ag-ui/client/package.json
 TLAPLUS_PARSER=$D/tlaplus/node_modules/@tlaplus/tree-sitter-tlaplus/package.json
 MCP_PROXY_BIN=$D/mcp-proxy/node_modules/.bin/mcp-proxy
 SUPERGATEWAY_BIN=$D/supergateway/node_modules/.bin/supergateway
@@ -335,6 +339,11 @@ install_npm_pkg mcpsdk "$D/mcp-sdk" "@modelcontextprotocol/sdk@$MCP_SDK_VERSION"
 # The A2A 1.0 JS SDK: an a2a_server actor's library-shaped task responses must
 # decode in a real 1.0 client (internal/attack).
 install_npm_pkg a2ajs "$D/a2a-js" "@a2a-js/sdk@$A2AJS_VERSION" "$A2AJS_SDK"
+# The AG-UI TypeScript SDK: its HttpAgent drives the AG-UI gateway as a real
+# client, and an agent built on its EventEncoder stands behind it
+# (internal/aguigw, internal/difftest), required through NODE_PATH.
+install_npm_pkg agui "$D/ag-ui" \
+	"@ag-ui/client@$AGUI_VERSION @ag-ui/encoder@$AGUI_VERSION @ag-ui/core@$AGUI_VERSION" "$AGUI_SDK"
 # A TLA+ parser: every module warden conform emits must parse (internal/conform/tla).
 # Both packages ship prebuilt linux-x64 binaries; --legacy-peer-deps leaves out
 # the grammar's peer tree-sitter-cli, whose install script downloads a binary.
@@ -380,7 +389,7 @@ ensure_debian_pkg chromium chromium CHROMIUM
 	echo "# Written by scripts/deps.sh; source it to point warden's tests at the pinned deps."
 	for v in WARDEN_DEPS_DIR:D WARDEN_NODE22:NODE22 WARDEN_EVERYTHING_BIN:EVERYTHING_BIN \
 		WARDEN_CONFORMANCE_JS:CONFORMANCE_JS WARDEN_CONFORMANCE_BASELINE:BASELINE \
-		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_A2AJS_SDK:A2AJS_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
+		WARDEN_AIMOCK_BIN:AIMOCK_BIN WARDEN_MCP_SDK:MCP_SDK WARDEN_A2AJS_SDK:A2AJS_SDK WARDEN_AGUI_SDK:AGUI_SDK WARDEN_TLAPLUS_PARSER:TLAPLUS_PARSER \
 		WARDEN_MCP_PROXY_BIN:MCP_PROXY_BIN WARDEN_SUPERGATEWAY_BIN:SUPERGATEWAY_BIN \
 		WARDEN_GO_EVERYTHING_SERVER:GO_EVERYTHING_SERVER WARDEN_GO_EVERYTHING_CLIENT:GO_EVERYTHING_CLIENT \
 		WARDEN_STATICCHECK:STATICCHECK \
