@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/agentwarden/warden/internal/deny"
 	"github.com/agentwarden/warden/internal/mcp"
@@ -84,7 +85,7 @@ func quote(s string) string { return strconv.Quote(s) }
 // folding, the UTS #39 skeleton) was the tool-policy stage's whole cost,
 // a few µs of every call. The key is a function of the name alone, so one
 // memo serves every upstream.
-var calledKeys = keyMemo{m: make(map[string]string)}
+var calledKeys keyMemo
 
 // The memo's bounds: a client that calls ever new names, or long ones,
 // gets each key computed, and the memo stays under about 1 MiB.
@@ -94,10 +95,13 @@ const (
 )
 
 // keyMemo maps tool names to their toolKey, up to maxMemoNames names of
-// at most maxMemoNameSize bytes; once full it adds none.
+// at most maxMemoNameSize bytes; once full it adds none. It is a sync.Map
+// because it is read on every tools/call and written almost never: a
+// lookup takes no lock, so on many cores the calls do not share one lock's
+// cache line.
 type keyMemo struct {
-	mu sync.RWMutex
-	m  map[string]string // name → toolKey(name); guarded by mu
+	m sync.Map     // name → toolKey(name)
+	n atomic.Int64 // names stored or being stored; at most maxMemoNames
 }
 
 // computeKey is toolKey; a test counts its calls.
@@ -105,19 +109,26 @@ var computeKey = toolKey
 
 // key returns toolKey(name), from the memo when the name is in it.
 func (k *keyMemo) key(name string) string {
-	k.mu.RLock()
-	key, ok := k.m[name]
-	k.mu.RUnlock()
-	if ok {
-		return key
+	if v, ok := k.m.Load(name); ok {
+		return v.(string)
 	}
-	key = computeKey(name)
+	key := computeKey(name)
 	if len(name) <= maxMemoNameSize {
-		k.mu.Lock()
-		if len(k.m) < maxMemoNames {
-			k.m[strings.Clone(name)] = key
+		// Reserve a slot first, so concurrent misses cannot overfill it.
+		if k.n.Add(1) <= maxMemoNames {
+			if _, loaded := k.m.LoadOrStore(strings.Clone(name), key); loaded {
+				k.n.Add(-1)
+			}
+		} else {
+			k.n.Add(-1)
 		}
-		k.mu.Unlock()
 	}
 	return key
+}
+
+// len counts the names the memo holds.
+func (k *keyMemo) len() int {
+	n := 0
+	k.m.Range(func(any, any) bool { n++; return true })
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentwarden/warden/internal/deny"
@@ -60,10 +61,42 @@ func TestToolPolicyComputesACalledNamesKeyOnce(t *testing.T) {
 	for i := range maxMemoNames + 10 {
 		calledKeys.key("memo_fill_" + strconv.Itoa(i))
 	}
-	calledKeys.mu.RLock()
-	n := len(calledKeys.m)
-	calledKeys.mu.RUnlock()
+	n := calledKeys.len()
 	if n > maxMemoNames {
 		t.Errorf("the memo holds %d names, want at most %d", n, maxMemoNames)
+	}
+}
+
+// Concurrent misses fill the memo up to its bound and no further, and
+// every caller gets the name's own key, memoized or not.
+func TestKeyMemoConcurrentFill(t *testing.T) {
+	var memo keyMemo
+	const workers, names = 8, 1000 // 8000 names, about twice the bound
+	var wg sync.WaitGroup
+	errs := make(chan string, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range names {
+				// Half the names are shared between workers, so stores race.
+				name := "fill_" + strconv.Itoa(i%2*w) + "_" + strconv.Itoa(i)
+				if got, want := memo.key(name), toolKey(name); got != want {
+					errs <- name + ": " + got + ", want " + want
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if n := memo.len(); n != maxMemoNames {
+		t.Errorf("after %d distinct names the memo holds %d, want exactly its bound %d", workers*names/2+names/2, n, maxMemoNames)
+	}
+	if n := memo.n.Load(); n != maxMemoNames {
+		t.Errorf("the memo's reservation count is %d, want %d: a slot leaked or was lost", n, maxMemoNames)
 	}
 }
