@@ -24,26 +24,38 @@ import (
 	"github.com/agentwarden/warden/internal/conform/ir"
 )
 
-// Source kinds: where a clause's text comes from.
+// Source kinds: where a clause's text comes from. In every kind a
+// parenthesised Quote ("(no clause) ...") records an absence: the source
+// says nothing on the matter, and the words are warden's.
 const (
-	// FromSpecification: Quote is a fragment of the specification itself.
+	// FromSpecification: Quote is a fragment of the specification itself,
+	// word for word ("…" marks words left out); Document and Section name
+	// the specification's page and heading.
 	FromSpecification = "specification"
-	// FromPaperProse: the protocol has no normative text to quote (ANP's
-	// white paper, ACP's RFDs as AgentRFC describes them); Quote
-	// paraphrases AgentRFC's prose, and a parenthesised Quote records an
-	// absence.
+	// FromPaperProse: the protocol's own text is not available (ANP's white
+	// paper, ACP's RFDs), so Quote is a fragment of AgentRFC's prose about
+	// it, word for word; Document is the paper and Section its heading.
 	FromPaperProse = "paper-prose"
+	// FromWardenReading: neither the specification nor the paper has words
+	// for the clause; Quote is warden's own statement of what the model
+	// assumes, and the clause's note says what it rests on.
+	FromWardenReading = "warden-reading"
 )
 
+// PaperDocument is the Document of a clause that quotes AgentRFC or rests
+// on it.
+const PaperDocument = "AgentRFC (arXiv:2603.23801)"
+
 // SourceKinds lists the source kinds.
-var SourceKinds = []string{FromSpecification, FromPaperProse}
+var SourceKinds = []string{FromSpecification, FromPaperProse, FromWardenReading}
 
 // SourceRef locates a clause in its specification.
 type SourceRef struct {
 	Document string `json:"document"`
 	Section  string `json:"section"`
 	URL      string `json:"url"`
-	// Kind says what Quote is: FromSpecification or FromPaperProse.
+	// Kind says what Quote is: FromSpecification, FromPaperProse or
+	// FromWardenReading.
 	Kind  string `json:"kind"`
 	Quote string `json:"quote"`
 }
@@ -112,6 +124,7 @@ type file struct {
 
 type clauseYAML struct {
 	ID            string   `yaml:"id"`
+	Kind          string   `yaml:"kind"` // overrides the file's source_kind
 	Doc           string   `yaml:"doc"`
 	Section       string   `yaml:"section"`
 	Path          string   `yaml:"path"`
@@ -180,6 +193,10 @@ func (c *Catalog) add(data []byte, name string) error {
 		if _, dup := c.byID[y.ID]; dup {
 			return fmt.Errorf("%s: clause %s is defined twice", name, y.ID)
 		}
+		kind := kind
+		if y.Kind != "" {
+			kind = y.Kind
+		}
 		url := y.URL
 		if url == "" {
 			url = f.BaseURL + y.Path
@@ -230,6 +247,9 @@ func (cl Clause) Problems() []string {
 		if !slices.Contains(ir.Principles, p) {
 			ps = append(ps, fmt.Sprintf("principle %q is not one of %v", p, ir.Principles))
 		}
+	}
+	if cl.SourceRef.Kind == FromWardenReading && cl.AmbiguityNote == "" {
+		ps = append(ps, "source kind "+FromWardenReading+" without a note saying what the clause rests on")
 	}
 	if cl.Ambiguous && cl.AmbiguityNote == "" && cl.Modality != "NOT_SPECIFIED" {
 		ps = append(ps, "ambiguous without a note")
