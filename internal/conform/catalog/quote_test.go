@@ -97,7 +97,7 @@ func TestQuotesAppearInTheirSources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	texts := map[string]string{}
+	docs := map[string][]byte{}
 	skipped := map[string]int{}
 	checked := 0
 	for _, cl := range c.All() {
@@ -106,24 +106,28 @@ func TestQuotesAppearInTheirSources(t *testing.T) {
 			skipped[skip]++
 			continue
 		}
-		text, ok := texts[file]
+		md, ok := docs[file]
 		if !ok {
 			data, err := os.ReadFile(file)
 			if errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("%s: cites %s, which the source does not have", cl.ID, cl.SourceRef.Document)
-				texts[file] = ""
-				continue
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			text = plainText(string(data))
-			texts[file] = text
+			md, docs[file] = data, data
 		}
-		if text == "" {
+		if md == nil {
 			continue
 		}
 		checked++
-		if at := findQuote(text, cl.SourceRef.Quote); at < 0 {
+		section, ok := sectionOf(string(md), cl.SourceRef.Section)
+		switch {
+		case !ok:
+			t.Errorf("%s: %s has no heading %q", cl.ID, file, cl.SourceRef.Section)
+		case findQuote(plainText(section), cl.SourceRef.Quote) >= 0:
+		case findQuote(plainText(string(md)), cl.SourceRef.Quote) >= 0:
+			t.Errorf("%s: quote %q is in %s, but not under its heading %q", cl.ID, cl.SourceRef.Quote, file, cl.SourceRef.Section)
+		default:
 			t.Errorf("%s: quote %q is not in %s", cl.ID, cl.SourceRef.Quote, file)
 		}
 	}
@@ -136,7 +140,41 @@ func TestQuotesAppearInTheirSources(t *testing.T) {
 	}
 }
 
+// sectionOf returns the part of a Markdown document under heading: from
+// the heading to the next one of the same or a higher level (the page's
+// title, in its front matter, is the whole document). Lines inside fenced
+// code blocks are not headings.
+func sectionOf(md, heading string) (string, bool) {
+	if m := frontTitle.FindStringSubmatch(md); m != nil && m[1] == heading {
+		return md, true
+	}
+	lines := strings.SplitAfter(md, "\n")
+	start, level, fenced := -1, 0, false
+	for i, line := range lines {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") || strings.HasPrefix(strings.TrimSpace(line), "~~~") {
+			fenced = !fenced
+			continue
+		}
+		m := atxHeading.FindStringSubmatch(line)
+		if fenced || m == nil {
+			continue
+		}
+		if start >= 0 && len(m[1]) <= level {
+			return strings.Join(lines[start:i], ""), true
+		}
+		if start < 0 && strings.TrimSpace(m[2]) == heading {
+			start, level = i, len(m[1])
+		}
+	}
+	if start < 0 {
+		return "", false
+	}
+	return strings.Join(lines[start:], ""), true
+}
+
 var (
+	frontTitle = regexp.MustCompile(`(?m)\A---\n(?:.*\n)*?title:\s*"?([^"\n]*)"?\n`)
+	atxHeading = regexp.MustCompile(`^(#+)\s+(.*?)\s*#*\s*$`)
 	mdLink     = regexp.MustCompile(`\[([^\]]*)\]\([^)]*\)`)
 	mdTag      = regexp.MustCompile(`</?[A-Za-z][^>]*>`)
 	listMarker = regexp.MustCompile(`(?m)^\s*(?:[-*+]|\d+\.)\s+`)
@@ -244,6 +282,25 @@ func TestFindQuote(t *testing.T) {
 	} {
 		if got := findQuote(text, quote) >= 0; got != want {
 			t.Errorf("findQuote(%q) = %v, want %v", quote, got, want)
+		}
+	}
+	doc := "---\ntitle: \"Page\"\n---\n\n## A\n\none\n\n### A.1\n\ntwo\n\n```sh\n# not a heading\n```\n\n## B\n\nthree\n"
+	for heading, want := range map[string][2]bool{ // in section: "two", "three"
+		"A":             {true, false},
+		"A.1":           {true, false},
+		"B":             {false, true},
+		"Page":          {true, true},
+		"not a heading": {false, false},
+	} {
+		sec, ok := sectionOf(doc, heading)
+		if heading == "not a heading" {
+			if ok {
+				t.Errorf("sectionOf found a heading inside a code block")
+			}
+			continue
+		}
+		if !ok || strings.Contains(sec, "two") != want[0] || strings.Contains(sec, "three") != want[1] {
+			t.Errorf("sectionOf(%q) = %q, %v", heading, sec, ok)
 		}
 	}
 	far := "alpha " + strings.Repeat("x ", 400) + "omega"
