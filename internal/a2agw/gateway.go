@@ -134,9 +134,12 @@ type Event struct {
 	ID        jsonrpc.ID // the request's id
 	TaskID    string     // the A2A task, when the message names one
 	// Decision is "allow" or "deny"; Stage, Rule and Reason say why a
-	// message was denied.
+	// message was denied, or (Reason) why an allowed one was changed.
 	Decision            string
 	Stage, Rule, Reason string
+	// Withheld, on the answer to a ListTasks that the task-owner stage
+	// filtered, is how many of the agent's entries the client did not get.
+	Withheld int
 	// Delegation is the verified chain the request carried, if any.
 	Delegation *Chain
 	// CardHash is the pin of the card, and CardKey the kid of the trusted
@@ -156,11 +159,12 @@ type Event struct {
 // start their own. Nothing else is locked while it is held except the pin
 // store's own lock.
 type Handler struct {
-	opts   Options
-	client *http.Client
-	now    func() time.Time
-	log    *slog.Logger
-	owned  owners // the task-owner stage's ids; safe for concurrent use
+	opts      Options
+	client    *http.Client
+	now       func() time.Time
+	log       *slog.Logger
+	owned     owners // the task-owner stage's ids; safe for concurrent use
+	listState        // the key of ListTasks page tokens; safe for concurrent use
 
 	mu      sync.Mutex
 	state   *cardState  // nil: never fetched, or invalidated

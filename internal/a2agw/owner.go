@@ -18,7 +18,7 @@ import (
 //	answer to principal P names task T / context C  ─►  T, C belong to P
 //	request of P names task T                        ─►  T must belong to P
 //	request of P names context C                     ─►  C must not belong to another
-//	ListTasks, tasks/list                            ─►  refused (the agent would list everyone's)
+//	ListTasks, tasks/list of P                       ─►  the agent's list, filtered to P's (list.go)
 //
 // A task id warden never saw in an answer to P (another principal's, or
 // one from before a restart) is refused: ownership is not guessed. Context
@@ -85,9 +85,6 @@ func (h *Handler) checkOwner(_ context.Context, c *call) *deny.Denial {
 	refuse := func(reason string) *deny.Denial {
 		return &deny.Denial{Stage: StageOwner, Rule: deny.RuleTaskOwner, Reason: reason}
 	}
-	if listMethods[c.msg.Method] {
-		return refuse("the agent would list the tasks of every client of the gateway")
-	}
 	for _, id := range stringsAt(c.msg.Params, ownerTaskPaths) {
 		if p, ok := h.owned.of("t:" + id); !ok || p != c.principal {
 			return refuse("task " + strconv.Quote(id) + " was not started through this gateway by this client")
@@ -97,6 +94,13 @@ func (h *Handler) checkOwner(_ context.Context, c *call) *deny.Denial {
 		if p, ok := h.owned.of("c:" + id); ok && p != c.principal {
 			return refuse("context " + strconv.Quote(id) + " belongs to another client")
 		}
+	}
+	if listMethods[c.msg.Method] {
+		q, d := h.readList(c.principal, c.msg.Method, c.msg.Params)
+		if d != nil {
+			return d
+		}
+		c.list = q
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package a2agw
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -51,7 +50,8 @@ var forwardHeaders = []string{"A2a-Version", "A2a-Extensions", "X-A2a-Extensions
 type call struct {
 	msg       *jsonrpc.Message
 	principal string
-	chain     *Chain // set by the delegation stage
+	chain     *Chain     // set by the delegation stage
+	list      *listQuery // set by the task-owner stage: warden filters this ListTasks
 }
 
 // relay handles one JSON-RPC POST.
@@ -309,24 +309,18 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 		}
 		writeError(w, http.StatusOK, msg.ID, d)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.opts.Upstream, bytes.NewReader(msg.Raw))
-	if err != nil {
-		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Code: jsonrpc.CodeUpstreamUnavailable, Reason: err.Error()}, false)
+	if c.list != nil {
+		h.listTasks(w, r, c)
 		return
 	}
-	req.Header.Set("Content-Type", "application/json")
 	accept := "application/json"
 	if streamMethods[msg.Method] {
 		accept = "text/event-stream, application/json"
 	}
-	req.Header.Set("Accept", accept)
-	for _, k := range forwardHeaders {
-		if v := r.Header.Values(k); len(v) > 0 {
-			req.Header[k] = v
-		}
-	}
-	for k, v := range h.opts.UpstreamHeader {
-		req.Header[k] = v
+	req, err := h.upstreamRequest(ctx, r, msg.Raw, accept)
+	if err != nil {
+		fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleUnreachable, Code: jsonrpc.CodeUpstreamUnavailable, Reason: err.Error()}, false)
+		return
 	}
 	resp, err := h.client.Do(req)
 	if err != nil {
