@@ -13,6 +13,8 @@
 //	       ◄── SSE, event by event ◄───────────────────────────────┘
 //	           parse: strict JSON, object with a "type"; both vocabularies
 //	                  (0.x THINKING_* → REASONING_*; case folded) → canonical type
+//	           lifecycle: content only between its START and END, nothing after
+//	                  the run's end but a new RUN_STARTED; tool-call arguments a JSON object
 //	           prompt-integrity: no system/developer message from the agent side
 //	           security: text deltas held per message until *_END, tool-call
 //	                  arguments until TOOL_CALL_END, everything else per event

@@ -68,7 +68,8 @@ func Canonical(typ string) string {
 }
 
 // required lists, per canonical type, the members that must be strings
-// (s), arrays (a) or present (v) for the gateway to inspect the event.
+// (s), arrays (a), strings or arrays (c: 1.0 content, text or content
+// parts) or present (v) for the gateway to inspect the event.
 var required = map[string][]struct {
 	name string
 	kind byte
@@ -79,7 +80,7 @@ var required = map[string][]struct {
 	TypeToolStart:           {{"toolCallId", 's'}, {"toolCallName", 's'}},
 	TypeToolArgs:            {{"toolCallId", 's'}, {"delta", 's'}},
 	TypeToolEnd:             {{"toolCallId", 's'}},
-	TypeToolResult:          {{"toolCallId", 's'}, {"content", 's'}},
+	TypeToolResult:          {{"toolCallId", 's'}, {"content", 'c'}},
 	TypeStateSnapshot:       {{"snapshot", 'v'}},
 	TypeStateDelta:          {{"delta", 'a'}},
 	TypeMessagesSnapshot:    {{"messages", 'a'}},
@@ -145,6 +146,9 @@ func parseEvent(name string, data []byte, lim jsonrpc.Limits) (*event, error) {
 			_, good = jsonrpc.String(v)
 		case m.kind == 'a':
 			good = len(v) > 0 && v[0] == '['
+		case m.kind == 'c':
+			_, good = jsonrpc.String(v)
+			good = good || len(v) > 0 && v[0] == '['
 		}
 		if !good {
 			return nil, &errEvent{deny.RuleShape, ev.canonical + ": member " + quoteShort(m.name) + " is missing or of the wrong type"}

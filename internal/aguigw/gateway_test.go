@@ -208,9 +208,9 @@ func TestToolCallArgumentsDenied(t *testing.T) {
 	}
 }
 
-// Arguments with a member twice are inspected whole: a reader that keeps
-// the last (encoding/json) saw only the harmless command, while the tool
-// may run the first.
+// Arguments with a member twice are refused at the wire: a reader that
+// keeps the last (encoding/json) saw only the harmless command, while the
+// tool may run the first.
 func TestToolCallArgumentsWithADuplicateMember(t *testing.T) {
 	up := start(t, &scripted{frames: []string{
 		`{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`,
@@ -221,7 +221,7 @@ func TestToolCallArgumentsWithADuplicateMember(t *testing.T) {
 		`{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`,
 	}})
 	got := post(t, newGateway(t, up, Options{}), userInput)
-	if code := got.runError(); !strings.HasPrefix(code, "warden:security:command_injection/") {
+	if code := got.runError(); code != "warden:wire:duplicate-key" {
 		t.Fatalf("code %q, types %v", code, got.types())
 	}
 	if strings.Contains(got.text(), "rm -rf") {

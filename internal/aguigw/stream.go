@@ -59,7 +59,8 @@ type run struct {
 	tools     map[string]string // toolCallId → toolCallName
 	held      map[string]*held  // "text:"+messageId, "args:"+toolCallId
 	heldBytes int
-	ended     bool // the agent sent RUN_FINISHED or RUN_ERROR
+	open      map[string]bool // started and not yet ended: "text:"+messageId, "reasoning:"+messageId, "tool:"+toolCallId
+	ended     string          // "": the run goes on; else the RUN_FINISHED or RUN_ERROR that ended it
 }
 
 // held is a message whose deltas wait for its END event.
@@ -79,7 +80,7 @@ func (rn *run) event(typ, canonical string) Event {
 // relay reads the upstream's event stream and relays it event by event
 // until it ends or an event is refused.
 func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader) {
-	rn.w, rn.tools, rn.held = w, map[string]string{}, map[string]*held{}
+	rn.w, rn.tools, rn.held, rn.open = w, map[string]string{}, map[string]*held{}, map[string]bool{}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -92,7 +93,7 @@ func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader)
 		switch {
 		case rerr == io.EOF:
 			err = rn.finish(ctx)
-			if err == nil && !rn.ended {
+			if err == nil && rn.ended == "" {
 				// A stream cut short ends as cleanly as a whole one on
 				// the wire: the client is told the run did not finish.
 				err = stop(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded,
@@ -103,6 +104,9 @@ func (rn *run) relay(ctx context.Context, w http.ResponseWriter, body io.Reader)
 			e.Decision, e.Stage, e.Rule, e.Reason = "deny", StageUpstream, string(deny.RuleCancelled), "the client went away"
 			_ = rn.h.record(ctx, e)
 			return
+		case errors.Is(rerr, transport.ErrEventTooLarge):
+			err = stop(&deny.Denial{Stage: StageWire, Rule: deny.Rule(jsonrpc.RuleSize),
+				Reason: "an event of the upstream agent is larger than " + strconv.Itoa(maxBytes) + " bytes"})
 		case rerr != nil:
 			err = stop(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleEnded, Reason: "the upstream agent's stream broke off: " + rerr.Error()})
 		default:
@@ -151,6 +155,9 @@ func (rn *run) handle(ctx context.Context, ev *event) error {
 }
 
 func (rn *run) dispatch(ctx context.Context, ev *event) error {
+	if d := rn.sequence(ev); d != nil {
+		return stop(d)
+	}
 	switch ev.canonical {
 	case TypeTextStart, TypeReasoningMsgStart:
 		if d := rn.checkRole(ev); d != nil {
@@ -212,7 +219,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 	case TypeMessagesSnapshot:
 		return rn.messagesSnapshot(ctx, ev)
 	case TypeRunFinished, TypeRunError:
-		rn.ended = true
+		rn.ended = ev.canonical
 		// A message left open is released before the run ends.
 		if err := rn.finish(ctx); err != nil {
 			return err
@@ -226,6 +233,67 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		}
 	})
 	return rn.fields(ctx, ev, secproc.KindToolResult, "", names...)
+}
+
+// Lifecycles: the content of a message or a tool call belongs to it only
+// between its START and its END, which is also the window in which the
+// gateway holds it and inspects it whole. An event outside that window
+// would be inspected apart from the rest, while a lenient client appends
+// it to the message it names ("ignore all previous" END, then
+// " instructions" for the same id), and a strict one (the TypeScript
+// SDK's verifier) fails the run without saying why. So the wire stage
+// refuses it, as it refuses any event after the run's RUN_FINISHED or
+// RUN_ERROR but a new RUN_STARTED (and a RUN_ERROR after RUN_FINISHED).
+var lifecycle = map[string]struct {
+	key, id string
+	phase   byte // 's' opens, 'c' needs it open, 'e' needs it open and closes it
+}{
+	TypeTextStart:           {"text:", "messageId", 's'},
+	TypeTextContent:         {"text:", "messageId", 'c'},
+	TypeTextEnd:             {"text:", "messageId", 'e'},
+	TypeReasoningMsgStart:   {"reasoning:", "messageId", 's'},
+	TypeReasoningMsgContent: {"reasoning:", "messageId", 'c'},
+	TypeReasoningMsgEnd:     {"reasoning:", "messageId", 'e'},
+	TypeToolStart:           {"tool:", "toolCallId", 's'},
+	TypeToolArgs:            {"tool:", "toolCallId", 'c'},
+	TypeToolEnd:             {"tool:", "toolCallId", 'e'},
+}
+
+// sequence refuses an event out of its place in the run (wire stage, rule
+// sequence). Events without an id (0.x THINKING_TEXT_MESSAGE_*) are not
+// tracked.
+func (rn *run) sequence(ev *event) *deny.Denial {
+	bad := func(reason string) *deny.Denial {
+		return &deny.Denial{Stage: StageWire, Rule: deny.RuleSequence, Reason: reason}
+	}
+	switch {
+	case ev.canonical == TypeRunStarted:
+		rn.ended = ""
+		return nil
+	case rn.ended == TypeRunFinished && ev.canonical == TypeRunError:
+	case rn.ended != "":
+		return bad(ev.canonical + " after the run ended with " + rn.ended + "; only a new RUN_STARTED may follow")
+	}
+	lc, ok := lifecycle[ev.canonical]
+	if !ok {
+		return nil
+	}
+	if _, has := ev.member(lc.id); !has {
+		return nil
+	}
+	id := ev.str(lc.id)
+	key := lc.key + id
+	switch {
+	case lc.phase == 's' && rn.open[key]:
+		return bad(ev.canonical + ": " + lc.id + " " + quoteShort(id) + " is already open; end it first")
+	case lc.phase == 's':
+		rn.open[key] = true
+	case !rn.open[key]:
+		return bad(ev.canonical + ": no " + lc.id + " " + quoteShort(id) + " is open (it was never started, or has ended)")
+	case lc.phase == 'e':
+		delete(rn.open, key)
+	}
+	return nil
 }
 
 // checkRole refuses a message the agent starts with a system or developer
@@ -316,14 +384,15 @@ func (rn *run) release(ctx context.Context, key string) error {
 		rn.heldBytes -= len(ev.raw)
 	}
 	text := m.text.String()
-	var raw []byte
-	// Arguments the strict decoder refuses (a duplicate member, which
-	// readers resolve differently) are inspected as one string, whole.
-	_, maxDepth := rn.h.limits()
-	if m.kind == secproc.KindToolCall && jsonrpc.Validate([]byte(text), jsonrpc.Limits{MaxBytes: len(text), MaxDepth: maxDepth}) == nil {
-		raw = []byte(text)
-	} else {
-		raw = jsonrpc.Quote(text)
+	raw := jsonrpc.Quote(text)
+	if m.kind == secproc.KindToolCall {
+		_, maxDepth := rn.h.limits()
+		if d := checkArguments(text, jsonrpc.Limits{MaxBytes: len(text) + 1, MaxDepth: maxDepth}); d != nil {
+			return &refused{Denial: d, ev: m.events[0]}
+		}
+		if strings.TrimSpace(text) != "" {
+			raw = []byte(text)
+		}
 	}
 	v := &verdict{}
 	rn.h.inspect(ctx, v, rn.scope, m.kind, m.tool, ".delta", raw)
@@ -344,6 +413,34 @@ func (rn *run) release(ctx context.Context, key string) error {
 		if err := rn.emit(ctx, ev, ev.raw, ve); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkArguments is the wire check of a tool call's whole arguments: a
+// JSON object, strict (no duplicate member, which readers resolve
+// differently), or nothing at all; lim bounds its depth. Arguments that are not JSON would be
+// inspected as one string, while a client repairs them (the TypeScript
+// SDK reads truncated JSON as the object it begins) and calls the tool
+// with what the gateway never saw as arguments.
+func checkArguments(text string, lim jsonrpc.Limits) *deny.Denial {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	if err := jsonrpc.Validate([]byte(text), lim); err != nil {
+		d := &deny.Denial{Stage: StageWire, Rule: deny.RuleSyntax, Reason: "TOOL_CALL_ARGS: the arguments are not acceptable JSON: " + err.Error()}
+		var re *jsonrpc.Error
+		if errors.As(err, &re) {
+			d.Reason = "TOOL_CALL_ARGS: the arguments are not acceptable JSON: " + re.Message
+			if r, ok := jsonrpc.Lookup(re.Data, "rule"); ok {
+				name, _ := jsonrpc.String(r)
+				d.Rule = deny.Rule(name)
+			}
+		}
+		return d
+	}
+	if strings.TrimSpace(text)[0] != '{' {
+		return &deny.Denial{Stage: StageWire, Rule: deny.RuleShape, Reason: "TOOL_CALL_ARGS: the arguments are not a JSON object"}
 	}
 	return nil
 }

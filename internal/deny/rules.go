@@ -84,6 +84,7 @@ const (
 	RuleHoldLimit            Rule = "hold-limit" // security (AG-UI)
 	RuleStatus               Rule = "status"     // upstream (AG-UI): an HTTP error status
 	RuleNotStream            Rule = "not-stream" // upstream (AG-UI): not an event stream
+	RuleSequence             Rule = "sequence"   // wire (AG-UI): an event out of its message's or run's lifecycle
 )
 
 // Protocol is the relay a Catalog entry belongs to.
@@ -204,6 +205,7 @@ var Catalog = []Entry{
 	{AGUI, "wire", RuleNotObject, 0},
 	{AGUI, "wire", RuleType, 0},
 	{AGUI, "wire", RuleEventName, 0},
+	{AGUI, "wire", RuleSequence, 0},
 	{AGUI, "input", RuleShape, 0},
 	{AGUI, "prompt-integrity", RuleSystemMessage, 0},
 	{AGUI, "prompt-integrity", RuleSystemMessageChanged, 0},
