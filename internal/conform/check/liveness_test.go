@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,51 +40,65 @@ func pack(p *Program, vals []int) []uint64 {
 	return k
 }
 
-// checkLasso requires the trace to be a lasso of real steps: each step is
-// its transition fired from the step before, and the closing action fired
-// from the last state gives the cycle's first state (or, for a stutter,
-// nothing is enabled in it); the property's premise holds somewhere and its
-// goal nowhere from there on.
+// checkLasso requires the trace to be a lasso of real steps (lassoError).
 func checkLasso(t *testing.T, p *Program, r *Result) {
 	t.Helper()
+	if err := lassoError(p, r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lassoError says why r's trace is not a lasso of real steps, or is nil:
+// each step must be its transition fired from the step before, and the
+// closing action fired from the last state must give the cycle's first
+// state (or, for a stutter, nothing is enabled in it); the property's
+// premise must hold at some step after which (cycle included) its goal
+// never does.
+func lassoError(p *Program, r *Result) error {
 	tr := r.Trace
 	if tr == nil || tr.Cycle == nil {
-		t.Fatalf("%s: %s without a lasso", r.Property, r.Status)
+		return fmt.Errorf("%s: %s without a lasso", r.Property, r.Status)
 	}
 	if tr.Cycle.Start < 0 || tr.Cycle.Start >= len(tr.Steps) {
-		t.Fatalf("cycle starts at %d of %d steps", tr.Cycle.Start, len(tr.Steps))
+		return fmt.Errorf("cycle starts at %d of %d steps", tr.Cycle.Start, len(tr.Steps))
 	}
 	out := make([]uint64, p.words)
 	for i := 1; i < len(tr.Steps); i++ {
 		if !p.trans[tr.Steps[i].Action].fire(pack(p, tr.Steps[i-1].Values), out) || !slices.Equal(out, pack(p, tr.Steps[i].Values)) {
-			t.Fatalf("step %d (%s) does not follow from step %d", i, p.model.Transitions[tr.Steps[i].Action].ID, i-1)
+			return fmt.Errorf("step %d (%s) does not follow from step %d", i, p.model.Transitions[tr.Steps[i].Action].ID, i-1)
 		}
 	}
 	last := pack(p, tr.Steps[len(tr.Steps)-1].Values)
 	if tr.Cycle.Action < 0 {
 		for ti := range p.trans {
 			if p.trans[ti].fire(last, out) {
-				t.Fatalf("the cycle stutters in a state where %s is enabled", p.model.Transitions[ti].ID)
+				return fmt.Errorf("the cycle stutters in a state where %s is enabled", p.model.Transitions[ti].ID)
 			}
 		}
 	} else if !p.trans[tr.Cycle.Action].fire(last, out) || !slices.Equal(out, pack(p, tr.Steps[tr.Cycle.Start].Values)) {
-		t.Fatalf("closing action %s does not lead from the last state back to step %d", p.model.Transitions[tr.Cycle.Action].ID, tr.Cycle.Start)
+		return fmt.Errorf("closing action %s does not lead from the last state back to step %d", p.model.Transitions[tr.Cycle.Action].ID, tr.Cycle.Start)
 	}
+	// Some state where the premise holds must be followed by none where
+	// the goal does, the cycle's states included.
 	pr, _ := p.model.Property(r.Property)
 	from, to := p.compile(pr.From), p.compile(pr.To)
-	premise := -1
+	lastGoal, premise := -1, -1
 	for i, s := range tr.Steps {
 		k := pack(p, s.Values)
-		if premise < 0 && from(k) != 0 {
+		if to(k) != 0 {
+			lastGoal, premise = i, -1
+		}
+		if premise < 0 && from(k) != 0 && to(k) == 0 {
 			premise = i
 		}
-		if premise >= 0 && to(k) != 0 {
-			t.Fatalf("the goal %s holds at step %d, after the premise at step %d", pr.To, i, premise)
-		}
 	}
-	if premise < 0 || premise > tr.Cycle.Start {
-		t.Fatalf("the premise %s holds first at step %d, not before the cycle at %d", pr.From, premise, tr.Cycle.Start)
+	if lastGoal >= tr.Cycle.Start {
+		return fmt.Errorf("the goal %s holds at step %d, in the cycle from step %d", pr.To, lastGoal, tr.Cycle.Start)
 	}
+	if premise < 0 {
+		return fmt.Errorf("the premise %s holds at no step after the goal's last (step %d)", pr.From, lastGoal)
+	}
+	return nil
 }
 
 // Every held call is eventually decided or expires under weak fairness;
