@@ -402,7 +402,8 @@ func (s *scene) header() {
 	fmt.Fprintf(w, "            a fake ledger, and get_env, which leaks its environment on purpose)\n")
 	fmt.Fprintf(w, "  listener  %s  (loopback only; Host and Origin checked; at most %d sessions per principal)\n", s.url, sessionsPerPrincipal)
 	fmt.Fprintf(w, "  upstream  billing: a second MCP server whose pay tool will change its description (a rug pull)\n")
-	fmt.Fprintf(w, "  agent     booker: an a2a-go agent at %s (A2A 1.0), reached by alice's planner\n", s.a2aURL)
+	fmt.Fprintf(w, "  agent     booker: an a2a-go agent at %s (A2A 1.0), reached by alice's planner;\n", s.a2aURL)
+	fmt.Fprintf(w, "            its clients authenticate with API keys (gateway.auth): alice's, and bob's\n")
 	// Each MCP upstream's pipeline as the gateway runs it (its stages in
 	// StageTable's order), after the strict decoder; every message of all
 	// three is audited.

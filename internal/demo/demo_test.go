@@ -50,13 +50,16 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 		"transfer_funds sent as a notification (no id: nothing to answer, a server may still run it)":         "refused wire (request-as-notification)",
 		"a token for exactly this transfer, approved for upstream billing":                                    "refused zero-trust (INV-1)",
 		"that fresh token with exactly its arguments, after bob revoked it (warden token revoke --jti)":       "refused zero-trust (revoked)",
-		`tools/call Get_Env {}`:                                                                            "refused tool-policy (tool-name-variant)",
-		`a request nested 100 levels deep`:                                                                 "refused wire (depth)",
-		`a POST from a web page at http://evil.example (DNS rebinding)`:                                    "refused listener (host)",
-		"alice opens sessions until warden refuses one (max_sessions_per_principal: 8)":                    "refused listener (principal-session-limit)",
-		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":        "relayed ",
-		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":           "refused delegation (INV-7)",
-		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)": "refused taint (into-delegation)",
+		`tools/call Get_Env {}`:                                                                             "refused tool-policy (tool-name-variant)",
+		`a request nested 100 levels deep`:                                                                  "refused wire (depth)",
+		`a POST from a web page at http://evil.example (DNS rebinding)`:                                     "refused listener (host)",
+		"alice opens sessions until warden refuses one (max_sessions_per_principal: 8)":                     "refused listener (principal-session-limit)",
+		"a tools/call in a session warden never issued (Mcp-Session-Id: s-made-up-0001)":                    "refused listener (unknown-session)",
+		"A2A: alice → planner → booker, the planner passes on calendar:write of alice's calendar:*":         "relayed ",
+		"A2A: alice reads her booking's task by its id (GetTask)":                                           "relayed ",
+		"A2A: bob, another client of the gateway (his own API key), asks booker for alice's task by its id": "refused task-owner (task-owner)",
+		"A2A: the planner widens the delegation to calendar:write and mail:send (amplification)":            "refused delegation (INV-7)",
+		"A2A: alice's agent copies the note's request into a message to booker (a cross-protocol cascade)":  "refused taint (into-delegation)",
 	} {
 		if got := by[action]; got != want {
 			t.Errorf("%s: %q, want %q", action, got, want)
@@ -93,7 +96,7 @@ func TestDemoTellsWhatHappened(t *testing.T) {
 	if res.Canary == "" || strings.Contains(out.String(), res.Canary) {
 		t.Errorf("the demo's secret %q appears in its output", res.Canary)
 	}
-	for _, want := range []string{"14 relayed, 24 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
+	for _, want := range []string{"15 relayed, 26 refused.", "[warden: quarantined ", `carries text copied from the answer of MCP server "demo" tool read_file`, "refused by tool-policy", "HTTP 403",
 		"parameters_hash of those arguments: bb4b09fe11ca1829bcb98fda2a658faf5f93c2da07c3b16b40e2d8646c518c9c",
 		"checkpoints signed by its audit key attest it"} {
 		if !strings.Contains(out.String(), want) {

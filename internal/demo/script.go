@@ -128,6 +128,10 @@ func (s *scene) script(ctx context.Context) error {
 			strings.Repeat("[", 100)+strings.Repeat("]", 100)+`}}}`, sid, "")
 	s.raw(ctx, "a POST from a web page at http://evil.example (DNS rebinding)",
 		`{"jsonrpc":"2.0","id":904,"method":"tools/list"}`, sid, "evil.example")
+	// Refused before any session exists, and on record all the same.
+	if err := s.unknownSession(ctx); err != nil {
+		return err
+	}
 
 	s.limits(ctx)
 
