@@ -161,6 +161,7 @@ func numbered(src string) string {
 // moduleNames is what testdata/names.js reports for one module.
 type moduleNames struct {
 	defs, consts, vars, bound, refs map[string]bool
+	declared                        map[string]int // definitions, constants and variables: how often each is declared
 	errors                          []string
 }
 
@@ -187,7 +188,7 @@ func tlaNames(t *testing.T, files []string) map[string]*moduleNames {
 		kind, name, _ := strings.Cut(line, " ")
 		if kind == "file" {
 			cur = &moduleNames{defs: map[string]bool{}, consts: map[string]bool{}, vars: map[string]bool{},
-				bound: map[string]bool{}, refs: map[string]bool{}}
+				bound: map[string]bool{}, refs: map[string]bool{}, declared: map[string]int{}}
 			all[name] = cur
 			continue
 		}
@@ -197,10 +198,13 @@ func tlaNames(t *testing.T, files []string) map[string]*moduleNames {
 		switch kind {
 		case "def":
 			cur.defs[name] = true
+			cur.declared[name]++
 		case "const":
 			cur.consts[name] = true
+			cur.declared[name]++
 		case "var":
 			cur.vars[name] = true
+			cur.declared[name]++
 		case "bound":
 			cur.bound[name] = true
 		case "ref":
@@ -255,47 +259,91 @@ func TestSymmetricModulesParse(t *testing.T) {
 		files = append(files, path)
 		dirs[path] = m
 	}
-	standard := map[string]bool{"Integers": true, "FiniteSets": true, "Cardinality": true}
 	for path, n := range tlaNames(t, files) {
-		m := dirs[path]
-		if len(n.errors) > 0 {
-			t.Errorf("%s: %s does not parse at %v", m.Name, filepath.Base(path), n.errors)
+		checkNames(t, dirs[path], path, n)
+	}
+}
+
+// standardModuleNames are what the modules a printed module extends define
+// under a name (Integers and FiniteSets; their operators are symbols): a
+// module may use them, and must declare nothing, nor bind anything, under
+// them.
+var standardModuleNames = map[string]bool{"Integers": true, "FiniteSets": true, "Int": true, "Nat": true, "Cardinality": true, "IsFiniteSet": true}
+
+// checkNames checks m's module at path, as tree-sitter read it (n), and
+// its TLC configurations: the module parses, declares every identifier it
+// uses (a definition, a constant, a variable, a bound name, or a standard
+// module's), declares no name twice (SANY's "multiply-defined symbol"),
+// binds no name it declares or a standard module defines, and every name
+// each configuration gives is the module's: the specification,
+// invariants, properties and SYMMETRY are definitions, and the
+// configuration assigns exactly the module's constants, each to itself (a
+// model value). An invariant's configuration of a model with symmetric
+// domains names its symmetry set; a leads-to property's never does.
+func checkNames(t *testing.T, m *ir.Model, path string, n *moduleNames) {
+	t.Helper()
+	if len(n.errors) > 0 {
+		src, _ := os.ReadFile(path)
+		t.Errorf("%s: %s does not parse at %v\n%s", m.Name, filepath.Base(path), n.errors, numbered(string(src)))
+	}
+	for ref := range n.refs {
+		if !n.defs[ref] && !n.consts[ref] && !n.vars[ref] && !n.bound[ref] && !standardModuleNames[ref] {
+			t.Errorf("%s: %s uses %s, which it does not declare", m.Name, filepath.Base(path), ref)
 		}
-		for ref := range n.refs {
-			if !n.defs[ref] && !n.consts[ref] && !n.vars[ref] && !n.bound[ref] && !standard[ref] {
-				t.Errorf("%s: %s uses %s, which it does not declare", m.Name, filepath.Base(path), ref)
-			}
+	}
+	for name, count := range n.declared {
+		if count > 1 {
+			t.Errorf("%s: %s declares %s %d times", m.Name, filepath.Base(path), name, count)
 		}
-		symmetric := len(m.SymmetricDomains()) > 0
-		if got := len(n.consts) > 0; got != symmetric {
-			t.Errorf("%s: constants %v, symmetric domains %v", m.Name, n.consts, symmetric)
+		if standardModuleNames[name] {
+			t.Errorf("%s: %s declares %s, which a standard module it extends defines", m.Name, filepath.Base(path), name)
 		}
-		for _, p := range m.Properties {
-			cfg, err := os.ReadFile(filepath.Join(filepath.Dir(path), ConfigName(p.ID)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			assigned := map[string]bool{}
-			symmetry := false
-			for _, mm := range cfgRe.FindAllStringSubmatch(string(cfg), -1) {
-				switch {
-				case mm[3] != "":
-					if mm[3] != mm[4] || !n.consts[mm[3]] {
-						t.Errorf("%s %s: %q is not a constant of the module assigned itself", m.Name, p.ID, strings.TrimSpace(mm[0]))
-					}
-					assigned[mm[3]] = true
-				case !n.defs[mm[2]]:
-					t.Errorf("%s %s: %s %s is not defined in the module", m.Name, p.ID, mm[1], mm[2])
-				case mm[1] == "SYMMETRY":
-					symmetry = true
+	}
+	for name := range n.bound {
+		if n.declared[name] > 0 || standardModuleNames[name] {
+			t.Errorf("%s: %s binds %s, a name it declares or extends", m.Name, filepath.Base(path), name)
+		}
+	}
+	symmetric := len(m.SymmetricDomains()) > 0
+	if got := len(n.consts) > 0; got != symmetric {
+		t.Errorf("%s: constants %v, symmetric domains %v", m.Name, n.consts, symmetric)
+	}
+	checks := map[string]string{} // the definition a configuration checks → its property
+	for _, p := range m.Properties {
+		cfg, err := os.ReadFile(filepath.Join(filepath.Dir(path), ConfigName(p.ID)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		assigned := map[string]bool{}
+		symmetry, checked := false, ""
+		for _, mm := range cfgRe.FindAllStringSubmatch(string(cfg), -1) {
+			switch {
+			case mm[3] != "":
+				if mm[3] != mm[4] || !n.consts[mm[3]] {
+					t.Errorf("%s %s: %q is not a constant of the module assigned itself", m.Name, p.ID, strings.TrimSpace(mm[0]))
 				}
+				assigned[mm[3]] = true
+			case !n.defs[mm[2]]:
+				t.Errorf("%s %s: %s %s is not defined in the module", m.Name, p.ID, mm[1], mm[2])
+			case mm[1] == "SYMMETRY":
+				symmetry = true
+			case mm[1] == "INVARIANT" && mm[2] == "TypeOK":
+			case mm[1] == "INVARIANT" || mm[1] == "PROPERTY":
+				if checked != "" {
+					t.Errorf("%s %s: the configuration checks %s and %s", m.Name, p.ID, checked, mm[2])
+				}
+				checked = mm[2]
 			}
-			if len(assigned) != len(n.consts) {
-				t.Errorf("%s %s: the configuration assigns %v of the constants %v", m.Name, p.ID, assigned, n.consts)
-			}
-			if want := symmetric && p.Kind == ir.Invariant; symmetry != want {
-				t.Errorf("%s %s (%s): SYMMETRY %v, want %v:\n%s", m.Name, p.ID, p.Kind, symmetry, want, cfg)
-			}
+		}
+		if other, ok := checks[checked]; ok || checked == "" {
+			t.Errorf("%s %s: the configuration checks %q, as that of %q does:\n%s", m.Name, p.ID, checked, other, cfg)
+		}
+		checks[checked] = p.ID
+		if len(assigned) != len(n.consts) {
+			t.Errorf("%s %s: the configuration assigns %v of the constants %v", m.Name, p.ID, assigned, n.consts)
+		}
+		if want := symmetric && p.Kind == ir.Invariant; symmetry != want {
+			t.Errorf("%s %s (%s): SYMMETRY %v, want %v:\n%s", m.Name, p.ID, p.Kind, symmetry, want, cfg)
 		}
 	}
 }

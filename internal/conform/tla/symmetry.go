@@ -50,35 +50,13 @@ type symDomain struct {
 	typ   ir.Type
 }
 
-// newSymmetry names m's symmetric domains; nil when it has none.
-func newSymmetry(m *ir.Model, names ir.Names) *symmetry {
+// newSymmetry names m's symmetric domains, each name claimed unique
+// against every name the module declares or binds (names.go); nil when it
+// has none.
+func newSymmetry(m *ir.Model, unique func(string) string) *symmetry {
 	doms := m.SymmetricDomains()
 	if len(doms) == 0 {
 		return nil
-	}
-	used := map[string]bool{}
-	for _, list := range [][]string{names.Vars, names.Arrays, names.Transitions, names.Properties} {
-		for _, n := range list {
-			used[n] = true
-		}
-	}
-	for _, n := range []string{"Init", "Next", "NextNoAdversary", "Spec", "SpecNoAdversary", "TypeOK", "vars",
-		"Fairness", "FairnessNoAdversary", "FairSpec", "FairSpecNoAdversary", "ProgressSpec", "ProgressSpecNoAdversary",
-		"Cardinality", "IsFiniteSet", "Int", "Nat"} {
-		used[n] = true
-	}
-	for _, n := range boundNames(m) {
-		used[n] = true
-	}
-	for d := 1; d <= maxIndexDims(m); d++ {
-		used[fmt.Sprintf("i%d", d)] = true // arrayInit's binders
-	}
-	unique := func(s string) string {
-		for used[s] {
-			s += "_"
-		}
-		used[s] = true
-		return s
 	}
 	s := &symmetry{}
 	for _, d := range doms {
@@ -118,17 +96,6 @@ func identPart(s string) string {
 		}
 	}
 	return b.String()
-}
-
-// boundNames are the names m's quantifiers bind, as printed.
-func boundNames(m *ir.Model) []string {
-	var out []string
-	eachExpr(m, func(x *ir.Expr) {
-		if x.Op == ir.OpForall || x.Op == ir.OpExists {
-			out = append(out, ir.Ident(x.Name))
-		}
-	})
-	return out
 }
 
 func maxIndexDims(m *ir.Model) int {

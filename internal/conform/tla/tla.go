@@ -61,8 +61,8 @@ func ConfigName(property string) string { return "MC_" + property + ".cfg" }
 
 // Emit writes m as a TLA+ module to w.
 func Emit(w io.Writer, m *ir.Model) error {
-	names := m.PrintNames()
-	e := &emitter{m: m, names: names, sym: newSymmetry(m, names)}
+	names := newNames(m)
+	e := &emitter{m: m, names: names, sym: names.sym}
 	var b strings.Builder
 	name := ModuleName(m)
 	header := "---- MODULE " + name + " ----"
@@ -180,7 +180,13 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 	if _, ok := m.Property(property); !ok {
 		return "", fmt.Errorf("model %s has no property %q", m.Name, property)
 	}
-	printed := ir.Ident(property)
+	names := newNames(m)
+	var printed string
+	for i, p := range m.Properties {
+		if p.ID == property {
+			printed = names.Properties[i]
+		}
+	}
 	spec, check := "Spec", "INVARIANT"
 	pr, _ := m.Property(property)
 	if pr.Kind == ir.LeadsTo {
@@ -194,8 +200,8 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\\* TLC configuration for %s in %s (module %s)\nSPECIFICATION %s\n", property, m.Name, ModuleName(m), spec)
-	if sym := newSymmetry(m, m.PrintNames()); sym != nil {
-		sym.writeConfig(&b, pr.Kind == ir.LeadsTo)
+	if names.sym != nil {
+		names.sym.writeConfig(&b, pr.Kind == ir.LeadsTo)
 	}
 	fmt.Fprintf(&b, "INVARIANT TypeOK\n%s %s\nCHECK_DEADLOCK FALSE\n", check, printed)
 	return b.String(), nil
@@ -203,7 +209,7 @@ func Config(m *ir.Model, property string, noAdversary bool) (string, error) {
 
 type emitter struct {
 	m     *ir.Model
-	names ir.Names
+	names *names
 	sym   *symmetry // nil without symmetric domains
 }
 
@@ -317,12 +323,12 @@ func (e *emitter) arrayInit(a *ir.Array, dim, first, n int) string {
 	for c := first; c < first+n; c++ {
 		same = same && e.m.Vars[c].Init == e.m.Vars[first].Init
 	}
-	x := fmt.Sprintf("i%d", dim+1)
+	x := e.names.binders[dim]
 	dom := e.domain(a.Index[dim])
 	if same {
 		v := e.constant(a.Elem, e.m.Vars[first].Init)
 		for d := len(a.Index) - 1; d >= dim; d-- {
-			v = fmt.Sprintf("[i%d \\in %s |-> %s]", d+1, e.domain(a.Index[d]), v)
+			v = fmt.Sprintf("[%s \\in %s |-> %s]", e.names.binders[d], e.domain(a.Index[d]), v)
 		}
 		return v
 	}
@@ -422,7 +428,7 @@ func (e *emitter) expr(x *ir.Expr) string {
 		}
 		return e.names.Vars[x.Var]
 	case ir.OpBound:
-		return ir.Ident(x.Name)
+		return e.names.bound[x.Name]
 	case ir.OpIndex:
 		s := e.names.Arrays[x.Var]
 		for _, a := range x.Args {
@@ -442,7 +448,7 @@ func (e *emitter) expr(x *ir.Expr) string {
 		if x.Op == ir.OpExists {
 			q = "\\E"
 		}
-		return fmt.Sprintf("(%s %s \\in %s : %s)", q, ir.Ident(x.Name), e.domain(x.Dom.Type), e.expr(x.Args[0]))
+		return fmt.Sprintf("(%s %s \\in %s : %s)", q, e.names.bound[x.Name], e.domain(x.Dom.Type), e.expr(x.Args[0]))
 	case ir.OpNot:
 		return "(~" + e.expr(x.Args[0]) + ")"
 	case ir.OpNeg:
