@@ -16,6 +16,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 )
 
 // a2aOracle is what the a2a-go agent did: the tasks its executor started,
@@ -25,6 +26,15 @@ type a2aOracle struct {
 	executed  []string // "TASK-ID text"
 	cancelled []string // task ids
 	bodies    []string // every JSON-RPC body the agent's endpoint received
+	rest      []string // every request its REST binding received ("GET /tasks")
+	url       string   // its JSON-RPC endpoint, to ask it directly
+}
+
+// restReceived returns the requests the agent's REST binding received.
+func (o *a2aOracle) restReceived() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.rest...)
 }
 
 func (o *a2aOracle) snapshot() (executed, cancelled []string) {
@@ -80,13 +90,26 @@ func (a heldAgent) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Se
 	}
 }
 
-// startA2AAgent serves the a2a-go agent's JSON-RPC handler at /a2a and an
-// unsigned 1.0 card on 127.0.0.1.
+// startA2AAgent serves the a2a-go agent's JSON-RPC handler at /a2a, its
+// REST handler at /rest and an unsigned 1.0 card naming both, on
+// 127.0.0.1. Its task store takes every caller for one user, "warden": the
+// agent authenticates the gateway, which calls it with its own identity, so
+// it lists every task to it.
 func startA2AAgent(t *testing.T, o *a2aOracle) string {
 	t.Helper()
 	done := make(chan struct{})
 	mux := http.NewServeMux()
-	rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(heldAgent{o: o, done: done}))
+	store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{
+		Authenticator: func(context.Context) (string, error) { return "warden", nil }})
+	handler := a2asrv.NewHandler(heldAgent{o: o, done: done}, a2asrv.WithTaskStore(store))
+	rpc := a2asrv.NewJSONRPCHandler(handler)
+	rest := http.StripPrefix("/rest", a2asrv.NewRESTHandler(handler))
+	mux.HandleFunc("/rest/", func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		o.rest = append(o.rest, r.Method+" "+r.URL.Path)
+		o.mu.Unlock()
+		rest.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/a2a", func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		o.mu.Lock()
@@ -99,9 +122,10 @@ func startA2AAgent(t *testing.T, o *a2aOracle) string {
 	t.Cleanup(func() { close(done); srv.Close() })
 	card, err := json.Marshal(&a2a.AgentCard{
 		Name: "held", Description: "holds each task", Version: "1.0.0",
-		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC)},
-		Capabilities:        a2a.AgentCapabilities{Streaming: true},
-		DefaultInputModes:   []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
+		SupportedInterfaces: []*a2a.AgentInterface{a2a.NewAgentInterface(srv.URL+"/a2a", a2a.TransportProtocolJSONRPC),
+			a2a.NewAgentInterface(srv.URL+"/rest", a2a.TransportProtocolHTTPJSON)},
+		Capabilities:      a2a.AgentCapabilities{Streaming: true},
+		DefaultInputModes: []string{"text/plain"}, DefaultOutputModes: []string{"text/plain"},
 		Skills: []a2a.AgentSkill{{ID: "hold", Name: "hold", Description: "hold", Tags: []string{"hold"}}},
 	})
 	if err != nil {
@@ -125,6 +149,7 @@ func startA2A(t *testing.T) (*a2aOracle, *gateway, func(*http.Client, string) ra
 	build(t)
 	o := &a2aOracle{}
 	agentURL := startA2AAgent(t, o)
+	o.url = agentURL
 	up := upstreams[0].make(t) // the MCP upstream the configuration needs
 	g := startGatewayWith(t, up, authYAML(principalKeys)+"  a2a:\n    - {name: held, url: "+yamlString(agentURL)+"}\n")
 	a2aURL := strings.TrimSuffix(g.url, "/mcp") + "/a2a/held"
