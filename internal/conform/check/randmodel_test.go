@@ -74,6 +74,17 @@ func genModel(seed int64) randModel {
 	if g.sym {
 		g.has["who"] = false // one element: not symmetric
 	}
+	// Drawn apart, so that adding them left the other models as they were:
+	// four agents, and a pad of 48 cells (more than 512 bits of state).
+	extra := rand.New(rand.NewSource(^seed))
+	if extra.Intn(6) == 0 {
+		g.n = 4
+		defines["AGENTS"] = 4
+	}
+	slots := 8
+	if extra.Intn(3) == 0 {
+		slots = 48
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "ir_version: 1\nmodel: random-%d\nprotocol: MCP\n", seed)
@@ -81,7 +92,7 @@ func genModel(seed int64) randModel {
 	b.WriteString("domains:\n")
 	fmt.Fprintf(&b, "  - {name: Agent, type: int, min: 1, max: AGENTS, symmetric: %v}\n", g.sym)
 	b.WriteString("  - {name: Phase, type: enum, values: [idle, busy, done]}\n")
-	b.WriteString("  - {name: Slot, type: int, min: 1, max: 8}\n")
+	fmt.Fprintf(&b, "  - {name: Slot, type: int, min: 1, max: %d}\n", slots)
 	if g.colors {
 		fmt.Fprintf(&b, "  - {name: Color, type: enum, values: [red, blue, green], symmetric: %v}\n", g.sym)
 	}
@@ -124,7 +135,8 @@ func genModel(seed int64) randModel {
 		b.WriteString("  - {name: calls, type: \"i: Agent -> {state: enum [none, held], by: Agent}\", init: {by: i}}\n")
 	}
 	if g.has["pad"] {
-		// 8 cells of 12 bits: with the rest, more than 128 bits of state.
+		// 8 or 48 cells of 12 bits: with the rest, more than 128 (or 512)
+		// bits of state.
 		fmt.Fprintf(&b, "  - {name: pad, type: \"Slot -> int\", min: 0, max: 4095, init: %d}\n", 1000+r.Intn(3000))
 	}
 	if g.colors {

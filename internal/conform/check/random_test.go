@@ -111,6 +111,7 @@ func randomBudget(t *testing.T, count int, budget time.Duration) (int, time.Dura
 type tally struct {
 	mu                         sync.Mutex
 	models, symmetric, wide    int
+	wider                      int // past 512 bits
 	invHolds, invViolated      int
 	liveHolds, liveViolated    int
 	defines                    int
@@ -125,9 +126,9 @@ func (ty *tally) add(f func(*tally)) {
 }
 
 func (ty *tally) String() string {
-	return fmt.Sprintf("%d models (%d symmetric, %d wider than 128 bits, %d with -D; %d states at most, %d in all): "+
+	return fmt.Sprintf("%d models (%d symmetric, %d wider than 128 bits, %d than 512, %d with -D; %d states at most, %d in all): "+
 		"invariants %d hold, %d violated; leads-to %d hold, %d violated",
-		ty.models, ty.symmetric, ty.wide, ty.defines, ty.maxStates, ty.sumStates,
+		ty.models, ty.symmetric, ty.wide, ty.wider, ty.defines, ty.maxStates, ty.sumStates,
 		ty.invHolds, ty.invViolated, ty.liveHolds, ty.liveViolated)
 }
 
@@ -151,6 +152,9 @@ func (ty *tally) model(c compiled) {
 		}
 		if c.m.StateBits() > 128 {
 			ty.wide++
+		}
+		if c.m.StateBits() > 512 {
+			ty.wider++
 		}
 		if c.defines != nil {
 			ty.defines++
@@ -264,13 +268,14 @@ func TestRandomModelsAgreeWithThemselves(t *testing.T) {
 		ty.model(c)
 		where := fmt.Sprintf("seed %d (-D %v)", c.seed, c.defines)
 		var reduced *check.Program
+		orbits := 0
 		if c.symmetric {
 			var note string
 			if reduced, note = c.p.Reduced(); reduced == c.p {
 				t.Errorf("%s: not reduced: %s", where, note)
 				return
 			}
-			orbits := bruteForceOrbits(c.m, check.ReachableValues(c.p))
+			orbits = bruteForceOrbits(c.m, check.ReachableValues(c.p))
 			rr, err := check.Check(ctx, reduced, "", check.Options{})
 			if err != nil || rr.Status != check.Holds || rr.States != orbits {
 				t.Errorf("%s: the reduced search stored %d states (%s, %v); brute force counts %d orbits of %d states\n%s",
@@ -295,56 +300,94 @@ func TestRandomModelsAgreeWithThemselves(t *testing.T) {
 				}
 			}
 			if pr.Kind == ir.LeadsTo {
+				// Checked unreduced even on a reduced program (Verify):
+				// the verdict must not change.
+				if reduced != nil {
+					got, err := check.Verify(ctx, reduced, pr.ID, check.Options{})
+					if err != nil {
+						t.Errorf("%s %s: with symmetry: %v", where, pr.ID, err)
+					} else if got.Status != want.Status {
+						t.Errorf("%s %s: with symmetry %s, without %s", where, pr.ID, got.Status, want.Status)
+					}
+				}
 				continue
 			}
-			others := []struct {
-				name string
-				p    *check.Program
-				o    check.Options
-			}{
-				{"2 workers", c.p, check.Options{Workers: 2}},
-				{"hashcompact", c.p, check.Options{Store: check.StoreHashCompact}},
-				{"bitstate", c.p, check.Options{Store: check.StoreBitstate, BitstateLog2: 26}},
+			selfAgree(t, where, c, reduced, orbits, pr.ID, want, false)
+			// As the command checks first: without the adversary.
+			w, err := check.Verify(ctx, c.p, pr.ID, check.Options{Workers: 1, NoAdversary: true})
+			if err != nil {
+				t.Errorf("%s %s: %v", where, pr.ID, err)
+				continue
 			}
-			if reduced != nil {
-				others = append(others, struct {
-					name string
-					p    *check.Program
-					o    check.Options
-				}{"symmetry", reduced, check.Options{}})
-			}
-			for _, o := range others {
-				got, err := check.Verify(ctx, o.p, pr.ID, o.o)
-				if err != nil {
-					t.Errorf("%s %s %s: %v", where, pr.ID, o.name, err)
-					continue
-				}
-				if got.Status != want.Status {
-					t.Errorf("%s %s: %s says %s, the exact search %s\n%s", where, pr.ID, o.name, got.Status, want.Status, c.src)
-					continue
-				}
-				if want.Status == check.Holds {
-					if o.name != "symmetry" && got.States != want.States {
-						t.Errorf("%s %s: %s stored %d states, the exact search %d", where, pr.ID, o.name, got.States, want.States)
-					}
-					continue
-				}
-				if got.Trace.Len() != want.Trace.Len() {
-					t.Errorf("%s %s: %s's counterexample has %d steps, the exact search's %d", where, pr.ID, o.name, got.Trace.Len(), want.Trace.Len())
-				}
-				if o.name == "2 workers" && !slices.Equal(got.Trace.Actions(), want.Trace.Actions()) {
-					t.Errorf("%s %s: 2 workers' counterexample %v, one worker's %v", where, pr.ID, got.Trace.Actions(), want.Trace.Actions())
-				}
-				if err := c.p.Replays(got.Trace); err != nil {
-					t.Errorf("%s %s: %s's counterexample does not replay on the unreduced model: %v", where, pr.ID, o.name, err)
-				}
-			}
+			selfAgree(t, where, c, reduced, orbits, pr.ID, w, true)
 		}
 	})
 	t.Logf("%d models; %d symmetric ones with %d orbits in all", n, ty.orbitModelsReduced, ty.orbits)
 	ty.floor(t, min(count, 50))
 	if ty.orbitModelsReduced == 0 {
 		t.Error("no symmetric model was compared")
+	}
+}
+
+// selfAgree checks invariant id of c with two workers, hash compaction,
+// bitstate and (given a reduced program) symmetry, alone and with each
+// partial store, with or without the adversary. It requires want's
+// verdict and counterexample length (want is the exact one-worker
+// search's result), want's state count (the orbits for a reduced search
+// with the adversary), and counterexamples that replay on the unreduced
+// model.
+func selfAgree(t *testing.T, where string, c compiled, reduced *check.Program, orbits int, id string, want *check.Result, noAdversary bool) {
+	t.Helper()
+	type variant struct {
+		name string
+		p    *check.Program
+		o    check.Options
+	}
+	others := []variant{
+		{"2 workers", c.p, check.Options{Workers: 2}},
+		{"hashcompact", c.p, check.Options{Store: check.StoreHashCompact}},
+		{"bitstate", c.p, check.Options{Store: check.StoreBitstate, BitstateLog2: 26}},
+	}
+	if reduced != nil {
+		others = append(others, variant{"symmetry", reduced, check.Options{}},
+			variant{"symmetry with hashcompact", reduced, check.Options{Store: check.StoreHashCompact}},
+			variant{"symmetry with bitstate", reduced, check.Options{Store: check.StoreBitstate, BitstateLog2: 26}})
+	}
+	if noAdversary {
+		where += " without the adversary"
+	}
+	for _, o := range others {
+		o.o.NoAdversary = noAdversary
+		got, err := check.Verify(context.Background(), o.p, id, o.o)
+		if err != nil {
+			t.Errorf("%s %s %s: %v", where, id, o.name, err)
+			continue
+		}
+		if got.Status != want.Status {
+			t.Errorf("%s %s: %s says %s, the exact search %s\n%s", where, id, o.name, got.Status, want.Status, c.src)
+			continue
+		}
+		if want.Status == check.Holds {
+			if o.p == c.p && got.States != want.States {
+				t.Errorf("%s %s: %s stored %d states, the exact search %d", where, id, o.name, got.States, want.States)
+			}
+			if o.p == reduced && !noAdversary && got.States != orbits {
+				t.Errorf("%s %s: %s stored %d states, not the %d orbits", where, id, o.name, got.States, orbits)
+			}
+			continue
+		}
+		if got.Trace.Len() != want.Trace.Len() {
+			t.Errorf("%s %s: %s's counterexample has %d steps, the exact search's %d", where, id, o.name, got.Trace.Len(), want.Trace.Len())
+		}
+		if o.name == "2 workers" && !slices.Equal(got.Trace.Actions(), want.Trace.Actions()) {
+			t.Errorf("%s %s: 2 workers' counterexample %v, one worker's %v", where, id, got.Trace.Actions(), want.Trace.Actions())
+		}
+		if err := c.p.Replays(got.Trace); err != nil {
+			t.Errorf("%s %s: %s's counterexample does not replay on the unreduced model: %v", where, id, o.name, err)
+		}
+		if noAdversary && got.Trace.UsesAdversary() {
+			t.Errorf("%s %s: %s's counterexample takes an adversary step %v", where, id, o.name, got.Trace.Actions())
+		}
 	}
 }
 
