@@ -79,6 +79,13 @@ func (h *Handler) readList(principal, method string, params []byte) (*listQuery,
 			}
 			token = s
 		default:
+			if paging := pagingName(name); paging != "" {
+				// The agent's decoder (Go's encoding/json) may take
+				// "PageToken" for pageToken: a client must not slip a
+				// page token of the agent's past warden's.
+				bad = "params." + name + " is a case variant of " + paging
+				return
+			}
 			if len(q.filters) > 0 {
 				q.filters = append(q.filters, ',')
 			}
@@ -100,6 +107,17 @@ func (h *Handler) readList(principal, method string, params []byte) (*listQuery,
 	return q, nil
 }
 
+// pagingName returns the paging member that name is a case variant of,
+// or "".
+func pagingName(name string) string {
+	for _, p := range []string{"pageSize", "pageToken"} {
+		if jsonrpc.Fold(name) == jsonrpc.Fold(p) || jsonrpc.FoldFull(name) == jsonrpc.FoldFull(p) {
+			return p
+		}
+	}
+	return ""
+}
+
 // upstreamParams are the params of warden's own ListTasks to the agent:
 // the client's filters, the largest page, and the agent's token.
 func (q *listQuery) upstreamParams(token string) []byte {
@@ -114,6 +132,18 @@ func (q *listQuery) upstreamParams(token string) []byte {
 		b = append(b, jsonrpc.Quote(token)...)
 	}
 	return append(b, '}')
+}
+
+// request is warden's ListTasks to the agent for the client's msg, decoded
+// strictly as any message is (jsonrpc.NewRequest would panic on a member
+// that folds into pageSize or pageToken, were one to pass readList).
+func (q *listQuery) request(msg *jsonrpc.Message, token string, lim jsonrpc.Limits) (*jsonrpc.Message, error) {
+	b := append([]byte(`{"jsonrpc":"2.0","id":`), msg.ID.Raw()...)
+	b = append(b, `,"method":`...)
+	b = append(b, jsonrpc.Quote(msg.Method)...)
+	b = append(b, `,"params":`...)
+	b = append(b, q.upstreamParams(token)...)
+	return jsonrpc.Decode(append(b, '}'), lim)
 }
 
 // pageKey returns the key that seals warden's page tokens, made at the
@@ -266,7 +296,12 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 				strconv.Itoa(maxListPages*listPageMax) + " tasks for this request, more than warden filters: narrow it (contextId, status, statusTimestampAfter)"})
 			return
 		}
-		ans, d := h.exchange(ctx, r, jsonrpc.NewRequest(c.msg.ID, c.msg.Method, c.list.upstreamParams(token)))
+		req, err := c.list.request(c.msg, token, h.opts.Limits)
+		if err != nil { // not expected: readList refused what could collide
+			fail(&deny.Denial{Stage: StageOwner, Rule: deny.RuleTaskOwner, Reason: "the listing could not be asked of the agent: " + err.Error()})
+			return
+		}
+		ans, d := h.exchange(ctx, r, req)
 		if d != nil {
 			fail(d)
 			return
