@@ -103,7 +103,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.forward(w, r, &run{h: h, scope: sc, threadID: in.threadID, runID: in.runID,
-		system: systemMessages(in.decoded)}, fwd)
+		system: systemMessages(in.decoded), users: userMessages(in.decoded)}, fwd)
 }
 
 // parseInput is the wire and input stages: strict JSON, then the shape

@@ -35,6 +35,27 @@ func (v *verdict) decision() string {
 	return "allow"
 }
 
+// merge returns v with o's findings, targets and rules added after its
+// own: the verdict recorded for a message inspected in parts.
+func (v *verdict) merge(o *verdict) *verdict {
+	v.findings = append(v.findings, o.findings...)
+	if v.deny == nil {
+		v.deny = o.deny
+	}
+	for p, r := range o.targets {
+		if v.targets == nil {
+			v.targets = map[string]string{}
+		}
+		if _, ok := v.targets[p]; !ok {
+			v.targets[p] = r
+		}
+	}
+	if v.qrule == "" {
+		v.qrule = o.qrule
+	}
+	return v
+}
+
 // scope says whose content is inspected: the upstream, thread and principal.
 type scope struct {
 	session, principal string
@@ -117,6 +138,19 @@ func systemMessages(messages []any) map[string]sysMessage {
 		id, _ := o["id"].(string)
 		if instructionRoles[role] && id != "" {
 			out[id] = sysMessage{role: role, content: encode(o["content"])}
+		}
+	}
+	return out
+}
+
+// userMessages returns the content of the input's user messages by id,
+// re-encoded by encoding/json for comparison.
+func userMessages(messages []any) map[string]string {
+	out := map[string]string{}
+	for _, m := range messages {
+		o, _ := m.(map[string]any)
+		if id, _ := o["id"].(string); o["role"] == "user" && id != "" {
+			out[id] = encode(o["content"])
 		}
 	}
 	return out

@@ -54,6 +54,7 @@ type run struct {
 	scope           scope
 	threadID, runID string
 	system          map[string]sysMessage // the client's system and developer messages, by id
+	users           map[string]string     // the client's user messages' content (encoded), by id
 
 	w         http.ResponseWriter
 	tools     map[string]string // toolCallId → toolCallName
@@ -69,6 +70,7 @@ type held struct {
 	text   strings.Builder
 	kind   secproc.Kind
 	tool   string
+	others verdict // on the events' members other than the delta, already applied to them
 }
 
 // event returns the Event for a message of this run.
@@ -163,7 +165,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		if d := rn.checkRole(ev); d != nil {
 			return stop(d)
 		}
-		return rn.emit(ctx, ev, ev.raw, nil)
+		return rn.fields(ctx, ev, secproc.KindToolResult, "")
 	case TypeTextChunk, TypeReasoningMsgChunk:
 		if d := rn.checkRole(ev); d != nil {
 			return stop(d)
@@ -171,7 +173,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta")
 	case TypeTextContent, TypeReasoningMsgContent:
 		if id := ev.str("messageId"); id != "" {
-			return rn.hold(ev, "text:"+id, ev.str("delta"), secproc.KindToolResult, "")
+			return rn.hold(ctx, ev, "text:"+id, ev.str("delta"), secproc.KindToolResult, "")
 		}
 		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta") // 0.x THINKING_TEXT_MESSAGE_CONTENT has no id
 	case TypeTextEnd, TypeReasoningMsgEnd:
@@ -180,18 +182,18 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 				return err
 			}
 		}
-		return rn.emit(ctx, ev, ev.raw, nil)
+		return rn.fields(ctx, ev, secproc.KindToolResult, "")
 	case TypeToolStart:
 		rn.tools[ev.str("toolCallId")] = ev.str("toolCallName")
-		return rn.emit(ctx, ev, ev.raw, nil)
+		return rn.fields(ctx, ev, secproc.KindToolResult, "")
 	case TypeToolArgs:
 		id := ev.str("toolCallId")
-		return rn.hold(ev, "args:"+id, ev.str("delta"), secproc.KindToolCall, rn.tools[id])
+		return rn.hold(ctx, ev, "args:"+id, ev.str("delta"), secproc.KindToolCall, rn.tools[id])
 	case TypeToolEnd:
 		if err := rn.release(ctx, "args:"+ev.str("toolCallId")); err != nil {
 			return err
 		}
-		return rn.emit(ctx, ev, ev.raw, nil)
+		return rn.fields(ctx, ev, secproc.KindToolResult, "")
 	case TypeToolChunk:
 		tool := ev.str("toolCallName")
 		if tool == "" {
@@ -226,13 +228,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		}
 	}
 	// Every other event, known or not: all its members are untrusted text.
-	var names []string
-	jsonrpc.Members(ev.raw, func(name string, _ []byte) {
-		if name != "type" {
-			names = append(names, name)
-		}
-	})
-	return rn.fields(ctx, ev, secproc.KindToolResult, "", names...)
+	return rn.fields(ctx, ev, secproc.KindToolResult, "")
 }
 
 // Lifecycles: the content of a message or a tool call belongs to it only
@@ -306,16 +302,28 @@ func (rn *run) checkRole(ev *event) *deny.Denial {
 	return nil
 }
 
-// fields inspects the named members of ev and relays it, quarantined if
-// need be.
+// fields inspects the named members of ev as kind, and every other member
+// but "type" as untrusted text (rawEvent, metadata and the like, which
+// the SDK's client keeps), and relays ev, quarantined if need be.
 func (rn *run) fields(ctx context.Context, ev *event, kind secproc.Kind, tool string, names ...string) error {
 	v := &verdict{}
-	for _, n := range names {
-		if raw, ok := ev.member(n); ok {
-			rn.h.inspect(ctx, v, rn.scope, kind, tool, memberPath("", n), raw)
-		}
-	}
+	rn.inspectMembers(ctx, v, ev, "", kind, tool, names...)
 	return rn.decide(ctx, ev, v)
+}
+
+// inspectMembers adds to v the findings on the named members of ev, as
+// kind, and on every other member but "type" and skip (which its caller
+// inspects its own way), as tool results.
+func (rn *run) inspectMembers(ctx context.Context, v *verdict, ev *event, skip string, kind secproc.Kind, tool string, names ...string) {
+	jsonrpc.Members(ev.raw, func(name string, raw []byte) {
+		switch {
+		case name == "type" || name == skip:
+		case slices.Contains(names, name):
+			rn.h.inspect(ctx, v, rn.scope, kind, tool, memberPath("", name), raw)
+		default:
+			rn.h.inspect(ctx, v, rn.scope, secproc.KindToolResult, "", memberPath("", name), raw)
+		}
+	})
 }
 
 // decide relays ev according to v.
@@ -331,8 +339,10 @@ func (rn *run) decide(ctx context.Context, ev *event, v *verdict) error {
 }
 
 // messagesSnapshot checks that no system or developer message is added or
-// changed, and inspects every message that is not the user's or the
-// client's instructions.
+// changed, and inspects every message that is not the client's own: its
+// instructions, and its user messages as it sent them. A user message the
+// agent side adds or rewrites is inspected like tool output: the client
+// keeps it and sends it back as the user's own on the next run.
 func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
 	raw, _ := ev.member("messages")
 	if d := checkInstructions(decodeAny(raw), rn.system, ".messages"); d != nil {
@@ -344,18 +354,22 @@ func (rn *run) messagesSnapshot(ctx context.Context, ev *event) error {
 	}
 	v := &verdict{}
 	for i, m := range msgs {
-		r, _ := jsonrpc.Lookup(m, "role")
-		role, _ := jsonrpc.String(r)
-		if role == "user" || instructionRoles[role] {
+		o, _ := decodeAny(m).(map[string]any)
+		role, _ := o["role"].(string)
+		id, _ := o["id"].(string)
+		if own, ok := rn.users[id]; instructionRoles[role] || role == "user" && ok && own == encode(o["content"]) {
 			continue
 		}
 		rn.h.inspect(ctx, v, rn.scope, secproc.KindToolResult, "", ".messages["+strconv.Itoa(i)+"]", m)
 	}
+	rn.inspectMembers(ctx, v, ev, "messages", secproc.KindToolResult, "")
 	return rn.decide(ctx, ev, v)
 }
 
-// hold keeps ev until the END event of its message (key).
-func (rn *run) hold(ev *event, key, delta string, kind secproc.Kind, tool string) error {
+// hold keeps ev until the END event of its message (key). Its members
+// other than the delta (metadata, rawEvent) are inspected now, on their
+// own, and quarantined in the event that waits.
+func (rn *run) hold(ctx context.Context, ev *event, key, delta string, kind secproc.Kind, tool string) error {
 	if rn.heldBytes+len(ev.raw) > rn.h.maxHeld {
 		return stop(&deny.Denial{Stage: StageSecurity, Rule: deny.RuleHoldLimit,
 			Reason: "more than " + strconv.Itoa(rn.h.maxHeld) + " bytes of deltas wait for their END event; they cannot be inspected whole"})
@@ -364,6 +378,13 @@ func (rn *run) hold(ev *event, key, delta string, kind secproc.Kind, tool string
 	if m == nil {
 		m = &held{kind: kind, tool: tool}
 		rn.held[key] = m
+	}
+	rn.inspectMembers(ctx, &m.others, ev, "delta", secproc.KindToolResult, "")
+	if d := m.others.denial(); d != nil {
+		return &refused{Denial: d, findings: m.others.findings}
+	}
+	if len(m.others.targets) > 0 {
+		ev.raw = quarantine(ev.raw, "", m.others.targets)
 	}
 	m.events = append(m.events, ev)
 	m.text.WriteString(delta)
@@ -403,8 +424,9 @@ func (rn *run) release(ctx context.Context, key string) error {
 		first := m.events[0]
 		marked := Marker(utf8.RuneCountInString(text), v.qrule)
 		out := rewrite(first.raw, "", map[string]string{".delta": v.qrule}, func([]byte, string) []byte { return jsonrpc.Quote(marked) })
-		return rn.emit(ctx, first, out, v)
+		return rn.emit(ctx, first, out, v.merge(&m.others))
 	}
+	v = v.merge(&m.others)
 	for i, ev := range m.events {
 		var ve *verdict
 		if i == len(m.events)-1 {
