@@ -345,8 +345,9 @@ func (s *scene) start(ctx context.Context) (stop func(), err error) {
 		Closers:                 append(closers, replay),
 		Recorder:                records,
 		Metrics:                 records.Metrics,
-		// The demo's one user: every client of its listener is alice, so
-		// that her MCP session and her agents' A2A messages share a scope.
+		// The MCP listener's one user: every client of it is alice, so
+		// that her MCP session and her agents' A2A messages (sent with her
+		// API key, agents.go) share a scope.
 		Authenticate: func(*http.Request) (string, *transport.AuthRefusal) { return "alice", nil },
 		A2A:          map[string]http.Handler{"booker": s.agents.handler},
 	})
