@@ -59,26 +59,33 @@ func TestBudgetNeverHolds(t *testing.T) {
 		}
 		full, _ := check.Check(ctx, c.p, "", check.Options{})
 		where := fmt.Sprintf("seed %d", c.seed)
-		budgets := []struct {
+		type budget struct {
 			flags []string
 			short bool // one short of what the model needs
-		}{
-			{[]string{"--max-states", fmt.Sprint(c.states - 1)}, true},
-			{[]string{"--max-states", fmt.Sprint(c.states)}, false},
+		}
+		noSym := "--symmetry=false"
+		budgets := []budget{
+			{[]string{noSym, "--max-states", fmt.Sprint(c.states - 1)}, true},
+			{[]string{noSym, "--max-states", fmt.Sprint(c.states)}, false},
+			{[]string{noSym, "--store", "hashcompact", "--max-states", fmt.Sprint(c.states - 1)}, true},
 		}
 		if full.Depth > 0 {
 			budgets = append(budgets,
-				struct {
-					flags []string
-					short bool
-				}{[]string{"--max-depth", fmt.Sprint(full.Depth)}, true},
-				struct {
-					flags []string
-					short bool
-				}{[]string{"--max-depth", fmt.Sprint(full.Depth + 1)}, false})
+				budget{[]string{noSym, "--max-depth", fmt.Sprint(full.Depth)}, true},
+				budget{[]string{noSym, "--max-depth", fmt.Sprint(full.Depth + 1)}, false})
+		}
+		if c.symmetric {
+			// Reduced: the invariants need the orbits, the leads-to
+			// properties (checked unreduced) every state.
+			reduced, _ := c.p.Reduced()
+			orbits, _ := check.Check(ctx, reduced, "", check.Options{})
+			budgets = append(budgets, budget{[]string{"--max-states", fmt.Sprint(orbits.States - 1)}, true})
+			if !hasLeadsTo(c.m) {
+				budgets = append(budgets, budget{[]string{"--max-states", fmt.Sprint(orbits.States)}, false})
+			}
 		}
 		for _, b := range budgets {
-			args := slices.Concat([]string{"conform", "check", "--model", file, "--symmetry=false", "--progress=false"}, defs, b.flags)
+			args := slices.Concat([]string{"conform", "check", "--model", file, "--progress=false"}, defs, b.flags)
 			code, out := runWarden(t, bin, args)
 			runs++
 			got := propertyLines(c.m, out)
@@ -152,4 +159,13 @@ func propertyLines(m *ir.Model, out string) map[string]string {
 		}
 	}
 	return got
+}
+
+func hasLeadsTo(m *ir.Model) bool {
+	for _, p := range m.Properties {
+		if p.Kind == ir.LeadsTo {
+			return true
+		}
+	}
+	return false
 }
