@@ -192,10 +192,12 @@ func (h *Handler) openPage(token, principal, method string, filters []byte) (int
 // listFilter keeps principal's tasks from the agent's pages.
 type listFilter struct {
 	principal string
-	owned     *owners
+	owners    *owners
+	from, to  int             // the client's page: the indices of principal's tasks it shows
 	seen      map[string]bool // task ids met on earlier pages
-	kept      [][]byte        // principal's tasks, in the agent's order
-	withheld  int             // entries that are not
+	owned     int             // principal's tasks met so far, in the agent's order
+	shown     [][]byte        // those of them in [from, to), copied: no agent page stays in memory
+	withheld  int             // entries that are not principal's
 }
 
 // page reads one ListTasks result of the agent: it keeps each task whose id
@@ -215,10 +217,10 @@ func (f *listFilter) page(result []byte) (next string, ok bool) {
 	return next, jsonrpc.Elements(tasks, func(task []byte) {
 		id, _ := jsonrpc.String(lookup(task, "id"))
 		ctxID, hasCtx := jsonrpc.String(lookup(task, "contextId"))
-		p, mine := f.owned.of("t:" + id)
+		p, mine := f.owners.of("t:" + id)
 		mine = mine && p == f.principal && id != "" && !f.seen[id]
 		if hasCtx && mine {
-			if p, ok := f.owned.of("c:" + ctxID); ok && p != f.principal {
+			if p, ok := f.owners.of("c:" + ctxID); ok && p != f.principal {
 				mine = false
 			}
 		}
@@ -229,7 +231,10 @@ func (f *listFilter) page(result []byte) (next string, ok bool) {
 			f.withheld++
 			return
 		}
-		f.kept = append(f.kept, task)
+		if f.owned >= f.from && f.owned < f.to {
+			f.shown = append(f.shown, bytes.Clone(task))
+		}
+		f.owned++
 	})
 }
 
@@ -239,22 +244,21 @@ func lookup(v []byte, name string) []byte {
 	return raw
 }
 
-// result is the answer to the client: its page of the kept tasks.
+// result is the answer to the client: its page of its own tasks.
 func (f *listFilter) result(h *Handler, q *listQuery, method string) []byte {
-	off, end := min(q.offset, len(f.kept)), min(q.offset+q.size, len(f.kept))
 	next := ""
-	if end < len(f.kept) {
-		next = h.sealPage(end, f.principal, method, q.filters)
+	if f.to < f.owned {
+		next = h.sealPage(f.to, f.principal, method, q.filters)
 	}
 	b := []byte(`{"tasks":[`)
-	for i, t := range f.kept[off:end] {
+	for i, t := range f.shown {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, t...)
 	}
 	b = append(b, `],"totalSize":`...)
-	b = strconv.AppendInt(b, int64(len(f.kept)), 10)
+	b = strconv.AppendInt(b, int64(f.owned), 10)
 	b = append(b, `,"pageSize":`...)
 	b = strconv.AppendInt(b, int64(q.size), 10)
 	b = append(b, `,"nextPageToken":`...)
@@ -287,7 +291,7 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(ans.Raw)
 	}
-	f := &listFilter{principal: c.principal, owned: &h.owned, seen: map[string]bool{}}
+	f := &listFilter{principal: c.principal, owners: &h.owned, from: c.list.offset, to: c.list.offset + c.list.size, seen: map[string]bool{}}
 	tokens := map[string]bool{}
 	token := ""
 	for pages := 0; ; pages++ {

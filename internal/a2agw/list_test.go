@@ -86,7 +86,7 @@ type listGateway struct {
 	events []Event
 }
 
-func newListGateway(t *testing.T, agent *listAgent, authenticate bool) *listGateway {
+func newListGateway(t testing.TB, agent *listAgent, authenticate bool) *listGateway {
 	t.Helper()
 	srv := httptest.NewServer(agent)
 	t.Cleanup(srv.Close)
@@ -394,5 +394,30 @@ func TestListTasksWithoutAuth(t *testing.T) {
 	defer agent.mu.Unlock()
 	if want := `{"jsonrpc":"2.0","id":7,"method":"ListTasks","params":{"pageSize":2}}`; agent.received[0] != want {
 		t.Errorf("the agent was sent %s, want the client's bytes %s", agent.received[0], want)
+	}
+}
+
+// BenchmarkListTasksFiltered: one client's ListTasks against an agent that
+// lists the most warden filters (maxListPages pages of listPageMax tasks),
+// half of them the client's: the cost of the walk, per client request.
+func BenchmarkListTasksFiltered(b *testing.B) {
+	agent := &listAgent{}
+	g := newListGateway(b, agent, true)
+	for i := range maxListPages * listPageMax {
+		id := "T-" + strconv.Itoa(i)
+		agent.tasks = append(agent.tasks, task(id))
+		g.own(map[bool]string{true: "alice", false: "bob"}[i%2 == 0], id)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		body := `{"jsonrpc":"2.0","id":7,"method":"ListTasks","params":{"pageSize":100}}`
+		req := httptest.NewRequest(http.MethodPost, "/a2a", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Principal", "alice")
+		w := httptest.NewRecorder()
+		g.h.ServeHTTP(w, req)
+		if !strings.Contains(w.Body.String(), `"totalSize":1000`) {
+			b.Fatalf("%.300s", w.Body.String())
+		}
 	}
 }
