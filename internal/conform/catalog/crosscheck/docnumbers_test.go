@@ -1,4 +1,4 @@
-package catalog_test
+package crosscheck_test
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // so a change of a model, of triage or of the catalog that moves a number
 // fails here until the document says the new one.
 func TestPaperComparisonMatchesTheMatrix(t *testing.T) {
-	data, err := os.ReadFile("../../../docs/conform.md")
+	data, err := os.ReadFile("../../../../docs/conform.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package catalog_test
+package crosscheck_test
 
 import (
 	"context"
