@@ -310,8 +310,13 @@ func (h *Handler) listTasks(w http.ResponseWriter, r *http.Request, c *call) {
 			fail(d)
 			return
 		}
-		if ans.Result == nil { // the agent refused the request: its error goes back as it is
+		switch {
+		case ans.Result == nil && pages == 0: // the agent refused the client's filters: its error goes back as it is
 			answer(ans, 0, "")
+			return
+		case ans.Result == nil: // it refused warden's own page token, which the error may quote
+			fail(&deny.Denial{Stage: StageUpstream, Rule: deny.RuleInvalid, Code: jsonrpc.CodeUpstreamInvalid,
+				Reason: "the upstream agent refused to list page " + strconv.Itoa(pages+1) + " of its own " + c.msg.Method})
 			return
 		}
 		next, ok := f.page(ans.Result)

@@ -25,6 +25,7 @@ type listAgent struct {
 	mu       sync.Mutex
 	tasks    []string
 	answer   func(params []byte) string
+	failAt   int      // the position at which it answers an error quoting its token; -1: none
 	received []string // every body it was sent
 }
 
@@ -42,7 +43,7 @@ func (a *listAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a.mu.Lock()
 	a.received = append(a.received, string(msg.Raw))
-	tasks, answer := append([]string(nil), a.tasks...), a.answer
+	tasks, answer, failAt := append([]string(nil), a.tasks...), a.answer, a.failAt
 	a.mu.Unlock()
 	result := ""
 	if answer != nil {
@@ -59,6 +60,11 @@ func (a *listAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				_, _ = w.Write(jsonrpc.EncodeErrorResponse(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "bad page token"}))
 				return
 			}
+		}
+		if off == failAt {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(jsonrpc.EncodeErrorResponse(msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no page at agent-page-" + strconv.Itoa(off)}))
+			return
 		}
 		end, next := min(off+size, len(tasks)), ""
 		if end < len(tasks) {
@@ -91,6 +97,7 @@ func newListGateway(t testing.TB, agent *listAgent, authenticate bool) *listGate
 	srv := httptest.NewServer(agent)
 	t.Cleanup(srv.Close)
 	g := &listGateway{agent: agent}
+	agent.failAt = -1
 	opts := Options{Name: "lister", Upstream: srv.URL + "/a2a", PublicURL: "https://gw.example/a2a",
 		Record: func(_ context.Context, e Event) error {
 			g.mu.Lock()
@@ -364,6 +371,38 @@ func TestListTasksHostileAgent(t *testing.T) {
 			t.Errorf("%s: %s, want the upstream's invalid refusal", c.name, r.raw)
 		}
 	}
+
+	// The agent's error on the first page is the client's to read; on a
+	// later page, it answers warden's request, and may quote the agent's
+	// page token (a2a-go's encodes a task id): it is not relayed.
+	agent.answer = nil
+	for i := range 150 {
+		agent.tasks = append(agent.tasks, task("T-"+strconv.Itoa(i)))
+	}
+	for _, c := range []struct {
+		name    string
+		failAt  int
+		relayed bool
+	}{
+		{"an error on the first page", 0, true},
+		{"an error on the second page", listPageMax, false},
+	} {
+		agent.mu.Lock()
+		agent.failAt = c.failAt
+		agent.mu.Unlock()
+		r := g.list(t, "alice", "ListTasks", `{}`)
+		switch {
+		case r.Error == nil:
+			t.Errorf("%s: %s, want an error", c.name, r.raw)
+		case c.relayed && r.Error.Message != "no page at agent-page-0":
+			t.Errorf("%s: %s, want the agent's error", c.name, r.raw)
+		case !c.relayed && (strings.Contains(r.raw, "agent-page") || r.Error.Data.Stage != StageUpstream):
+			t.Errorf("%s: %s, want warden's upstream refusal, without the agent's token", c.name, r.raw)
+		}
+	}
+	agent.mu.Lock()
+	agent.failAt, agent.tasks = -1, nil
+	agent.mu.Unlock()
 
 	n := 0
 	agent.answer = func([]byte) string { n++; return `{"tasks":[],"nextPageToken":"p` + strconv.Itoa(n) + `"}` }
