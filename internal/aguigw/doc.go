@@ -17,7 +17,8 @@
 //	                  the run's end but a new RUN_STARTED; tool-call arguments a JSON object
 //	           prompt-integrity: no system/developer message from the agent side
 //	           security: text deltas held per message until *_END, tool-call
-//	                  arguments until TOOL_CALL_END, everything else per event
+//	                  arguments until TOOL_CALL_END, chunk streams until they close
+//	                  (chunks.go), every other member and event per event
 //	           Record(event)  ─► write the original bytes (or the quarantined event)
 //	           first denial ⇒ Record, then a RUN_ERROR written by the gateway; the run ends
 //

@@ -71,6 +71,8 @@ type held struct {
 	kind   secproc.Kind
 	tool   string
 	others verdict // on the events' members other than the delta, already applied to them
+	chunk  string  // a chunk stream's kind (text, reasoning, tool); "" for a message
+	id     string  // a chunk stream's messageId or toolCallId
 }
 
 // event returns the Event for a message of this run.
@@ -160,6 +162,11 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 	if d := rn.sequence(ev); d != nil {
 		return stop(d)
 	}
+	if _, isChunk := chunkKinds[ev.canonical]; !isChunk {
+		if err := rn.closeChunks(ctx, ev); err != nil {
+			return err
+		}
+	}
 	switch ev.canonical {
 	case TypeTextStart, TypeReasoningMsgStart:
 		if d := rn.checkRole(ev); d != nil {
@@ -170,7 +177,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		if d := rn.checkRole(ev); d != nil {
 			return stop(d)
 		}
-		return rn.fields(ctx, ev, secproc.KindToolResult, "", "delta")
+		return rn.chunk(ctx, ev)
 	case TypeTextContent, TypeReasoningMsgContent:
 		if id := ev.str("messageId"); id != "" {
 			return rn.hold(ctx, ev, "text:"+id, ev.str("delta"), secproc.KindToolResult, "")
@@ -195,11 +202,7 @@ func (rn *run) dispatch(ctx context.Context, ev *event) error {
 		}
 		return rn.fields(ctx, ev, secproc.KindToolResult, "")
 	case TypeToolChunk:
-		tool := ev.str("toolCallName")
-		if tool == "" {
-			tool = rn.tools[ev.str("toolCallId")]
-		}
-		return rn.fields(ctx, ev, secproc.KindToolCall, tool, "delta")
+		return rn.chunk(ctx, ev)
 	case TypeToolResult:
 		return rn.fields(ctx, ev, secproc.KindToolResult, rn.tools[ev.str("toolCallId")], "content")
 	case TypeStateSnapshot, TypeActivitySnapshot:
