@@ -259,6 +259,20 @@ properties:
   - {id: Q, principle: P3, class: AASM-HARDENING, expr: "card(x) <= 1 || (exists k in Agent: p[k] == ry) || (forall g in Agent, h in Peer: !peer[g][h])"}
   - {id: L, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "exists g in Agent: Symmetry[g]", to: "card(x) == AGENTS"}
   - {id: Ok, principle: P3, class: AASM-HARDENING, expr: "!(a && b && tmp_a && inv_Q && CHECK_Q && act && took && en_1 && live_L && LIVE_L && Cardinality && IsFiniteSet && Pmain && Plive_L && vars_ && M_x && Agent_ && Perms_Agent && p1 && p2 && i1 && i2)"}
+`}, {Name: "comments", YAML: `ir_version: 1
+model: comments
+protocol: "MCP\nVARIABLES injected */ (* \\* -----"
+variables:
+  - {name: x, type: bool, doc: "a doc */ that\nspans lines (* and ends a comment *)"}
+transitions:
+  - id: T
+    kind: Environment
+    assumption: "*/ x = 1 /*"
+    trigger: "a trigger\n==== *) */"
+    source_refs: ["MCP 1.2\nNext == FALSE", "*/ #define x 1"]
+    writes: {x: "!x"}
+properties:
+  - {id: P, principle: P3, class: AASM-HARDENING, expr: "x || !x", source_refs: ["A2A\n====", "(* open"]}
 `}, {Name: "bound-names", YAML: `ir_version: 1
 model: bound-names
 protocol: MCP
@@ -503,6 +517,7 @@ func (g *randomModel) boolExpr(depth int, bound string) string {
 // word list), the collisions, the semantic cases and n random models.
 func All(rotations, random int) []Case {
 	out := WordModels(rotations)
+	out = append(out, NameModels(60)...)
 	out = append(out, Collisions()...)
 	out = append(out, Semantics()...)
 	return append(out, Random(1, random)...)
@@ -512,6 +527,56 @@ func quoted(words []string) []string {
 	out := make([]string, len(words))
 	for i, w := range words {
 		out[i] = strconv.Quote(w)
+	}
+	return out
+}
+
+// NameModels put size reserved words at once in each place where Promela
+// prints a name (a variable and its scratch copy, a record field, an enum
+// value's constant, an array cell): every word is a boolean variable,
+// which one transition rotates (the writes read each other, so every
+// value goes through a scratch variable), a field of the record r, and
+// the next model's words are the values of an enum domain that indexes
+// the array cells and types the variable e.
+func NameModels(size int) []Case {
+	words := Words()
+	var out []Case
+	for k := 0; k < len(words); k += size {
+		vars := words[k:min(k+size, len(words))]
+		var vals []string
+		for _, w := range words[(k+size)%len(words):] {
+			if len(vals) < 8 && !slices.Contains(vars, w) && w != "r" && w != "e" && w != "a" {
+				vals = append(vals, w)
+			}
+		}
+		name := fmt.Sprintf("names-%02d", k/size)
+		var b strings.Builder
+		fmt.Fprintf(&b, "ir_version: 1\nmodel: %s\nprotocol: MCP\ndomains:\n  - {name: D, type: enum, values: [%s]}\nvariables:\n",
+			name, strings.Join(quoted(vals), ", "))
+		for i, v := range vars {
+			fmt.Fprintf(&b, "  - {name: %q, type: bool, init: %v}\n", v, i == 0)
+		}
+		fields := make([]string, len(vars))
+		for i, v := range vars {
+			fields[i] = v + ": bool"
+		}
+		fmt.Fprintf(&b, "  - {name: r, type: %q}\n  - {name: e, type: D}\n  - {name: a, type: \"D -> bool\", init: \"false\"}\n",
+			"{"+strings.Join(fields, ", ")+"}")
+		b.WriteString("transitions:\n  - id: Rotate\n    kind: Environment\n    assumption: the flags rotate\n    writes:\n")
+		for i, v := range vars {
+			fmt.Fprintf(&b, "      %q: %q\n", v, vars[(i+1)%len(vars)])
+		}
+		b.WriteString("  - id: Fields\n    kind: Environment\n    assumption: the fields follow\n    writes:\n")
+		for _, v := range vars {
+			fmt.Fprintf(&b, "      %q: %q\n", "r."+v, "!r."+v)
+		}
+		fmt.Fprintf(&b, "  - {id: Next_value, kind: Environment, assumption: e moves, guard: %q, writes: {e: %q}}\n",
+			"e == "+vals[0], vals[1])
+		fmt.Fprintf(&b, "  - {id: Mark, kind: Environment, assumption: a cell is set, params: {d: D}, guard: %q, writes: {\"a[d]\": \"true\"}}\n",
+			"e != d && "+vars[len(vars)-1])
+		fmt.Fprintf(&b, "properties:\n  - {id: Apart, principle: P3, class: AASM-HARDENING, expr: %q}\n",
+			fmt.Sprintf("!(%s && a[%s] && r.%s)", vars[1], vals[0], vars[0]))
+		out = append(out, Case{Name: name, YAML: b.String()})
 	}
 	return out
 }
