@@ -52,6 +52,9 @@ type mcpSession struct {
 	// 10s" (silence) or "the connection ended …" (a crash); "" when it
 	// was answered.
 	silence string
+	// stray is the id of the last response that answered no request replay
+	// had sent, for the silence that follows it.
+	stray string
 	// elicit: the client declares elicitation in initialize and declines
 	// every elicitation/create; asked records each one (the consent probe).
 	elicit bool
@@ -136,10 +139,13 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 	sp := s.o.start(ctx, s.operation(m, notify))
 	wctx, cancel := context.WithTimeout(ctx, s.o.step())
 	defer cancel()
-	s.silence = ""
-	if err := s.conn.Write(wctx, m); err != nil {
+	s.silence, s.stray = "", ""
+	if err := s.write(wctx, m); err != nil {
 		sp.unanswered("unsent")
 		s.silence = fmt.Sprintf("the connection ended before %s could be sent (%v)", m.Method, err)
+		if wctx.Err() != nil && ctx.Err() == nil {
+			s.silence = fmt.Sprintf("%s could not be sent within %s (the target did not take it)", m.Method, s.o.step())
+		}
 		return nil, fmt.Errorf("send %s: %w", m.Method, err)
 	}
 	if notify {
@@ -157,6 +163,9 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 			// No answer in time, or the peer went away: no verdict.
 			if wctx.Err() != nil {
 				s.silence = fmt.Sprintf("no answer to %s within %s", m.Method, s.o.step())
+				if s.stray != "" {
+					s.silence += fmt.Sprintf(" (a response with id %s, which replay never sent, came instead)", s.stray)
+				}
 			} else {
 				s.silence = fmt.Sprintf("the connection ended before %s was answered (%v)", m.Method, err)
 			}
@@ -168,6 +177,7 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 				sp.answered(in)
 				return in, nil
 			}
+			s.stray = clip(in.ID.Raw(), 40)
 		case jsonrpc.KindRequest: // roots/list, sampling, elicitation: the probe client has none
 			if in.Method == mcp.MethodElicitationCreate && s.elicit {
 				// The user is asked: record the question, and decline.
@@ -183,6 +193,24 @@ func (s *mcpSession) exchange(ctx context.Context, m *jsonrpc.Message, id int64,
 		case jsonrpc.KindNotification:
 			s.o.received(ctx, s.t, in, nil)
 		}
+	}
+}
+
+// write sends m, waiting no longer than ctx allows. A Conn's Write may
+// not return on its own when the peer stalls (a streamable HTTP server that
+// answers a notification with an event stream it never ends), so the
+// write runs aside, and when ctx ends first the connection is closed, which
+// ends it; the session is then unusable, as a peer that takes nothing is.
+func (s *mcpSession) write(ctx context.Context, m *jsonrpc.Message) error {
+	done := make(chan error, 1)
+	go func() { done <- s.conn.Write(ctx, m) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		s.conn.Close()
+		<-done
+		return ctx.Err()
 	}
 }
 
@@ -505,8 +533,54 @@ func mcpLifecycle(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 		return Result{Outcome: Reproduced, Steps: records(rs),
 			Evidence: fmt.Sprintf("tools/call %s before initialize was answered (%s)", t.Harmless.Name, call.Answer)}
 	}
-	return Result{Outcome: Blocked, Steps: records(rs),
-		Evidence: fmt.Sprintf("tools/call before initialize was refused (%s)", call.Answer)}
+	if ok, _ := refused(call.answer); !ok {
+		return noVerdict("tools/call before initialize got "+call.Answer, call.answer, records(rs)...)
+	}
+	// The control: the refusal is the lifecycle's only if the same
+	// connection, once initialized, is served. A target that refuses
+	// everything refuses nothing in particular.
+	ctl, err := s.initialize(ctx)
+	out := append(records(rs), ctl...)
+	if err != nil {
+		return inconclusive(fmt.Sprintf("tools/call before initialize was refused (%s), but the handshake after it was not served either (%s): "+
+			"a target that serves nothing shows nothing about the lifecycle", call.Answer, handshakeText(s, ctl)), out...)
+	}
+	return Result{Outcome: Blocked, Steps: out,
+		Evidence: fmt.Sprintf("tools/call before initialize was refused (%s), and the handshake after it was served", call.Answer)}
+}
+
+// handshakeText says what the handshake's last step got.
+func handshakeText(s *mcpSession, steps []Step) string {
+	if s.silence != "" {
+		return s.silence
+	}
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Answer != "" {
+			return steps[i].Answer
+		}
+	}
+	return "no answer"
+}
+
+// handshake finds the initialize (or server/discover) step of rs and
+// returns the Inconclusive result to report when it was not served with a
+// result: a probe that never reached the ready phase has no verdict.
+func handshake(s *mcpSession, rs []realised, steps []Step) *Result {
+	for _, r := range rs {
+		if r.method != mcp.MethodInitialize && r.method != mcp.MethodDiscover {
+			continue
+		}
+		if r.answer != nil && r.answer.Error == nil {
+			return nil
+		}
+		why := r.Answer
+		if r.answer == nil && r.silence != "" {
+			why = r.silence
+		}
+		res := inconclusive("the handshake was not served ("+why+"): the probe never reached the call its property is about", steps...)
+		return &res
+	}
+	return nil
 }
 
 // mcpDirective follows P4's counterexample: the attacker plants a
@@ -533,7 +607,10 @@ func mcpDirective(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	}
 	reader, step, err := findLeakTool(ctx, s, t)
 	pre = append(pre, step)
-	if err != nil || reader == "" {
+	if err != nil {
+		return inconclusive("no tool to read the planted directive with: "+err.Error(), pre...)
+	}
+	if reader == "" {
 		return unrealisable("no tool of this target reads the data the directive was planted in (its environment: none named like *env*)", pre...)
 	}
 	steps := []TraceStep{{Action: "A_plant_directive", Kind: "Adversary"},
@@ -554,7 +631,14 @@ func mcpDirective(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 		return inconclusive(s.silence, out...)
 	case !ok:
 		return unrealisable("the trace calls no tool: "+errText(err), out...)
-	case call.answer == nil || call.answer.Error != nil || !served(call.answer):
+	case call.answer == nil:
+		return inconclusive("tools/call "+reader+" got no answer", out...)
+	case call.answer.Error != nil:
+		if ok, _ := refused(call.answer); !ok {
+			return noVerdict("tools/call "+reader+" got "+call.Answer, call.answer, out...)
+		}
+		fallthrough
+	case !served(call.answer):
 		return Result{Outcome: Blocked, Steps: out,
 			Evidence: fmt.Sprintf("tools/call %s refused (%s): no result reached the model's context", reader, call.Answer)}
 	}
@@ -580,14 +664,15 @@ const DirectiveEnv = "CONFORM_NOTE"
 // and the canary.
 func PlantedDirective(canary string) string { return AGUIInjectionPrefix + canary }
 
-// noSetup is the result of a probe whose handshake failed: inconclusive
-// when the target fell silent or its connection ended, unrealisable when
-// it answered with an error.
+// noSetup is the result of a probe whose handshake failed: Inconclusive,
+// whether the target fell silent, its connection ended, or it answered
+// with an error. The probe never reached the call its property is about,
+// and a target that refuses the handshake refuses nothing in particular.
 func (s *mcpSession) noSetup(err error, pre []Step) Result {
 	if s.silence != "" {
 		return inconclusive("the handshake got no answer: "+s.silence, pre...)
 	}
-	return unrealisable(err.Error(), pre...)
+	return inconclusive("the handshake was not served ("+err.Error()+"): the probe never reached the call its property is about", pre...)
 }
 
 func errText(err error) string {
@@ -606,8 +691,14 @@ func findLeakTool(ctx context.Context, s *mcpSession, t *Target) (string, Step, 
 	step := Step{Action: "setup: tools/list", Sent: sent}
 	if err != nil || ans == nil || ans.Error != nil {
 		step.Answer = summarize(ans)
+		if ans == nil && s.silence != "" {
+			step.Answer = s.silence
+		}
 		if t.leakTool() != "" {
 			return t.leakTool(), step, nil
+		}
+		if err == nil {
+			err = errors.New("tools/list was not served (" + step.Answer + ")")
 		}
 		return "", step, err
 	}
@@ -677,14 +768,22 @@ func mcpIdentity(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	defer s.close()
 	rs, err := replaySteps(ctx, s, stepsOf(tr, "call"), tool)
 	call, ok := firstAnswer(rs, mcp.MethodToolsCall)
+	if r := handshake(s, rs, records(rs)); r != nil {
+		return *r
+	}
 	switch {
 	case call.answer == nil && s.silence != "":
 		return inconclusive(s.silence, records(rs)...)
 	case !ok:
 		return unrealisable("the trace calls no tool: "+errText(err), records(rs)...)
+	case call.answer == nil:
+		return inconclusive("tools/call "+tool.Name+" got no answer", records(rs)...)
 	case served(call.answer):
 		return Result{Outcome: Reproduced, Steps: records(rs),
 			Evidence: fmt.Sprintf("tools/call %s with %s was served (%s)", tool.Name, missing, call.Answer)}
+	}
+	if ok, _ := refused(call.answer); !ok {
+		return noVerdict(fmt.Sprintf("tools/call %s with %s got %s", tool.Name, missing, call.Answer), call.answer, records(rs)...)
 	}
 	return Result{Outcome: Blocked, Steps: records(rs),
 		Evidence: fmt.Sprintf("tools/call %s with %s was refused (%s)", tool.Name, missing, call.Answer)}
@@ -731,9 +830,24 @@ func mcpConsent(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	} else if call.answer != nil && inputRequired(call.answer) {
 		asked = "an input_required result"
 	}
+	if h := handshake(s, rs, out); h != nil {
+		h.Trace = "probe"
+		return *h
+	}
+	if call.answer != nil && call.answer.Error != nil {
+		if ok, _ := refused(call.answer); !ok {
+			r = noVerdict(fmt.Sprintf("tools/call %s got %s", tool.Name, call.Answer), call.answer, out...)
+			r.Trace = "probe"
+			return r
+		}
+	}
 	switch {
 	case call.answer == nil && s.silence != "":
 		r = inconclusive(s.silence, out...)
+		r.Trace = "probe"
+		return r
+	case call.answer == nil:
+		r = inconclusive("tools/call "+tool.Name+" got no answer", out...)
 		r.Trace = "probe"
 		return r
 	case !ok:
@@ -801,9 +915,19 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeParseError:
 		return Result{Outcome: Blocked, Steps: records(rs, pre...),
 			Evidence: "the frame with duplicate members was refused as a parse error (" + frame.Answer + ")"}
+	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeInvalidRequest:
+		return Result{Outcome: Blocked, Steps: records(rs, pre...),
+			Evidence: "the frame with duplicate members was refused as an invalid request (" + frame.Answer + ")"}
 	case httpRefusal(frame.answer):
 		return Result{Outcome: Blocked, Steps: records(rs, pre...),
 			Evidence: "the frame with duplicate members was refused with an HTTP client error (" + frame.Answer + ")"}
+	case frame.answer.Error != nil && frame.answer.Error.Code != jsonrpc.CodeMethodNotFound && frame.answer.Error.Code != jsonrpc.CodeInvalidParams:
+		// -32601 and -32602 show which method was read; a failure shows
+		// nothing, and a refusal that is not a parse error may be for
+		// anything.
+		if ok, _ := refused(frame.answer); !ok {
+			return noVerdict("the frame with duplicate members got "+frame.Answer, frame.answer, records(rs, pre...)...)
+		}
 	}
 	return Result{Outcome: Reproduced, Steps: records(rs, pre...),
 		Evidence: "the frame with duplicate \"method\" members was parsed and acted on (" + frame.Answer + ")"}
@@ -812,7 +936,18 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 // httpRefusal reports whether m is the error the streamable HTTP client
 // transport makes up when the server answered a POST with HTTP 4xx: the
 // server refused the request before JSON-RPC.
+//
+// Only the statuses that refuse a malformed request count: 400 Bad Request,
+// 413 Content Too Large, 422 Unprocessable Content. A 401, 404 or 5xx says
+// nothing of how the frame was parsed.
 func httpRefusal(m *jsonrpc.Message) bool {
-	return m != nil && m.Error != nil && m.Error.Code == jsonrpc.CodeUpstreamUnavailable &&
-		bytes.Contains(m.Error.Data, []byte(`"stage":"upstream"`)) && strings.Contains(m.Error.Message, "HTTP 4")
+	if m == nil || m.Error == nil || m.Error.Code != jsonrpc.CodeUpstreamUnavailable {
+		return false
+	}
+	var d struct {
+		Stage  string `json:"stage"`
+		Status int    `json:"status"`
+	}
+	_ = json.Unmarshal(m.Error.Data, &d)
+	return d.Stage == "upstream" && (d.Status == 400 || d.Status == 413 || d.Status == 422)
 }

@@ -1,0 +1,234 @@
+package replay_test
+
+// Hostile targets: servers that sleep, die, babble or half answer. Each is
+// replayed through the real command (`warden conform replay --target …`),
+// and none of them may read "blocked": they have defended nothing. The
+// command exits 6 (inconclusive) unless a probe reproduced (1).
+//
+// The stdio servers are this test binary started again with the argument
+// hostileArg (TestMain runs the server instead of the tests); the HTTP ones
+// are httptest servers on 127.0.0.1.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentwarden/warden/internal/cli"
+)
+
+const hostileArg = "conform-hostile-mcp"
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == hostileArg {
+		os.Exit(hostileStdio(os.Args[2]))
+	}
+	os.Exit(m.Run())
+}
+
+// hostileStdio is an MCP server over stdio that misbehaves as mode says.
+func hostileStdio(mode string) int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	reply := func(format string, args ...any) {
+		fmt.Fprintf(out, format+"\n", args...)
+		out.Flush()
+	}
+	switch mode {
+	case "exit":
+		return 0
+	case "crash":
+		return 2
+	}
+	for in.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(in.Bytes(), &req) != nil || len(req.ID) == 0 {
+			continue // a notification, or the ambiguous frame some decoders refuse
+		}
+		init := req.Method == "initialize"
+		initResult := `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}`
+		switch mode {
+		case "sleep":
+			// never answers
+		case "exit-after-initialize":
+			if !init {
+				return 0
+			}
+			reply(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, initResult)
+		case "garbage":
+			reply("this is not JSON at all <html>")
+		case "half":
+			fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"te`, req.ID)
+			out.Flush()
+			return 0
+		case "wrong-id":
+			reply(`{"jsonrpc":"2.0","id":"not-%s","result":%s}`, bytes.Trim(req.ID, `"`), initResult)
+		case "error-everything":
+			// One unrelated code for every request, initialize included.
+			reply(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+		case "internal-error":
+			// A working handshake, then the server fails every request.
+			if init {
+				reply(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, initResult)
+				continue
+			}
+			reply(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"internal error: panic in handler"}}`, req.ID)
+		default:
+			fmt.Fprintln(os.Stderr, "unknown mode", mode)
+			return 2
+		}
+	}
+	return 0
+}
+
+// runReplay runs `warden conform replay` with args and returns the exit
+// code, stdout and stderr.
+func runReplay(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	env := &cli.Env{Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+	code := cli.Run(ctx, append([]string{"conform", "replay"}, args...), env)
+	return code, out.String(), errb.String()
+}
+
+type replayDoc struct {
+	Reports []struct {
+		Target       string
+		BehindWarden bool `json:"behind_warden"`
+		Results      []struct{ Property, Outcome, Evidence string }
+	}
+}
+
+// hostileOutcomes replays target (in JSON) and returns the exit code and
+// every property's outcome, keyed "plain/P" or "warden/P".
+func hostileOutcomes(t *testing.T, target string, args ...string) (int, map[string]string, map[string]string) {
+	t.Helper()
+	code, out, errs := runReplay(t, append([]string{"--target", target, "--format", "json", "--timeout", "400ms"}, args...)...)
+	var doc replayDoc
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&doc); err != nil {
+		t.Fatalf("exit %d, output not JSON (%v):\n%s\n%s", code, err, out, errs)
+	}
+	got, why := map[string]string{}, map[string]string{}
+	for _, r := range doc.Reports {
+		side := "plain"
+		if r.BehindWarden {
+			side = "warden"
+		}
+		for _, res := range r.Results {
+			got[side+"/"+res.Property], why[side+"/"+res.Property] = res.Outcome, res.Evidence
+		}
+	}
+	if len(got) == 0 {
+		t.Fatalf("exit %d, no results:\n%s\n%s", code, out, errs)
+	}
+	return code, got, why
+}
+
+// noFlattery fails on every outcome that credits a hostile target with a
+// defence, and on an exit code other than want.
+func noFlattery(t *testing.T, code, want int, got, why map[string]string) {
+	t.Helper()
+	for p, o := range got {
+		if o == "blocked" {
+			t.Errorf("%s: blocked (%s): a target that %s defended nothing", p, why[p], t.Name())
+		}
+	}
+	if code != want {
+		t.Errorf("exit %d, want %d; outcomes %v", code, want, got)
+	}
+}
+
+func stdioTarget(t *testing.T, mode string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(exe, " \t") {
+		t.Skipf("test binary path %q has white space", exe)
+	}
+	return "stdio:" + exe + " " + hostileArg + " " + mode
+}
+
+// TestHostileStdio: MCP servers over stdio that misbehave. The credential
+// variable is named so that the identity probe starts them too.
+func TestHostileStdio(t *testing.T) {
+	for _, mode := range []string{"sleep", "exit", "crash", "exit-after-initialize", "garbage", "half",
+		"wrong-id", "error-everything", "internal-error"} {
+		t.Run(mode, func(t *testing.T) {
+			code, got, why := hostileOutcomes(t, stdioTarget(t, mode), "--credential-env", "CONFORM_TEST_CREDENTIAL")
+			noFlattery(t, code, cli.ExitPartial, got, why)
+			for _, p := range []string{"SL_lifecycle", "P4_prompt_integrity", "P1_identity", "P5_consent", "WF_wire"} {
+				if got["plain/"+p] != "inconclusive" {
+					t.Errorf("%s: %s (%s), want inconclusive", p, got["plain/"+p], why["plain/"+p])
+				}
+			}
+		})
+	}
+}
+
+// hostileHTTP is an MCP server over streamable HTTP that answers every
+// POST as mode says.
+func hostileHTTP(t *testing.T, mode string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no standalone stream", http.StatusMethodNotAllowed)
+			return
+		}
+		switch mode {
+		case "500":
+			http.Error(w, "internal server error", http.StatusInternalServerError)
+		case "404":
+			http.NotFound(w, r)
+		case "401":
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+		case "reset":
+			// A response whose body is cut off: the length promised is
+			// never sent, and the connection is dropped.
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "400")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"proto`))
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		case "sse-silent":
+			// An event stream that is opened and never sends an event.
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp"
+}
+
+// TestHostileHTTP: MCP servers over streamable HTTP that fail, refuse
+// everything, cut the body, or open a stream and say nothing.
+func TestHostileHTTP(t *testing.T) {
+	for _, mode := range []string{"500", "404", "401", "reset", "sse-silent"} {
+		t.Run(mode, func(t *testing.T) {
+			code, got, why := hostileOutcomes(t, hostileHTTP(t, mode))
+			noFlattery(t, code, cli.ExitPartial, got, why)
+			for _, p := range []string{"SL_lifecycle", "P1_identity", "P5_consent", "WF_wire"} {
+				if got["plain/"+p] != "inconclusive" {
+					t.Errorf("%s: %s (%s), want inconclusive", p, got["plain/"+p], why["plain/"+p])
+				}
+			}
+		})
+	}
+}
