@@ -385,11 +385,13 @@ forall/exists x in D; transitions may take params. See docs/conform.md.
       Starts the demo MCP server, an A2A agent and the gateway in this process,
       on a loopback listener, and runs a scripted MCP client session and A2A
       delegations through it. It prints each upstream's pipeline as the gateway
-      runs it, what was relayed, what was refused and why, an OATF attack run,
-      then what the gateway recorded (the audit log verified; the spans and
-      OCSF events its jsonl exporters wrote, by name and class; the security
-      processor's findings; dropped telemetry from /metrics), and the model
-      checker's verdicts on MCP, bare and behind warden, with the leads-to
-      property of held calls. Nothing to install.
+      runs it, what was relayed, what was refused and why (two refusals as the
+      audit log holds them: bob asking for alice's A2A task, and a POST in a
+      session warden never issued, its body on record as length and SHA-256
+      only), an OATF attack run, then what the gateway recorded (the audit log
+      verified; the spans and OCSF events its jsonl exporters wrote, by name
+      and class; the security processor's findings; dropped telemetry from
+      /metrics), and the model checker's verdicts on MCP, bare and behind
+      warden, with the leads-to property of held calls. Nothing to install.
 `,
 }
