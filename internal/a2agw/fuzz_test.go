@@ -1,6 +1,7 @@
 package a2agw
 
 import (
+	"encoding/base64"
 	"testing"
 	"unicode/utf8"
 )
@@ -71,6 +72,37 @@ func FuzzSubset(f *testing.F) {
 		ac, _ := Subset([]string{a}, []string{c})
 		if ab && bc && !ac {
 			t.Fatalf("%q ⊆ %q ⊆ %q but not %q ⊆ %q", a, b, c, a, c)
+		}
+	})
+}
+
+// FuzzPageToken: a ListTasks page token opens only for the principal,
+// method and filters it was sealed for, at the offset it was sealed with;
+// any other string, including one byte changed, opens nothing and never
+// panics.
+func FuzzPageToken(f *testing.F) {
+	h := &Handler{opts: Options{Name: "lister"}}
+	sealed := h.sealPage(60, "alice", "ListTasks", []byte(`"status":"TASK_STATE_WORKING"`))
+	f.Add(sealed)
+	f.Add("")
+	f.Add("agent-page-100")
+	f.Add(sealed[:len(sealed)-1])
+	f.Add(sealed + "A")
+	raw, _ := base64.RawURLEncoding.DecodeString(sealed)
+	f.Add(base64.RawURLEncoding.EncodeToString(append([]byte{raw[0] | 0x80, 0}, raw[1:]...))) // 60 as a longer varint
+	f.Fuzz(func(t *testing.T, token string) {
+		off, ok := h.openPage(token, "alice", "ListTasks", []byte(`"status":"TASK_STATE_WORKING"`))
+		if ok != (token == sealed) || (ok && off != 60) {
+			t.Errorf("token %q opened %v at %d; only %q opens, at 60", token, ok, off, sealed)
+		}
+		for _, other := range []struct{ principal, method, filters string }{
+			{"bob", "ListTasks", `"status":"TASK_STATE_WORKING"`},
+			{"alice", "tasks/list", `"status":"TASK_STATE_WORKING"`},
+			{"alice", "ListTasks", ``},
+		} {
+			if _, ok := h.openPage(token, other.principal, other.method, []byte(other.filters)); ok {
+				t.Errorf("token %q opened for %+v", token, other)
+			}
 		}
 	})
 }

@@ -180,7 +180,9 @@ func (h *Handler) openPage(token, principal, method string, filters []byte) (int
 		return 0, false
 	}
 	off, n := binary.Uvarint(b)
-	if n <= 0 || len(b) != n+16 || off > maxListPages*listPageMax {
+	// One encoding per offset: a longer varint for the same offset is not
+	// the token warden issued.
+	if n <= 0 || len(b) != n+16 || off > maxListPages*listPageMax || n != len(binary.AppendUvarint(nil, off)) {
 		return 0, false
 	}
 	if !hmac.Equal(b[n:], h.pageMAC(off, principal, method, filters)) {
