@@ -70,6 +70,12 @@ func (e *emitter) claimLiveness(claim func(string) string) {
 	for i := range e.m.Transitions {
 		e.enabled[i] = claim(fmt.Sprintf("en_%d", i+1))
 	}
+	// The never claims' labels, which SPIN refuses when a variable has
+	// the name; "accept" must begin the accepting one's.
+	e.labels.wait, e.labels.accept = claim("wait"), claim("accept_all")
+	for i := range e.m.Transitions {
+		e.labels.meet = append(e.labels.meet, claim(fmt.Sprintf("meet_%d", i+1)))
+	}
 	e.claim = make([]string, len(e.m.Properties))
 	e.claimOn = make([]string, len(e.m.Properties))
 	for i, p := range e.m.Properties {
@@ -113,7 +119,7 @@ func (e *emitter) emitLiveness(b *strings.Builder) {
 			obligations = nil
 		}
 		fmt.Fprintf(b, "#ifdef %s\n", e.claimOn[i])
-		writeClaim(b, e.claim[i], e.expr(p.From), e.expr(p.To), obligations)
+		writeClaim(b, e.claim[i], e.labels, e.expr(p.From), e.expr(p.To), obligations)
 		b.WriteString("#endif\n")
 	}
 	fmt.Fprintf(b, "#else\n#define %s(n) skip\n#endif\n", e.took)
@@ -128,21 +134,28 @@ func (e *emitter) emitLiveness(b *strings.Builder) {
 // infinitely often. The automaton has one state per obligation, where
 // SPIN's translation of the equivalent ltl formula grows too large to
 // build with a few dozen transitions.
-func writeClaim(b *strings.Builder, name, from, to string, obligations []string) {
+func writeClaim(b *strings.Builder, name string, l claimLabels, from, to string, obligations []string) {
 	notQ := "!(" + to + ")"
-	fmt.Fprintf(b, "never %s {\nwait:\n  if\n  :: ((%s) && %s) -> goto ", name, from, notQ)
+	fmt.Fprintf(b, "never %s {\n%s:\n  if\n  :: ((%s) && %s) -> goto ", name, l.wait, from, notQ)
 	if len(obligations) == 0 {
-		fmt.Fprintf(b, "accept_all\n  :: true -> goto wait\n  fi;\n")
-		fmt.Fprintf(b, "accept_all:\n  if\n  :: %s -> goto accept_all\n  fi\n}\n", notQ)
+		fmt.Fprintf(b, "%s\n  :: true -> goto %s\n  fi;\n", l.accept, l.wait)
+		fmt.Fprintf(b, "%[1]s:\n  if\n  :: %[2]s -> goto %[1]s\n  fi\n}\n", l.accept, notQ)
 		return
 	}
-	fmt.Fprintf(b, "meet_1\n  :: true -> goto wait\n  fi;\n")
+	fmt.Fprintf(b, "%s\n  :: true -> goto %s\n  fi;\n", l.meet[0], l.wait)
 	for i, f := range obligations {
-		next := fmt.Sprintf("meet_%d", i+2)
-		if i == len(obligations)-1 {
-			next = "accept_all"
+		next := l.accept
+		if i < len(obligations)-1 {
+			next = l.meet[i+1]
 		}
-		fmt.Fprintf(b, "meet_%d:\n  if\n  :: (%s && %s) -> goto %s\n  :: %s -> goto meet_%d\n  fi;\n", i+1, notQ, f, next, notQ, i+1)
+		fmt.Fprintf(b, "%[1]s:\n  if\n  :: (%[2]s && %[3]s) -> goto %[4]s\n  :: %[2]s -> goto %[1]s\n  fi;\n", l.meet[i], notQ, f, next)
 	}
-	fmt.Fprintf(b, "accept_all:\n  if\n  :: %s -> goto meet_1\n  fi\n}\n", notQ)
+	fmt.Fprintf(b, "%s:\n  if\n  :: %s -> goto %s\n  fi\n}\n", l.accept, notQ, l.meet[0])
+}
+
+// claimLabels are the labels of a never claim: wait for a state where P
+// holds and Q does not, meet each obligation in turn, accept.
+type claimLabels struct {
+	wait, accept string
+	meet         []string // [obligation]
 }

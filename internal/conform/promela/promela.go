@@ -7,7 +7,9 @@
 // ordered so that each reads the old state; when the writes read each other
 // in a cycle (a swap), every value goes through a scratch variable first.
 // Names are the model's, escaped by ir.Ident where Promela, C or TLA+
-// reserve them ("len" → "w_len"). Each
+// reserve them ("len" → "w_len"), and once more where pan.c's C would
+// misread them (cReserved: "linux", "uchar", "SYNC" → "w_linux", ...);
+// labels and made-up names are unique against them. Each
 // invariant is a macro inv_<ID>; compiling with -DCHECK_<ID> asserts it in
 // the initial state and after every step, so one .pml serves one run per
 // invariant:
@@ -22,6 +24,7 @@ package promela
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -78,7 +81,7 @@ func Emit(w io.Writer, m *ir.Model) error {
 			fmt.Fprintf(&b, "#ifdef %s\n  assert(%s);\n#endif\n", e.check[i], e.inv[i])
 		}
 	}
-	b.WriteString("  skip\n}\n\nactive proctype main() {\n  d_step { check_invariants() };\nend:\n  do\n")
+	fmt.Fprintf(&b, "  skip\n}\n\nactive proctype main() {\n  d_step { check_invariants() };\n%s:\n  do\n", e.end)
 	for ti, t := range m.Transitions {
 		fmt.Fprintf(&b, "  :: d_step { %s ->", e.guard(t))
 		if writes, ok := ordered(m, t); ok {
@@ -139,13 +142,15 @@ type emitter struct {
 	inv       []string   // [property]: the invariant's macro
 	check     []string   // [property]: the macro that turns its assertion on
 	temp      []string   // [var]: its scratch variable, "" when no transition needs one
+	end       string     // the loop's end-state label: "end", or "end_" when a variable is named end
 	// For leads-to properties (see liveness.go); live is false without them.
 	live    bool
-	act     string   // the variable that records the transition taken last
-	took    string   // the macro that sets it
-	enabled []string // [transition]: the macro for its enabledness
-	claim   []string // [property]: the never claim's name, for leads-to properties
-	claimOn []string // [property]: the macro that compiles the claim in
+	act     string      // the variable that records the transition taken last
+	took    string      // the macro that sets it
+	enabled []string    // [transition]: the macro for its enabledness
+	claim   []string    // [property]: the never claim's name, for leads-to properties
+	claimOn []string    // [property]: the macro that compiles the claim in
+	labels  claimLabels // the never claims' labels
 }
 
 func newEmitter(m *ir.Model) *emitter {
@@ -162,6 +167,12 @@ func newEmitter(m *ir.Model) *emitter {
 		used[want] = true
 		return want
 	}
+	for i, n := range e.names.Vars {
+		if cReserved(n) {
+			e.names.Vars[i] = claim(ir.EscapePrefix + n)
+		}
+	}
+	e.end = claim("end") // a label: SPIN refuses one that is also a variable's name
 	for i, v := range m.Vars {
 		if v.Type.Kind == ir.Enum && e.enumOwner(v.Type) == i {
 			e.enumConst[i] = make([]string, len(v.Type.Values))
@@ -190,6 +201,42 @@ func newEmitter(m *ir.Model) *emitter {
 	return e
 }
 
+// cReserved reports whether a Promela variable's name, which is also the
+// name of a member of pan.c's state struct, is one that SPIN's C
+// preprocessor or the C compiler would read as something else, beyond the
+// keywords ir.Ident escapes for every printer: a Promela keyword missing
+// there (D_proctype), GNU C and C23 keywords, gcc's predefined macros
+// (linux, unix), and the macros pan.c and the C library headers it
+// includes define (uchar, errno, wasnew, Pmain, SYNC, BFS, NULL, EOF, and
+// hundreds more in capitals, which vary by platform: every name in
+// capitals is escaped).
+func cReserved(name string) bool {
+	return cWords[name] || capitals.MatchString(name) || perProcess.MatchString(name)
+}
+
+var (
+	capitals   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+	perProcess = regexp.MustCompile(`^(P(main|claim|live_.*)|(Air|maxseq|minseq)[0-9]+)$`) // pan.h's per-proctype macros
+	cWords     = func() map[string]bool {
+		m := map[string]bool{}
+		for _, w := range []string{
+			"D_proctype",
+			"asm", "typeof", "typeof_unqual", "alignas", "alignof", "constexpr", "nullptr", "static_assert",
+			"thread_local", "linux", "unix", "i386",
+			"uchar", "ushort", "uint", "ulong", "wasnew", "errno", "stdin", "stdout", "stderr",
+			"sa_handler", "sa_sigaction", "st_atime", "st_ctime", "st_mtime", "sigev_notify_attributes",
+			"sigev_notify_function", "si_addr", "si_addr_lsb", "si_arch", "si_band", "si_call_addr", "si_fd",
+			"si_int", "si_lower", "si_overrun", "si_pid", "si_pkey", "si_ptr", "si_status", "si_stime",
+			"si_syscall", "si_timerid", "si_uid", "si_upper", "si_utime", "si_value",
+			"SpinVersion", "PanSource", "G_int", "G_long", "IfNotBlocked", "UnBlock", "L_ctermid", "L_tmpnam",
+			"P_tmpdir", "StackSize",
+		} {
+			m[w] = true
+		}
+		return m
+	}()
+)
+
 func sanitizeComment(s string) string { return strings.ReplaceAll(s, "*/", "* /") }
 
 // scratchType is the type of a scratch variable for a variable of type t:
@@ -205,8 +252,8 @@ func promelaType(t ir.Type) string {
 	switch t.Kind {
 	case ir.Bool:
 		return "bool"
-	case ir.Enum:
-		return "byte"
+	case ir.Enum: // the value's index
+		t = ir.Type{Kind: ir.Int, Min: 0, Max: len(t.Values) - 1}
 	case ir.Set: // a bit-vector
 		t = ir.Type{Kind: ir.Int, Min: 0, Max: t.Size() - 1}
 	}

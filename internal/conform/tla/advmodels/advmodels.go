@@ -248,17 +248,20 @@ variables:
   - {name: Plive_L, type: bool}
   - {name: vars_, type: bool}
   - {name: M_x, type: bool}
+  - {name: wait, type: bool}
+  - {name: meet_1, type: bool}
+  - {name: accept_all, type: bool}
 transitions:
   - {id: Go, kind: Environment, assumption: a, params: {g: Agent}, guard: "!Symmetry[g]", writes: {"Symmetry[g]": "true", x: "x union {g}", "p[g]": "if y == 0 then rx else rp"}}
   - {id: Meet, kind: Environment, assumption: a, params: {g: Agent, h: Peer}, guard: "Symmetry[g]", writes: {"peer[g][h]": "!peer[g][h]"}}
   - {id: Swap, kind: Environment, assumption: a, writes: {a: b, b: a, tmp_a: "!tmp_a"}}
   - {id: Flip, kind: Environment, assumption: a, guard: "y < 2", writes: {y: "y + 1", Agent_1: "!Agent_1", Agent_: Agent_1, Role_x: "!Role_x", Perms_Agent: Role_x, p1: "!p2", p2: p1, i1: "!i2", i2: i1}}
-  - {id: Mark, kind: Environment, assumption: a, writes: {inv_Q: "!inv_Q", CHECK_Q: "inv_Q", act: "!act", took: act, en_1: "!en_1", live_L: en_1, LIVE_L: "!LIVE_L", Cardinality: "!Cardinality", IsFiniteSet: Cardinality, Pmain: "!Pmain", Plive_L: Pmain, vars_: "!vars_", M_x: vars_}}
+  - {id: Mark, kind: Environment, assumption: a, writes: {inv_Q: "!inv_Q", CHECK_Q: "inv_Q", act: "!act", took: act, en_1: "!en_1", live_L: en_1, LIVE_L: "!LIVE_L", Cardinality: "!Cardinality", IsFiniteSet: Cardinality, Pmain: "!Pmain", Plive_L: Pmain, vars_: "!vars_", M_x: vars_, wait: "!wait", meet_1: wait, accept_all: meet_1}}
   - {id: Adv, kind: Adversary, adversary: ADV-1, params: {g: Agent}, guard: "p[g] == ry", writes: {"p[g]": rp}}
 properties:
   - {id: Q, principle: P3, class: AASM-HARDENING, expr: "card(x) <= 1 || (exists k in Agent: p[k] == ry) || (forall g in Agent, h in Peer: !peer[g][h])"}
   - {id: L, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "exists g in Agent: Symmetry[g]", to: "card(x) == AGENTS"}
-  - {id: Ok, principle: P3, class: AASM-HARDENING, expr: "!(a && b && tmp_a && inv_Q && CHECK_Q && act && took && en_1 && live_L && LIVE_L && Cardinality && IsFiniteSet && Pmain && Plive_L && vars_ && M_x && Agent_ && Perms_Agent && p1 && p2 && i1 && i2)"}
+  - {id: Ok, principle: P3, class: AASM-HARDENING, expr: "!(a && b && tmp_a && inv_Q && CHECK_Q && act && took && en_1 && live_L && LIVE_L && Cardinality && IsFiniteSet && Pmain && Plive_L && vars_ && M_x && Agent_ && Perms_Agent && p1 && p2 && i1 && i2 && wait && meet_1 && accept_all)"}
 `}, {Name: "comments", YAML: `ir_version: 1
 model: comments
 protocol: "MCP\nVARIABLES injected */ (* \\* -----"
@@ -293,8 +296,8 @@ properties:
 
 // Semantics are models whose meaning a printer can get wrong: writes that
 // read each other (a swap, a three-cycle), negative domains and set
-// elements, nested quantifiers, records, constants set with -D, and
-// leads-to properties with and without fairness.
+// elements, nested quantifiers, records, constants set with -D, leads-to
+// properties with and without fairness, and an enum too wide for a byte.
 func Semantics() []Case {
 	cycle := `ir_version: 1
 model: cycles
@@ -327,7 +330,25 @@ properties:
   - {id: EventuallyPos, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "c < 0", to: "c > 0"}
   - {id: EventuallyPosUnfair, kind: leads-to, fairness: none, principle: SL, class: AASM-HARDENING, from: "c < 0", to: "c >= 0"}
 `
+	var wide []string
+	for i := range 300 {
+		wide = append(wide, fmt.Sprintf("v%d", i))
+	}
+	// An enum of 300 values does not fit a byte.
+	wideEnum := fmt.Sprintf(`ir_version: 1
+model: wide-enum
+protocol: MCP
+variables:
+  - {name: e, type: enum, values: [%s], init: v0}
+transitions:
+  - {id: T, kind: Environment, assumption: a, guard: "e == v0", writes: {e: v299}}
+  - {id: U, kind: Environment, assumption: a, guard: "e == v299", writes: {e: v256}}
+properties:
+  - {id: Never299, principle: P3, class: AASM-HARDENING, expr: "e != v299"}
+  - {id: Never43, principle: P3, class: AASM-HARDENING, expr: "e != v43"}
+`, strings.Join(wide, ", "))
 	return []Case{
+		{Name: "wide-enum", YAML: wideEnum},
 		{Name: "cycles", YAML: cycle},
 		{Name: "cycles", YAML: cycle, Defines: map[string]int{"LO": -2, "HI": 2}},
 	}
