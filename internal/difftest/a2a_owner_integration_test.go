@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
 
 // TestA2ATaskOfAnotherPrincipal: alice starts a task on a real a2a-go agent
@@ -201,6 +204,38 @@ func TestA2AListTasksPerClient(t *testing.T) {
 	}
 	if len(mine["alice"]) > 0 {
 		t.Errorf("alice's pages left out %v", mine["alice"])
+	}
+
+	// The a2a-go client reads warden's pages as the SDK's own type, and
+	// pages through bob's tasks with warden's token.
+	sdk, err := a2aclient.NewFromEndpoints(t.Context(), []*a2a.AgentInterface{
+		a2a.NewAgentInterface(strings.TrimSuffix(g.url, "/mcp")+"/a2a/held", a2a.TransportProtocolJSONRPC)},
+		a2aclient.WithJSONRPCTransport(clients["bob"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bobs []string
+	for req := (&a2a.ListTasksRequest{PageSize: 1}); ; {
+		page, err := sdk.ListTasks(t.Context(), req)
+		if err != nil {
+			t.Fatalf("bob's ListTasks with the a2a-go client: %v", err)
+		}
+		if page.TotalSize != len(mine["bob"]) || page.PageSize != 1 || len(page.Tasks) != 1 {
+			t.Fatalf("bob's page with the a2a-go client: totalSize %d, pageSize %d, %d tasks; want %d, 1, 1", page.TotalSize, page.PageSize, len(page.Tasks), len(mine["bob"]))
+		}
+		bobs = append(bobs, string(page.Tasks[0].ID))
+		if page.NextPageToken == "" || len(bobs) > len(mine["bob"]) {
+			break
+		}
+		req = &a2a.ListTasksRequest{PageSize: 1, PageToken: page.NextPageToken}
+	}
+	if len(bobs) != len(mine["bob"]) {
+		t.Errorf("bob's pages with the a2a-go client: %v, want his %d tasks", bobs, len(mine["bob"]))
+	}
+	for _, id := range bobs {
+		if !mine["bob"][id] {
+			t.Errorf("bob's pages with the a2a-go client show %s, not his", id)
+		}
 	}
 
 	// Tokens that are not warden's for this client reach no agent.
