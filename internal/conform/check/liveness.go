@@ -190,7 +190,7 @@ func CheckLeadsTo(ctx context.Context, p *Program, property string, opts Options
 	res.States = n
 	res.Depth = int(g.depth[n-1])
 
-	from, to := p.compile(pr.From), p.compile(pr.To)
+	from, to := p.live[property][0], p.live[property][1]
 	notQ := make([]bool, n)
 	for i := range n {
 		notQ[i] = to(g.state(uint32(i))) == 0

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"math/bits"
+	"strings"
 
 	"github.com/agentwarden/warden/internal/conform/ir"
 )
@@ -46,7 +47,8 @@ type Program struct {
 	init  []uint64
 	trans []ctrans
 	props map[string]evalFn
-	words int // how many 64-bit words a packed state has (at least 1)
+	live  map[string][2]evalFn // a leads-to property's from and to
+	words int                  // how many 64-bit words a packed state has (at least 1)
 	// sym is set in a program that stores one state per orbit of the
 	// model's symmetric domains (Reduced); full is then the program it
 	// was reduced from.
@@ -59,9 +61,20 @@ func (p *Program) Model() *ir.Model { return p.model }
 
 // Compile packs m's variables and compiles its expressions. m must have no
 // Lint errors. The state vector has no width limit: a model of more than
-// 128 bits packs into as many words as it needs.
-func Compile(m *ir.Model) (*Program, error) {
-	p := &Program{model: m, props: map[string]evalFn{}, words: 1}
+// 128 bits packs into as many words as it needs. An expression that names
+// no cell (an index outside its domain that the typecheck let through)
+// is an error, with its position and the bound variables' values.
+func Compile(m *ir.Model) (p *Program, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ce, ok := r.(compileError)
+			if !ok {
+				panic(r)
+			}
+			p, err = nil, fmt.Errorf("model %s: %w", m.Name, ce.err)
+		}
+	}()
+	p = &Program{model: m, props: map[string]evalFn{}, live: map[string][2]evalFn{}, words: 1}
 	bit := 0
 	for _, v := range m.Vars {
 		w := v.Type.Bits()
@@ -102,9 +115,16 @@ func Compile(m *ir.Model) (*Program, error) {
 		if pr.Expr != nil {
 			p.props[pr.ID] = p.compile(pr.Expr)
 		}
+		if pr.From != nil && pr.To != nil {
+			p.live[pr.ID] = [2]evalFn{p.compile(pr.From), p.compile(pr.To)}
+		}
 	}
 	return p, nil
 }
+
+// compileError carries an expression that cannot be compiled out of
+// compileIn's recursion to Compile, which returns it.
+type compileError struct{ err error }
 
 func b2i(b bool) int {
 	if b {
@@ -126,7 +146,14 @@ func (p *Program) compileIn(e *ir.Expr, env ir.Env) evalFn {
 	case ir.OpIndex:
 		cell, err := p.model.Cell(e, env)
 		if err != nil {
-			panic(fmt.Sprintf("check: %v", err)) // Parse checked the indices' domains
+			var with []string
+			for _, b := range env {
+				with = append(with, fmt.Sprintf("%s = %d", b.Name, b.Val))
+			}
+			if with != nil {
+				err = fmt.Errorf("%w (with %s)", err, strings.Join(with, ", "))
+			}
+			panic(compileError{fmt.Errorf("%s: %w", e.Pos, err)})
 		}
 		return p.compileIn(&ir.Expr{Op: ir.OpVar, Var: cell, Type: e.Type}, env)
 	case ir.OpForall, ir.OpExists:

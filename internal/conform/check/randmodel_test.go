@@ -4,7 +4,8 @@ package check_test
 // (random_test.go). Each model is YAML text, read by the same parser as a
 // user's file, and draws on every feature of the IR: constants overridden
 // with -D, an integer and an enum domain (symmetric in about a third of
-// the models), bool, enum, negative-ranged int and domain-valued
+// the models) and one with negative elements, bool, enum, negative-ranged
+// int and domain-valued
 // variables, sets, one- and two-dimensional arrays, a record and an array
 // of records, quantifiers, parameterised transitions, adversary
 // transitions, an array wide enough to push the state vector past 128
@@ -36,6 +37,7 @@ type gen struct {
 	r      *rand.Rand
 	sym    bool
 	colors bool // the Color domain and its variables are present
+	levels bool // the Lvl domain (-1..1) and its variables are present
 	n      int  // |Agent| after -D
 	xmin   int  // x's range
 	xmax   int
@@ -85,6 +87,7 @@ func genModel(seed int64) randModel {
 	if extra.Intn(3) == 0 {
 		slots = 48
 	}
+	g.levels = extra.Intn(2) == 0 // a domain with negative elements
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "ir_version: 1\nmodel: random-%d\nprotocol: MCP\n", seed)
@@ -95,6 +98,9 @@ func genModel(seed int64) randModel {
 	fmt.Fprintf(&b, "  - {name: Slot, type: int, min: 1, max: %d}\n", slots)
 	if g.colors {
 		fmt.Fprintf(&b, "  - {name: Color, type: enum, values: [red, blue, green], symmetric: %v}\n", g.sym)
+	}
+	if g.levels {
+		b.WriteString("  - {name: Lvl, type: int, min: -1, max: 1}\n")
 	}
 	b.WriteString("variables:\n")
 	fmt.Fprintf(&b, "  - {name: x, type: int, min: %d, max: TOP, init: %d}\n", g.xmin, g.xmin+r.Intn(g.xmax-g.xmin+1))
@@ -144,6 +150,10 @@ func genModel(seed int64) randModel {
 		b.WriteString("  - {name: paint, type: \"Color -> bool\", init: \"false\"}\n")
 	}
 
+	if g.levels {
+		b.WriteString("  - {name: lv, type: \"set Lvl\", init: \"{}\"}\n")
+		b.WriteString("  - {name: lm, type: \"l: Lvl -> int\", min: -2, max: 2, init: l}\n")
+	}
 	b.WriteString("transitions:\n")
 	nt := 3 + r.Intn(4)
 	for i := range nt {
@@ -202,6 +212,15 @@ func (g *gen) agent(env []binder) (string, bool) {
 	return as[g.r.Intn(len(as))], true
 }
 
+// level is a value of Lvl: a bound variable or a literal.
+func (g *gen) level(env []binder) string {
+	ls := g.bound(env, "Lvl")
+	if len(ls) == 0 || g.chance(3) {
+		return g.pick("-1", "0", "1")
+	}
+	return ls[g.r.Intn(len(ls))]
+}
+
 func (g *gen) color(env []binder) (string, bool) {
 	cs := g.bound(env, "Color")
 	if !g.sym && (len(cs) == 0 || g.chance(4)) {
@@ -217,9 +236,21 @@ func (g *gen) color(env []binder) (string, bool) {
 // one, its body drawn at depth-1).
 func (g *gen) atom(depth int, env []binder) string {
 	for {
-		switch g.r.Intn(22) {
+		switch g.r.Intn(24) {
 		case 0:
 			return g.pick("flag", "!flag")
+		case 22:
+			if g.levels {
+				return g.level(env) + " in lv"
+			}
+		case 23:
+			if g.levels {
+				l := g.level(env)
+				if g.chance(3) {
+					return "lm[" + l + "] " + g.pick("==", "!=", "<") + " " + l
+				}
+				return fmt.Sprintf("lm[%s] %s %d", l, g.pick("<", "==", ">="), g.r.Intn(5)-2)
+			}
 		case 1, 2:
 			return fmt.Sprintf("x %s %d", g.pick("<", "<=", "==", "!=", ">", ">="), g.xmin+g.r.Intn(g.xmax-g.xmin+1))
 		case 3:
@@ -306,6 +337,8 @@ func (g *gen) atom(depth int, env []binder) string {
 				dom := "Agent"
 				if g.colors && g.chance(3) {
 					dom = "Color"
+				} else if g.levels && g.chance(3) {
+					dom = "Lvl"
 				}
 				body := g.boolExpr(depth-1, append(env[:len(env):len(env)], binder{v, dom}))
 				return fmt.Sprintf("(%s %s in %s: %s)", g.pick("forall", "exists"), v, dom, body)
@@ -358,7 +391,23 @@ func (g *gen) intExpr(self string, env []binder) string {
 // env; ok is false when the drawn target is absent.
 func (g *gen) write(env []binder) (key, val string, ok bool) {
 	a, hasA := g.agent(env)
-	switch g.r.Intn(14) {
+	switch g.r.Intn(16) {
+	case 14:
+		if g.levels {
+			l := g.level(env)
+			return "lv", g.pick("lv union {"+l+"}", "lv \\ {"+l+"}", "lv inter {"+l+", 0}"), true
+		}
+	case 15:
+		if g.levels {
+			if ls := g.bound(env, "Lvl"); len(ls) > 0 {
+				l := ls[0]
+				return "lm[" + l + "]", g.pick("lm["+l+"] + 1", l, "0 - lm["+l+"]", "lm["+l+"] - "+l), true
+			}
+			// A write key's index is a literal or a parameter; "lm[-1]"
+			// is refused as not constant (-1 is a negation), so the
+			// generator reads that cell but never writes it by name.
+			return "lm[1]", g.pick("lm[1] + 1", "lm[-1]", "0 - lm[0]"), true
+		}
 	case 0:
 		return "x", g.intExpr("x", env), true
 	case 1:
@@ -439,8 +488,10 @@ func (g *gen) transition(b *strings.Builder, i int) {
 	case 3:
 		env, params = []binder{{"a", "Agent"}, {"b", "Agent"}}, "{a: Agent, b: Agent}"
 	case 4:
-		if g.colors {
+		if g.colors && g.chance(2) {
 			env, params = []binder{{"a", "Agent"}, {"c", "Color"}}, "{a: Agent, c: Color}"
+		} else if g.levels {
+			env, params = []binder{{"l", "Lvl"}}, "{l: Lvl}"
 		}
 	}
 	kind := "kind: Environment, assumption: the environment acts"

@@ -261,7 +261,7 @@ func TestRandomModelsAgainstSpin(t *testing.T) {
 // counterexamples must replay on the unreduced model. A leads-to
 // counterexample must be a lasso of real steps.
 func TestRandomModelsAgreeWithThemselves(t *testing.T) {
-	count, budget := randomBudget(t, 300, 2*time.Minute)
+	count, budget := randomBudget(t, 150, time.Minute)
 	var ty tally
 	ctx := context.Background()
 	n := nextModels(t, count, 2, budget, func(c compiled) {

@@ -44,7 +44,7 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 	for i := range p.model.Properties {
 		pr := &p.model.Properties[i]
 		if pr.Kind == ir.LeadsTo && pr.From != nil && pr.To != nil {
-			ls = append(ls, &leadsWatch{prop: pr, from: p.compile(pr.From), to: p.compile(pr.To), atOnce: true})
+			ls = append(ls, &leadsWatch{prop: pr, from: p.live[pr.ID][0], to: p.live[pr.ID][1], atOnce: true})
 			continue
 		}
 		if pr.Expr == nil {
