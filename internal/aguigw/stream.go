@@ -28,8 +28,10 @@ import (
 // carrying the quarantine marker, or ends the run. The client sees each
 // message appear at once when it is complete instead of token by token:
 // the latency of a message becomes the time the agent takes to finish it.
-// Other events are not delayed; a held message's deltas are released after
-// the events that arrived while it was held, still before its END.
+// Chunk streams, which have no END, are held until the event that closes
+// them (chunks.go). Other events are not delayed; a held message's deltas
+// are released after the events that arrived while it was held, still
+// before its END.
 
 // errGone stops a run whose client went away: nothing more can be written.
 var errGone = errors.New("aguigw: the client went away")
