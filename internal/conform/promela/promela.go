@@ -9,7 +9,8 @@
 // Names are the model's, escaped by ir.Ident where Promela, C or TLA+
 // reserve them ("len" → "w_len"), and once more where pan.c's C would
 // misread them (cReserved: "linux", "uchar", "SYNC" → "w_linux", ...);
-// labels and made-up names are unique against them. Each
+// labels and made-up names are unique against them, and no name is
+// longer than SPIN takes (shorten). Each
 // invariant is a macro inv_<ID>; compiling with -DCHECK_<ID> asserts it in
 // the initial state and after every step, so one .pml serves one run per
 // invariant:
@@ -23,6 +24,7 @@ package promela
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 	"regexp"
 	"slices"
@@ -161,6 +163,7 @@ func newEmitter(m *ir.Model) *emitter {
 		used[n] = true
 	}
 	claim := func(want string) string {
+		want = shorten(want)
 		for used[want] {
 			want += "_"
 		}
@@ -168,8 +171,11 @@ func newEmitter(m *ir.Model) *emitter {
 		return want
 	}
 	for i, n := range e.names.Vars {
-		if cReserved(n) {
+		switch {
+		case cReserved(n):
 			e.names.Vars[i] = claim(ir.EscapePrefix + n)
+		case len(n) > maxName:
+			e.names.Vars[i] = claim(n)
 		}
 	}
 	e.end = claim("end") // a label: SPIN refuses one that is also a variable's name
@@ -199,6 +205,23 @@ func newEmitter(m *ir.Model) *emitter {
 		}
 	}
 	return e
+}
+
+// maxName is the longest name the printer makes: SPIN 6.5.2 aborts
+// ("stack smashing detected") on an identifier of about 520 characters,
+// which a model's long names, a record's field or an array's cell can
+// reach.
+const maxName = 200
+
+// shorten keeps a name of up to maxName characters and cuts a longer one
+// to its start and a hash of the whole ("<start>_1a2b3c4d").
+func shorten(name string) string {
+	if len(name) <= maxName {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s_%08x", name[:maxName-9], h.Sum32())
 }
 
 // cReserved reports whether a Promela variable's name, which is also the

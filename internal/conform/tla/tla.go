@@ -29,6 +29,7 @@ package tla
 
 import (
 	"fmt"
+	"hash/fnv"
 	"io"
 	"strings"
 	"unicode"
@@ -53,11 +54,29 @@ func ModuleName(m *ir.Model) string {
 	if s == "" || unicode.IsDigit(rune(s[0])) || ir.Ident(s) != s {
 		s = "M_" + s
 	}
-	return s
+	return shorten(s)
 }
 
-// ConfigName is the file name of the TLC configuration for one invariant.
-func ConfigName(property string) string { return "MC_" + property + ".cfg" }
+// ConfigName is the file name of the TLC configuration for one invariant:
+// MC_<property>.cfg, with a property id of over 200 characters cut to its
+// start and a hash of the whole.
+func ConfigName(property string) string { return "MC_" + shorten(property) + ".cfg" }
+
+// maxFileName is the longest module or property name a file name takes
+// whole: file systems refuse names over 255 bytes, and TLC needs the
+// module's file to be named after it.
+const maxFileName = 200
+
+// shorten keeps a name of up to maxFileName characters and cuts a longer
+// one to its start and a hash of the whole ("<start>_1a2b3c4d").
+func shorten(name string) string {
+	if len(name) <= maxFileName {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s_%08x", name[:maxFileName-9], h.Sum32())
+}
 
 // Emit writes m as a TLA+ module to w.
 func Emit(w io.Writer, m *ir.Model) error {

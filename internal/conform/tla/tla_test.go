@@ -14,6 +14,7 @@ import (
 	"github.com/agentwarden/warden/internal/conform/check"
 	"github.com/agentwarden/warden/internal/conform/ir"
 	"github.com/agentwarden/warden/internal/conform/models"
+	"github.com/agentwarden/warden/internal/conform/tla/advmodels"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden TLA+ files under testdata/")
@@ -307,5 +308,45 @@ func TestLeadsToModule(t *testing.T) {
 	}
 	if cfg, _ := Config(m, "HeldDecided", true); !strings.Contains(cfg, "SPECIFICATION FairSpecNoAdversary\n") {
 		t.Errorf("without the adversary:\n%s", cfg)
+	}
+}
+
+// TestLongNamesFitFiles: a model named with 300 characters whose property
+// ids have 600 is written as files a file system takes (names up to 255
+// bytes; the module's file named after the module, as TLC requires), one
+// configuration per property.
+func TestLongNamesFitFiles(t *testing.T) {
+	var c advmodels.Case
+	for _, s := range advmodels.Semantics() {
+		if s.Name == "long-names" {
+			c = s
+		}
+	}
+	long := strings.Repeat("m", 300)
+	data := strings.Replace(c.YAML, "model: long-names", "model: "+long, 1)
+	m, ds := ir.Load([]byte(data), "long.yaml", ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	dir := t.TempDir()
+	path, err := WriteFiles(dir, m, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "---- MODULE " + strings.TrimSuffix(filepath.Base(path), ".tla") + " ----\n"; !strings.HasPrefix(string(src), want) {
+		t.Errorf("%s does not start with %q", filepath.Base(path), want)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1+len(m.Properties) {
+		t.Errorf("%d files, want the module and %d configurations", len(entries), len(m.Properties))
+	}
+	for _, e := range entries {
+		if len(e.Name()) > 255 {
+			t.Errorf("file name of %d bytes", len(e.Name()))
+		}
 	}
 }

@@ -297,7 +297,8 @@ properties:
 // Semantics are models whose meaning a printer can get wrong: writes that
 // read each other (a swap, a three-cycle), negative domains and set
 // elements, nested quantifiers, records, constants set with -D, leads-to
-// properties with and without fairness, and an enum too wide for a byte.
+// properties with and without fairness, an enum too wide for a byte, and
+// names longer than SPIN takes.
 func Semantics() []Case {
 	cycle := `ir_version: 1
 model: cycles
@@ -347,7 +348,26 @@ properties:
   - {id: Never299, principle: P3, class: AASM-HARDENING, expr: "e != v299"}
   - {id: Never43, principle: P3, class: AASM-HARDENING, expr: "e != v43"}
 `, strings.Join(wide, ", "))
+	// Names of 600 characters (SPIN aborts on about 520), and a record
+	// and a field of 300 each, whose cells are longer still.
+	long := func(c string) string { return strings.Repeat(c, 600) }
+	half := func(c string) string { return strings.Repeat(c, 300) }
+	longNames := fmt.Sprintf(`ir_version: 1
+model: long-names
+protocol: MCP
+variables:
+  - {name: %[1]s, type: bool}
+  - {name: %[2]s, type: enum, values: [%[3]s, b], init: b}
+  - {name: %[4]s, type: "{%[5]s: bool, f: bool}"}
+transitions:
+  - {id: %[6]s, kind: Environment, assumption: a, writes: {%[1]s: "%[4]s.%[5]s", "%[4]s.%[5]s": "!%[1]s"}}
+  - {id: T, kind: Environment, assumption: a, guard: "%[2]s == b", writes: {%[2]s: %[3]s}}
+properties:
+  - {id: %[7]s, principle: P3, class: AASM-HARDENING, expr: "!(%[1]s && %[2]s == %[3]s)"}
+  - {id: %[8]s, kind: leads-to, principle: SL, class: AASM-HARDENING, from: "%[1]s", to: "!%[1]s"}
+`, long("a"), long("b"), long("c"), half("d"), half("e"), long("T"), long("P"), long("L"))
 	return []Case{
+		{Name: "long-names", YAML: longNames},
 		{Name: "wide-enum", YAML: wideEnum},
 		{Name: "cycles", YAML: cycle},
 		{Name: "cycles", YAML: cycle, Defines: map[string]int{"LO": -2, "HI": 2}},
