@@ -206,7 +206,9 @@ func Triage(r *check.Result, m *ir.Model, cat *catalog.Catalog) (string, []strin
 		}
 		if t.Kind == ir.Protocol && t.Modality == "NOT_SPECIFIED" {
 			for _, id := range t.SourceRefs {
-				add(id)
+				if cl, ok := cat.Clause(id); !ok || bearsOn(cl, p.Principle) {
+					add(id)
+				}
 			}
 			if len(t.SourceRefs) == 0 {
 				add(t.ID)
@@ -236,7 +238,9 @@ func dependsOn(tr *check.Trace, p *ir.Property) []*ir.Transition {
 	m := tr.Model
 	need := make([]bool, len(m.Vars))
 	mark := func(v int) { need[v] = true }
-	m.Reads(p.Expr, mark)
+	for _, x := range p.Exprs() { // a leads-to property reads its From and To
+		m.Reads(x, mark)
+	}
 	var out []*ir.Transition
 	for i := len(tr.Steps) - 1; i >= 1; i-- {
 		t := &m.Transitions[tr.Steps[i].Action]
@@ -250,6 +254,9 @@ func dependsOn(tr *check.Trace, p *ir.Property) []*ir.Transition {
 			continue
 		}
 		out = append(out, t)
+		for _, w := range t.Writes {
+			need[w.Var] = false // overwritten here: earlier writes of it are dead
+		}
 		reads = append(reads, t.Guard)
 		for _, e := range reads {
 			m.Reads(e, mark)

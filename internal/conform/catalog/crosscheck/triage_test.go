@@ -13,8 +13,9 @@ import (
 )
 
 // triageClauses is a hand-built catalog: one ambiguous clause on the
-// property's principle (P4), one on another principle (SL), and one clear
-// clause on P4.
+// property's principle (P4), one on another principle (SL), one clear
+// clause on P4, and one clause on SL for a step the specification leaves
+// NOT_SPECIFIED.
 const triageClauses = `protocol: MCP
 spec_version: triage
 base_url: https://example.test
@@ -22,12 +23,15 @@ clauses:
   - {id: T-AMB-P4, doc: d, section: s, quote: q, modality: MUST, actor: server, principles: [P4], taxonomy: SPEC-MANDATED, ambiguous: true, note: unclear}
   - {id: T-AMB-SL, doc: d, section: s, quote: q, modality: MUST, actor: server, principles: [SL], taxonomy: SPEC-MANDATED, ambiguous: true, note: unclear}
   - {id: T-CLEAR-P4, doc: d, section: s, quote: q, modality: MAY, actor: server, principles: [P4], taxonomy: AASM-HARDENING}
+  - {id: T-AMB-P5, doc: d, section: s, quote: q, modality: MUST, actor: server, principles: [P5], taxonomy: SPEC-MANDATED, ambiguous: true, note: unclear}
+  - {id: T-CLEAR-P5, doc: d, section: s, quote: q, modality: MAY, actor: server, principles: [P5], taxonomy: AASM-HARDENING}
+  - {id: T-NS-SL, doc: d, section: s, quote: "(no clause)", modality: NOT_SPECIFIED, actor: server, principles: [SL], taxonomy: APS-COMPLETENESS}
 `
 
 // triageModel: a handshake enables the step that taints the context. The
 // handshake's clause is given by the case; the tainting step cites only a
 // clear clause, as does the property.
-func triageModel(handshakeRefs string) string {
+func triageModel(handshakeRefs, handshakeModality string) string {
 	return `ir_version: 1
 model: triage
 protocol: MCP
@@ -38,7 +42,7 @@ variables:
   - {name: tainted, type: bool}
 transitions:
   - {id: T_handshake, kind: Protocol, actor: client, trigger: handshake, guard: "phase == idle", writes: {phase: ready},
-     modality: MUST, source_refs: [` + handshakeRefs + `]}
+     modality: ` + handshakeModality + `, source_refs: [` + handshakeRefs + `]}
   - {id: T_noise, kind: Protocol, actor: server, trigger: log line, guard: "!noise", writes: {noise: true},
      modality: MUST, source_refs: [T-AMB-P4]}
   - {id: T_taint, kind: Protocol, actor: server, trigger: tool output, guard: "phase == ready", writes: {tainted: true},
@@ -73,20 +77,24 @@ func parseModel(t *testing.T, src string) *ir.Model {
 func TestTriageAmbiguityOnlyFromDependencies(t *testing.T) {
 	cat := triageCatalog(t)
 	cases := []struct {
-		name, refs string
-		want       string
-		wantRefs   []string
+		name, refs, modality string
+		want                 string
+		wantRefs             []string
 	}{
 		// The handshake is on the path and enables the taint, but its
 		// unclear clause is about the session lifecycle, not P4.
-		{"ambiguous clause on another principle", "T-AMB-SL", report.SpecFail, nil},
+		{"ambiguous clause on another principle", "T-AMB-SL", "MUST", report.SpecFail, nil},
 		// The same step, with a clause on P4 that is unclear: now the
 		// violation depends on it.
-		{"ambiguous clause on the principle", "T-AMB-P4", report.AmbiguityFail, []string{"T-AMB-P4"}},
+		{"ambiguous clause on the principle", "T-AMB-P4", "MUST", report.AmbiguityFail, []string{"T-AMB-P4"}},
+		// A handshake the specification leaves NOT_SPECIFIED, whose only
+		// clause concerns SL and is not marked ambiguous: prompt integrity
+		// does not depend on an unclear clause.
+		{"NOT_SPECIFIED step on another principle", "T-NS-SL", "NOT_SPECIFIED", report.SpecFail, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := parseModel(t, triageModel(c.refs))
+			m := parseModel(t, triageModel(c.refs, c.modality))
 			fs, err := report.CheckModel(context.Background(), m, cat, report.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -102,9 +110,10 @@ func TestTriageAmbiguityOnlyFromDependencies(t *testing.T) {
 	}
 }
 
-// A hand-built trace (not the checker's shortest one) puts a step on the
-// path that the violation does not need: it writes nothing the property
-// reads, so its ambiguous clause on the same principle is no dependency.
+// Hand-built traces (not the checker's shortest ones) put steps on the path
+// that the violation does not need: a step that writes nothing the
+// property reads, and a step whose write of the property's variable a
+// later step overwrites. Neither makes its ambiguous clause a dependency.
 func TestTriageIgnoresStepsTheViolationDoesNotNeed(t *testing.T) {
 	cat := triageCatalog(t)
 	m := parseModel(t, `ir_version: 1
@@ -117,12 +126,14 @@ variables:
 transitions:
   - {id: T_noise, kind: Protocol, actor: server, trigger: log line, guard: "true", writes: {noise: true},
      modality: MUST, source_refs: [T-AMB-P4]}
+  - {id: T_clean, kind: Protocol, actor: server, trigger: sanitizer runs, guard: "true", writes: {tainted: false},
+     modality: MUST, source_refs: [T-AMB-P4]}
   - {id: T_taint, kind: Protocol, actor: server, trigger: tool output, guard: "true", writes: {tainted: true},
      modality: MAY, source_refs: [T-CLEAR-P4]}
 properties:
   - {id: P4_prompt_integrity, principle: P4, class: AASM-HARDENING, expr: "!tainted", source_refs: [T-CLEAR-P4]}
 `)
-	for _, path := range [][]string{{"T_noise", "T_taint"}, {"T_taint", "T_noise"}} {
+	for _, path := range [][]string{{"T_noise", "T_taint"}, {"T_clean", "T_taint"}} {
 		tr := &check.Trace{Model: m, Property: "P4_prompt_integrity", Steps: []check.Step{{Action: -1}}}
 		for _, id := range path {
 			i := slices.IndexFunc(m.Transitions, func(x ir.Transition) bool { return x.ID == id })
