@@ -309,6 +309,9 @@ func a2aUnauthenticated(ctx context.Context, t *Target, tr *Trace, o Options) Re
 	case authRefusal(ans):
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "SendMessage without credentials was refused (" + ans.summary() + ")"}
 	}
+	if failed, why := a2aFailed(ans); failed {
+		return inconclusive("SendMessage without credentials got "+why, steps...)
+	}
 	ev := "SendMessage from an unauthenticated client was served (" + ans.summary() + ")"
 	if !ans.served() {
 		ev = "SendMessage from an unauthenticated client was processed, not refused for authentication (" + ans.summary() + ")"
@@ -342,6 +345,9 @@ func a2aDuplicateMembers(ctx context.Context, t *Target, tr *Trace, o Options) R
 		return inconclusive("the request with duplicate members got no answer; a refusal is an answer (-32700 or HTTP 400), not silence", steps...)
 	case ans.err != nil && ans.err.Code == -32700, ans.status == http.StatusBadRequest && ans.result == nil && ans.err == nil:
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "refused as malformed (" + ans.summary() + ")"}
+	}
+	if failed, why := a2aFailed(ans); failed {
+		return inconclusive("the request with duplicate members got "+why, steps...)
 	}
 	return Result{Outcome: Reproduced, Steps: steps,
 		Evidence: "a request with two \"method\" members was parsed and answered (" + ans.summary() + ")"}

@@ -48,6 +48,9 @@ func a2aAmplifiedDelegation(ctx context.Context, t *Target, tr *Trace, o Options
 	}
 	steps = append(steps, Step{Action: "S_delegate", Kind: "Protocol", Sent: sent, Answer: ctl.summary(),
 		Note: "control: " + delegationRelay + " delegates [" + grantedScope + "] to " + delegationTarget + ", within its grant"})
+	if failed, why := a2aFailed(ctl); failed {
+		return inconclusive("the control, a delegation within the grant, got "+why, steps...)
+	}
 	if !ctl.served() {
 		return unrealisable("a delegation within the grant was not served either ("+ctl.summary()+
 			"), so a refusal of the amplified one would show nothing", steps...)
@@ -61,7 +64,7 @@ func a2aAmplifiedDelegation(ctx context.Context, t *Target, tr *Trace, o Options
 			", beyond the [" + grantedScope + "] it was granted (chain in message.metadata[\"" + a2agw.MetadataKey + "\"])"})
 	switch {
 	case ans == nil:
-		return unrealisable("the amplified delegation got no answer", steps...)
+		return inconclusive("the amplified delegation got no answer", steps...)
 	case ans.served():
 		return Result{Outcome: Reproduced, Steps: steps, Evidence: "a delegation chain that widens [" + grantedScope + "] to [" +
 			grantedScope + " " + amplifiedScope + "] at its second hop was served like the one within the grant (" + ans.summary() + ")"}
@@ -93,11 +96,15 @@ func a2aUnconsented(ctx context.Context, t *Target, tr *Trace, o Options) Result
 		{Action: "S_start_work", Kind: "Protocol", Note: "oracle: the answer shows the task worked on, not held for input or approval"}}
 	switch {
 	case ans == nil:
-		return unrealisable("the agent did not answer SendMessage", steps...)
+		return inconclusive("the agent did not answer SendMessage", steps...)
 	case ans.err != nil && consentRefusal(ans.err):
 		return Result{Outcome: Blocked, Steps: steps, Evidence: "SendMessage was held for approval (" + ans.summary() + ")"}
 	case ans.err != nil:
-		return unrealisable("SendMessage was refused for another reason ("+ans.summary()+")", steps...)
+		// Not held for approval, and not worked on either: no verdict.
+		return inconclusive("SendMessage was refused for another reason, or failed ("+ans.summary()+"): neither held for consent nor worked on", steps...)
+	case !ans.served():
+		_, why := a2aFailed(ans)
+		return inconclusive("SendMessage got "+why, steps...)
 	}
 	state := taskState(ans.result)
 	switch state {
@@ -153,7 +160,10 @@ func a2aForgedCard(ctx context.Context, t *Target, tr *Trace, o Options) Result 
 	}
 	first := readCard(ctx, c, s.cardURL)
 	steps := []Step{{Action: "probe: read the agent card", Answer: first.summary(), Note: "GET " + s.cardURL + " before the forgery"}}
-	if first == nil || first.status != http.StatusOK {
+	if failed, why := cardFailed(first); failed {
+		return inconclusive(why+" (before the forgery)", steps...)
+	}
+	if first.status != http.StatusOK {
 		return unrealisable("the genuine agent card could not be read ("+first.summary()+")", steps...)
 	}
 	s.forger.arm(true)
@@ -178,10 +188,13 @@ func a2aForgedCard(ctx context.Context, t *Target, tr *Trace, o Options) Result 
 		Step{Action: "C_use_card", Kind: "Protocol", Sent: sent, Answer: ans.summary(), Note: "a task for the agent the card describes"})
 	switch {
 	case card == nil:
-		return unrealisable("the card could not be read after the forgery", steps...)
+		return inconclusive("the card could not be read after the forgery", steps...)
 	case card.forged():
 		return Result{Outcome: Reproduced, Steps: steps, Evidence: "the forged agent card (skill " + forgedSkill +
 			" added in transit) reached the client unrefused; a task sent on its strength: " + ans.summary()}
+	}
+	if failed, why := cardFailed(card); failed {
+		return inconclusive(why+" (after the forgery)", steps...)
 	}
 	return Result{Outcome: Blocked, Steps: steps, Evidence: "the forged card did not reach the client (" + card.summary() +
 		"); a task sent on its strength: " + ans.summary()}

@@ -232,3 +232,114 @@ func TestHostileHTTP(t *testing.T) {
 		})
 	}
 }
+
+// hostileA2A is an A2A agent that serves its card but hangs on (mode
+// "hang") or fails (mode "500") every JSON-RPC request; with mode
+// "hang-all" its card hangs too.
+func hostileA2A(t *testing.T, mode string) string {
+	t.Helper()
+	var srv *httptest.Server
+	stop := make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && mode != "hang-all" {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"name":"hostile","description":"d","version":"1","supportedInterfaces":[{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"1.0"}],`+
+				`"url":%q,"protocolVersion":"0.3.0","capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],`+
+				`"skills":[{"id":"hello","name":"hello","description":"d","tags":["t"]}]}`, srv.URL+"/a2a", srv.URL+"/a2a")
+			return
+		}
+		switch mode {
+		case "500":
+			http.Error(w, "internal server error", http.StatusInternalServerError)
+		default:
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return "a2a+" + srv.URL + "/a2a"
+}
+
+// TestHostileA2A: an agent that hangs, and one that fails every request.
+func TestHostileA2A(t *testing.T) {
+	for _, mode := range []string{"hang", "hang-all", "500"} {
+		t.Run(mode, func(t *testing.T) {
+			code, got, why := hostileOutcomes(t, hostileA2A(t, mode))
+			// Its card reaches the client through replay's forger when the
+			// agent serves it: P2 reproduces (nothing verifies the card), exit 1.
+			exit := cli.ExitPartial
+			if got["plain/P2_card"] == "reproduced" {
+				exit = cli.ExitFindings
+			}
+			noFlattery(t, code, exit, got, why)
+			for _, p := range []string{"P1_identity", "P2_card", "P3_delegation", "P5_consent", "WF_wire"} {
+				if o := got["plain/"+p]; o != "inconclusive" && !(p == "P2_card" && o == "reproduced") {
+					t.Errorf("%s: %s (%s), want inconclusive", p, o, why["plain/"+p])
+				}
+			}
+		})
+	}
+}
+
+// hostileAGUI is an AG-UI agent whose run hangs ("hang"), fails ("500"),
+// ends its stream mid-message ("cut") or drops the connection there
+// ("reset").
+func hostileAGUI(t *testing.T, mode string) string {
+	t.Helper()
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch mode {
+		case "hang":
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+			return
+		case "500":
+			http.Error(w, "internal server error", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, ev := range []string{`{"type":"RUN_STARTED","threadId":"t","runId":"r"}`,
+			`{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}`,
+			`{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"The weather in Paris is"}`} {
+			fmt.Fprintf(w, "data: %s\n\n", ev)
+		}
+		w.(http.Flusher).Flush()
+		if mode == "reset" {
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	return "agui+" + srv.URL + "/run"
+}
+
+// TestHostileAGUI: a stream that stops mid-message breaks the event
+// discipline (WF reproduced, exit 1), but its half answer says nothing of
+// whether the agent would follow a planted instruction (P4 inconclusive);
+// a run that hangs, fails or is reset gives no verdict at all.
+func TestHostileAGUI(t *testing.T) {
+	for mode, want := range map[string]map[string]string{
+		"hang":  {"WF_events": "inconclusive", "P4_prompt_integrity": "inconclusive"},
+		"500":   {"WF_events": "inconclusive", "P4_prompt_integrity": "inconclusive"},
+		"reset": {"WF_events": "inconclusive", "P4_prompt_integrity": "inconclusive"},
+		"cut":   {"WF_events": "reproduced", "P4_prompt_integrity": "inconclusive"},
+	} {
+		t.Run(mode, func(t *testing.T) {
+			code, got, why := hostileOutcomes(t, hostileAGUI(t, mode))
+			exit := cli.ExitPartial
+			if want["WF_events"] == "reproduced" {
+				exit = cli.ExitFindings
+			}
+			noFlattery(t, code, exit, got, why)
+			for p, w := range want {
+				if got["plain/"+p] != w {
+					t.Errorf("%s: %s (%s), want %s", p, got["plain/"+p], why["plain/"+p], w)
+				}
+			}
+		})
+	}
+}

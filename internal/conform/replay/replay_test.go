@@ -292,7 +292,14 @@ func TestMockAGUI(t *testing.T) {
 		for _, r := range behind.Results {
 			t.Logf("%s %s %s: %s", bt.Name, r.Property, r.Outcome, r.Evidence)
 		}
-		wantOutcomes(t, behind, map[string]Outcome{"WF_events": Blocked, "P4_prompt_integrity": Blocked})
+		// The broken agent cuts its answer short: warden quarantined the
+		// instruction (the audit says so, below), but an answer that never
+		// finished cannot show that the agent did not follow it.
+		wantP4 := Blocked
+		if broken {
+			wantP4 = Inconclusive
+		}
+		wantOutcomes(t, behind, map[string]Outcome{"WF_events": Blocked, "P4_prompt_integrity": wantP4})
 		if r, _ := behind.Result("WF_events"); broken && !strings.Contains(r.Steps[0].Answer, "RUN_ERROR") {
 			t.Errorf("behind warden, the broken stream did not end with warden's RUN_ERROR: %s", r.Steps[0].Answer)
 		}

@@ -89,3 +89,56 @@ func noVerdict(what string, m *jsonrpc.Message, steps ...Step) Result {
 	_, why := refused(m)
 	return inconclusive(what+": "+why, steps...)
 }
+
+// a2aFailed reports whether an A2A answer shows that the agent, or the
+// wire, failed rather than answered: no answer at all, an HTTP 404, 408,
+// 429 or 5xx without a JSON-RPC error, or a JSON-RPC error that says the
+// agent failed (-32603, warden's upstream codes). An error whose data names
+// a gateway stage other than "upstream" is warden's refusal, never a
+// failure.
+func a2aFailed(a *a2aAnswer) (bool, string) {
+	if a == nil {
+		return true, "no answer"
+	}
+	if e := a.err; e != nil && e.Code != 0 {
+		if e.Data.Stage != "" && e.Data.Stage != "upstream" {
+			return false, ""
+		}
+		switch e.Code {
+		case jsonrpc.CodeInternalError, jsonrpc.CodeUpstreamUnavailable, jsonrpc.CodeUpstreamInvalid,
+			jsonrpc.CodeTimeout, jsonrpc.CodeSessionClosed:
+			return true, fmt.Sprintf("%s: the agent, or what is behind it, failed; that refuses nothing", a.summary())
+		}
+		if e.Data.Stage == "upstream" {
+			return true, a.summary() + ": a stand-in for an answer that never came; that refuses nothing"
+		}
+		return false, ""
+	}
+	switch s := a.status; {
+	case s == 404:
+		return true, fmt.Sprintf("%s: nothing answers at that URL; that refuses nothing", a.summary())
+	case s == 408 || s == 429 || s/100 == 5:
+		return true, fmt.Sprintf("%s: the agent failed or would not serve at all; that refuses nothing", a.summary())
+	case a.result == nil && a.err == nil && s/100 == 2:
+		return true, fmt.Sprintf("%s without a JSON-RPC response: half an answer", a.summary())
+	}
+	return false, ""
+}
+
+// cardFailed is a2aFailed for a read of the agent card: no answer, or a
+// 404, 408, 429 or 5xx that no gateway stage sent.
+func cardFailed(a *cardAnswer) (bool, string) {
+	if a == nil {
+		return true, "the card read got no answer"
+	}
+	var rpc struct {
+		Error *a2aError `json:"error"`
+	}
+	if json.Unmarshal(a.body, &rpc) == nil && rpc.Error != nil && rpc.Error.Data.Stage != "" && rpc.Error.Data.Stage != "upstream" {
+		return false, ""
+	}
+	if s := a.status; s == 404 || s == 408 || s == 429 || s/100 == 5 {
+		return true, "the card read got " + a.summary() + ": a failure, which refuses nothing"
+	}
+	return false, ""
+}
