@@ -148,6 +148,8 @@ func A2ARecord(l *audit.Log) func(context.Context, a2agw.Event) error {
 			RequestID: e.ID.Raw(), Tool: e.TaskID, Decision: audit.Allow, Direction: e.Direction}
 		if e.Decision == "deny" {
 			r.Decision, r.Stage, r.Rule, r.Reason = audit.Deny, e.Stage, e.Rule, e.Reason
+		} else {
+			r.Reason = e.Reason // what warden changed, e.g. a filtered ListTasks's withheld count
 		}
 		_, err := l.Append(context.WithoutCancel(ctx), r)
 		return err
