@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Op is the operator of an expression node.
@@ -202,11 +203,26 @@ func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 // exprParser parses one expression string. pos maps a byte offset of the
 // string to a file position.
 type exprParser struct {
-	toks []token
-	i    int
-	pos  func(off int) Pos
-	err  *Diagnostic
+	toks  []token
+	i     int
+	pos   func(off int) Pos
+	err   *Diagnostic
+	depth int // nesting of unary (every operand, parenthesis, if, quantifier), bounded by MaxExprDepth
 }
+
+// enter counts one level of nesting; false (and an error) past
+// MaxExprDepth, so that "((((...))))" or "!!!!...x" cannot exhaust the
+// stack of the parser or of everything that walks the tree after it.
+func (p *exprParser) enter() bool {
+	p.depth++
+	if p.depth > MaxExprDepth && p.err == nil {
+		p.err = &Diagnostic{Pos: p.pos(p.peek().off), Code: "too-deep",
+			Msg: fmt.Sprintf("the expression nests more than %d levels deep here", MaxExprDepth)}
+	}
+	return p.err == nil
+}
+
+func (p *exprParser) leave() { p.depth-- }
 
 // ParseExpr parses src into an untyped AST. base is the position of src's
 // first byte. Identifiers are left as OpVar nodes with Var -1; Resolve
@@ -216,13 +232,17 @@ func ParseExpr(src string, base Pos) (*Expr, *Diagnostic) {
 		p := base
 		// Expression strings are single-line in practice; a newline moves
 		// the position to the next line.
+		// Columns count characters, as YAML's do: "∀" is one column.
 		if nl := strings.LastIndexByte(src[:off], '\n'); nl >= 0 {
 			p.Line += strings.Count(src[:off], "\n")
-			p.Col = off - nl
+			p.Col = utf8.RuneCountInString(src[nl+1:off]) + 1
 			return p
 		}
-		p.Col += off
+		p.Col += utf8.RuneCountInString(src[:off])
 		return p
+	}
+	if len(src) > MaxExprBytes {
+		return nil, &Diagnostic{Pos: base, Code: "too-large", Msg: fmt.Sprintf("the expression is %d bytes; at most %d", len(src), MaxExprBytes)}
 	}
 	toks, off, err := lex(src)
 	if err != nil {
@@ -385,6 +405,10 @@ func (p *exprParser) quantifier(op Op, off int) *Expr {
 }
 
 func (p *exprParser) unary() *Expr {
+	defer p.leave()
+	if !p.enter() {
+		return nil
+	}
 	if p.isOp("!") || p.isOp("-") {
 		t := p.next()
 		op := OpNot

@@ -221,10 +221,12 @@ type Array struct {
 }
 
 // Cells is the number of cells of a.
+// It saturates at 1<<31, far above any array a model may declare, so that
+// four indices over large domains cannot overflow to a small number.
 func (a *Array) Cells() int {
 	n := 1
 	for _, t := range a.Index {
-		n *= t.Size()
+		n = min(n*t.Size(), 1<<31)
 	}
 	return n
 }
@@ -466,6 +468,9 @@ type Model struct {
 	Properties  []Property
 	File        string
 	guarded     bool
+	// declared is how many transitions the file lists, read or not: a
+	// model whose transitions all had errors is not also told it has none.
+	declared int
 }
 
 // IsGuarded reports whether m is the variant behind the warden gateway.

@@ -71,7 +71,7 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 	} else if len(m.Protocols) > 0 {
 		d.add(Pos{Line: 1, Col: 1}, "composition", "protocols: is only for compositions (pattern: 1..5)")
 	}
-	if len(m.Transitions) == 0 {
+	if len(m.Transitions) == 0 && m.declared == 0 {
 		d.add(Pos{Line: 1, Col: 1}, "missing", "the model has no transitions")
 	}
 	read := make([]bool, len(m.Vars))

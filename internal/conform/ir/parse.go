@@ -31,9 +31,16 @@ type ParseOptions struct {
 
 // ParseWith is Parse with options.
 func ParseWith(data []byte, file string, opts ParseOptions) (*Model, Diagnostics) {
-	p := &parser{d: diags{file: file}, defines: opts.Defines}
+	p := &parser{d: diags{file: file}, defines: opts.Defines, broken: map[string]bool{}}
+	if !p.checkBytes(data) {
+		return nil, p.d.list
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
+	if len(bytes.TrimSpace(data)) == 0 {
+		p.d.add(Pos{Line: 1, Col: 1}, "empty", "the file is empty")
+		return nil, p.d.list
+	}
 	if err := decodeNode(dec, &doc); err != nil {
 		if errors.Is(err, io.EOF) {
 			p.d.add(Pos{Line: 1, Col: 1}, "empty", "the file is empty")
@@ -46,9 +53,17 @@ func ParseWith(data []byte, file string, opts ParseOptions) (*Model, Diagnostics
 	if err := decodeNode(dec, &second); err == nil {
 		p.d.add(p.pos(&second), "yaml", "a second YAML document starts here; a model file holds exactly one")
 	}
+	if !p.checkDepth(&doc, 0) {
+		return nil, p.d.list
+	}
 	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		// Nothing else can be read from a list or a scalar.
+		p.d.add(p.pos(root), "yaml", "a model file is a mapping (ir_version: 1, model: NAME, ...), not %s", nodeKind(root))
+		return nil, p.d.list
 	}
 	m := &Model{File: file}
 	p.m = m
@@ -67,12 +82,28 @@ func decodeNode(dec *yaml.Decoder, n *yaml.Node) (err error) {
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 
+// yamlErrPos is the line a YAML error names. The YAML library numbers the
+// lines of its parser's errors ("did not find expected ...") from 0 and
+// those of its scanner from 1; both are returned counted from 1.
 func yamlErrPos(err error) Pos {
 	if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 		n, _ := strconv.Atoi(m[1])
+		if strings.Contains(err.Error(), "did not find expected") {
+			n++
+		}
 		return Pos{Line: n, Col: 1}
 	}
 	return Pos{Line: 1, Col: 1}
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("the scalar %q", n.Value)
+	}
+	return "this"
 }
 
 type parser struct {
@@ -81,6 +112,9 @@ type parser struct {
 	consts  map[string]int // the model's constants, after Defines
 	m       *Model
 	fixed   []boundVar // the parameters of the transition instance being read
+	// broken names the domains and variables whose declarations had
+	// errors: those errors are reported once, not again at every use.
+	broken map[string]bool
 }
 
 func (p *parser) pos(n *yaml.Node) Pos { return Pos{File: p.d.file, Line: n.Line, Col: n.Column} }
@@ -191,7 +225,7 @@ func (p *parser) exprPos(n *yaml.Node) Pos {
 // expr parses and types an expression over the model's state, with the
 // transition parameters being expanded (p.fixed) bound.
 func (p *parser) expr(n *yaml.Node, want *Type) *Expr {
-	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records, domains: p.m.Domains, bound: p.fixed}, want)
+	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records, domains: p.m.Domains, bound: p.fixed, broken: p.broken}, want)
 }
 
 func (p *parser) exprIn(n *yaml.Node, sc *scope, want *Type) *Expr {
@@ -237,10 +271,10 @@ func (p *parser) substConstants(e *Expr, sc *scope) {
 
 func (p *parser) constant(n *yaml.Node, m *Model) {
 	c := Constant{Pos: p.pos(n)}
-	var valueSet bool
+	var valueGiven bool
 	p.fields(n, "a constant", map[string]func(*yaml.Node){
 		"name":  func(x *yaml.Node) { p.str(x, &c.Name) },
-		"value": func(x *yaml.Node) { valueSet = p.integer(x, &c.Value) },
+		"value": func(x *yaml.Node) { valueGiven = true; p.integer(x, &c.Value) },
 		"doc":   func(x *yaml.Node) { p.str(x, &c.Doc) },
 	})
 	switch {
@@ -250,18 +284,20 @@ func (p *parser) constant(n *yaml.Node, m *Model) {
 	case !validIdent(c.Name):
 		p.d.add(c.Pos, "name", "constant name %q must be an identifier", c.Name)
 		return
-	case !valueSet:
+	case !valueGiven:
 		p.d.add(c.Pos, "missing", "constant %q needs an integer value", c.Name)
 	}
 	if _, dup := p.consts[c.Name]; dup {
 		p.d.add(c.Pos, "duplicate-id", "constant %q is declared twice", c.Name)
 		return
 	}
+	from := ""
 	if v, ok := p.defines[c.Name]; ok {
 		c.Value = v
+		from = fmt.Sprintf(" (from -D %s=%d)", c.Name, v)
 	}
-	if c.Value < -(1<<20) || c.Value > 1<<20 {
-		p.d.add(c.Pos, "out-of-domain", "constant %q = %d is out of range (at most 2^20 in size)", c.Name, c.Value)
+	if c.Value < -MaxIntBound || c.Value > MaxIntBound {
+		p.d.add(c.Pos, "out-of-domain", "constant %q = %d%s is out of range (at most 2^20 in size)", c.Name, c.Value, from)
 	}
 	p.consts[c.Name] = c.Value
 	m.Constants = append(m.Constants, c)
@@ -312,7 +348,7 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 		p.list(varsNode, "variables", func(c *yaml.Node) { p.variable(c, m) })
 	}
 	if transNode != nil {
-		p.list(transNode, "transitions", func(c *yaml.Node) { p.transition(c, m) })
+		p.list(transNode, "transitions", func(c *yaml.Node) { m.declared++; p.transition(c, m) })
 	}
 	if propsNode != nil {
 		p.list(propsNode, "properties", func(c *yaml.Node) { p.property(c, m) })
@@ -338,6 +374,23 @@ type typeSpec struct {
 	values         []string
 	min, max       int
 	minSet, maxSet bool
+	failed         bool     // min or max was not an integer (and that is reported)
+	boundNames     []string // the constants min and max name
+}
+
+// definedBy says which -D set the constants a declaration's bounds name,
+// for a message about those bounds: " (AGENTS = 0 from -D AGENTS=0)".
+func (p *parser) definedBy(ts *typeSpec) string {
+	var parts []string
+	for _, name := range ts.boundNames {
+		if v, ok := p.defines[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s = %d from -D %s=%d", name, v, name, v))
+		}
+	}
+	if parts == nil {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // scalarType resolves a type that is not an array: bool, enum, int, a
@@ -366,8 +419,16 @@ func (p *parser) scalarType(typ string, ts *typeSpec, what string, pos Pos) (Typ
 		return t, len(t.Values) > 0
 	case typ == "int":
 		t := Type{Kind: Int, Min: ts.min, Max: ts.max}
-		if !ts.minSet || !ts.maxSet || t.Min > t.Max {
-			p.d.add(pos, "domain", "int %s needs min <= max", what)
+		if !ts.minSet || !ts.maxSet {
+			if !ts.failed {
+				p.d.add(pos, "domain", "int %s needs min and max", what)
+			}
+			return t, false
+		} else if t.Min < -MaxIntBound || t.Max > MaxIntBound {
+			p.d.add(pos, "domain", "int %s: its bounds %d..%d are outside -%d..%d", what, t.Min, t.Max, MaxIntBound, MaxIntBound)
+			return t, false
+		} else if t.Min > t.Max {
+			p.d.add(pos, "domain", "int %s needs min <= max, not min %d > max %d%s", what, t.Min, t.Max, p.definedBy(ts))
 			return t, false
 		} else if t.Max-t.Min > 1<<16 {
 			p.d.add(pos, "domain", "int %s has more than 65536 values; bound it more tightly", what)
@@ -401,7 +462,9 @@ func (p *parser) domainType(name string, pos Pos) *Type {
 			return &t
 		}
 	}
-	p.d.add(pos, "unknown-domain", "unknown domain %q (declare it under domains:)", name)
+	if !p.broken[name] {
+		p.d.add(pos, "unknown-domain", "unknown domain %q (declare it under domains:)", name)
+	}
 	return nil
 }
 
@@ -409,9 +472,21 @@ func (p *parser) typeFields(ts *typeSpec) map[string]func(*yaml.Node) {
 	return map[string]func(*yaml.Node){
 		"type":   func(x *yaml.Node) { p.str(x, &ts.typ) },
 		"values": func(x *yaml.Node) { p.strList(x, &ts.values) },
-		"min":    func(x *yaml.Node) { ts.minSet = p.integer(x, &ts.min) },
-		"max":    func(x *yaml.Node) { ts.maxSet = p.integer(x, &ts.max) },
+		"min":    func(x *yaml.Node) { ts.minSet = p.bounds(x, &ts.min, ts) },
+		"max":    func(x *yaml.Node) { ts.maxSet = p.bounds(x, &ts.max, ts) },
 	}
+}
+
+// bounds reads a min or max: an integer or a constant's name.
+func (p *parser) bounds(x *yaml.Node, dst *int, ts *typeSpec) bool {
+	if !p.integer(x, dst) {
+		ts.failed = true
+		return false
+	}
+	if _, ok := p.consts[x.Value]; ok {
+		ts.boundNames = append(ts.boundNames, x.Value)
+	}
+	return true
 }
 
 // domain reads one entry of domains: a named enum or int range.
@@ -434,6 +509,7 @@ func (p *parser) domain(n *yaml.Node, m *Model) {
 		return
 	case ts.typ != "enum" && ts.typ != "int":
 		p.d.add(d.Pos, "invalid-type", "domain %s is an enum or an int range, not %q", d.Name, ts.typ)
+		p.broken[d.Name] = true
 		return
 	case slices.ContainsFunc(m.Domains, func(x Domain) bool { return x.Name == d.Name }):
 		p.d.add(d.Pos, "duplicate-id", "domain %q is declared twice", d.Name)
@@ -441,6 +517,7 @@ func (p *parser) domain(n *yaml.Node, m *Model) {
 	}
 	t, ok := p.scalarType(ts.typ, &ts, "domain "+d.Name, d.Pos)
 	if !ok {
+		p.broken[d.Name] = true
 		return
 	}
 	if d.Symmetric {
@@ -455,14 +532,15 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 	var ts typeSpec
 	var initNode *yaml.Node
 	fields := p.typeFields(&ts)
-	fields["name"] = func(x *yaml.Node) { p.str(x, &v.Name) }
+	nameGiven := false
+	fields["name"] = func(x *yaml.Node) { nameGiven = true; p.str(x, &v.Name) }
 	fields["init"] = func(x *yaml.Node) { initNode = x }
 	fields["doc"] = func(x *yaml.Node) { p.str(x, &v.Doc) }
 	p.fields(n, "a variable", fields)
 	what := fmt.Sprintf("%q", v.Name)
-	if v.Name == "" {
+	if v.Name == "" && !nameGiven {
 		p.d.add(v.Pos, "missing", "a variable needs a name")
-	} else if !validIdent(v.Name) {
+	} else if v.Name != "" && !validIdent(v.Name) {
 		p.d.add(v.Pos, "name", "variable name %q must be an identifier", v.Name)
 	} else if m.VarIndex(v.Name) >= 0 || m.ArrayIndex(v.Name) >= 0 || m.RecordIndex(v.Name) >= 0 {
 		p.d.add(v.Pos, "duplicate-id", "variable %q is declared twice", v.Name)
@@ -477,15 +555,22 @@ func (p *parser) variable(n *yaml.Node, m *Model) {
 		m.Vars = append(m.Vars, v)
 		return
 	}
-	if strings.Contains(ts.typ, "->") {
-		p.arrayVar(v, &ts, initNode, m)
-		return
-	}
-	if strings.HasPrefix(strings.TrimSpace(ts.typ), "{") {
-		p.recordVar(v, &ts, initNode, m)
+	if strings.Contains(ts.typ, "->") || strings.HasPrefix(strings.TrimSpace(ts.typ), "{") {
+		before := len(p.d.list)
+		if strings.Contains(ts.typ, "->") {
+			p.arrayVar(v, &ts, initNode, m)
+		} else {
+			p.recordVar(v, &ts, initNode, m)
+		}
+		if len(p.d.list) > before && v.Name != "" {
+			p.broken[v.Name] = true
+		}
 		return
 	}
 	t, ok := p.scalarType(ts.typ, &ts, what, v.Pos)
+	if !ok {
+		t = Type{} // reported; its uses are not checked against a type it does not have
+	}
 	v.Type = t
 	if t.Kind == Int {
 		v.Init = t.Min
@@ -775,7 +860,7 @@ func (p *parser) bound(s string) (int, bool) {
 // array's named indices (bound) have their values.
 func (p *parser) initValue(n *yaml.Node, t Type, bound []boundVar) int {
 	before := len(p.d.list)
-	e := p.exprIn(n, &scope{domains: p.m.Domains, bound: bound}, &t)
+	e := p.exprIn(n, &scope{domains: p.m.Domains, bound: bound, broken: p.broken}, &t)
 	if e == nil || len(p.d.list) > before {
 		return 0
 	}
@@ -795,6 +880,10 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 func validIdent(s string) bool {
 	return identRE.MatchString(s) && !slices.Contains(Keywords, s)
 }
+
+// ValidName reports whether s may name a constant, a variable, a domain,
+// a transition or a property: an identifier that is not a keyword.
+func ValidName(s string) bool { return validIdent(s) }
 
 func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 	if !p.ok(n) {
@@ -837,7 +926,9 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 				continue
 			}
 		} else if idx < 0 {
-			p.d.add(p.pos(k), "unknown-variable", "write to unknown variable %q", k.Value)
+			if !p.broken[k.Value] {
+				p.d.add(p.pos(k), "unknown-variable", "write to unknown variable %q", k.Value)
+			}
 			continue
 		}
 		t := m.Vars[idx].Type
@@ -845,7 +936,7 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 		if e == nil {
 			continue
 		}
-		if e.Op == OpConst && !t.Contains(e.Val) {
+		if e.Op == OpConst && compatible(t, e.Type) && !t.Contains(e.Val) {
 			p.d.add(e.Pos, "out-of-domain", "constant %s is outside the domain of %s (%s)", t.Format(e.Val), k.Value, t)
 		}
 		*dst = append(*dst, Assign{Var: idx, Expr: e, Pos: p.pos(k)})
@@ -871,6 +962,14 @@ func (p *parser) transition(n *yaml.Node, m *Model) {
 	}
 	if params == nil {
 		p.transitionOnce(n, m, nil)
+		return
+	}
+	instances := 1
+	for _, b := range params {
+		instances = min(instances*b.typ.Size(), 1<<31)
+	}
+	if instances > MaxInstances {
+		p.d.add(p.pos(n), "domain", "the params of this transition have %d bindings, so as many instances; at most %d", instances, MaxInstances)
 		return
 	}
 	var expand func(i int)
@@ -1021,14 +1120,15 @@ func (p *parser) property(n *yaml.Node, m *Model) {
 	pr := Property{Pos: p.pos(n), Kind: Invariant}
 	var kind, fair string
 	var kindPos, fairPos, exprPos Pos
+	given := map[string]bool{} // expr, from, to: given, even if they had errors
 	p.fields(n, "a property", map[string]func(*yaml.Node){
 		"id":        func(x *yaml.Node) { p.str(x, &pr.ID) },
 		"kind":      func(x *yaml.Node) { kindPos = p.pos(x); p.oneOf(x, &kind, "kind", PropertyKinds) },
 		"principle": func(x *yaml.Node) { p.oneOf(x, &pr.Principle, "principle", Principles) },
 		"class":     func(x *yaml.Node) { p.oneOf(x, &pr.Class, "class", Classes) },
-		"expr":      func(x *yaml.Node) { exprPos = p.pos(x); pr.Expr = p.expr(x, &boolType) },
-		"from":      func(x *yaml.Node) { pr.From = p.expr(x, &boolType) },
-		"to":        func(x *yaml.Node) { pr.To = p.expr(x, &boolType) },
+		"expr":      func(x *yaml.Node) { exprPos = p.pos(x); pr.Expr = p.expr(x, &boolType); given["expr"] = true },
+		"from":      func(x *yaml.Node) { pr.From = p.expr(x, &boolType); given["from"] = true },
+		"to":        func(x *yaml.Node) { pr.To = p.expr(x, &boolType); given["to"] = true },
 		"fairness": func(x *yaml.Node) {
 			fairPos = p.pos(x)
 			p.oneOf(x, &fair, "fairness", Fairnesses)
@@ -1047,20 +1147,20 @@ func (p *parser) property(n *yaml.Node, m *Model) {
 	}
 	switch pr.Kind {
 	case Invariant:
-		if pr.Expr == nil {
+		if !given["expr"] {
 			p.d.add(pr.Pos, "missing", "property %q needs expr (an invariant)", pr.ID)
 		}
-		if pr.From != nil || pr.To != nil {
+		if given["from"] || given["to"] {
 			p.d.add(pr.Pos, "property-kind", "property %q: from and to belong to a leads-to property (kind: leads-to); an invariant has expr", pr.ID)
 		}
 		if fair != "" {
 			p.d.add(fairPos, "property-kind", "property %q: fairness applies to a leads-to property only; an invariant holds in every reachable state", pr.ID)
 		}
 	case LeadsTo:
-		if pr.From == nil || pr.To == nil {
+		if !given["from"] || !given["to"] {
 			p.d.add(pr.Pos, "missing", "leads-to property %q needs from and to (from ~> to)", pr.ID)
 		}
-		if pr.Expr != nil {
+		if given["expr"] {
 			p.d.add(exprPos, "property-kind", "leads-to property %q has from and to, not expr (declared leads-to at %s)", pr.ID, kindPos)
 		}
 		pr.Fairness = WeakFairness

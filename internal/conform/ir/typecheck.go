@@ -12,6 +12,9 @@ type scope struct {
 	records []Record
 	domains []Domain
 	bound   []boundVar // innermost last
+	// broken names the domains and variables whose declarations had
+	// errors (already reported): a use of one is not reported again.
+	broken map[string]bool
 }
 
 type boundVar struct {
@@ -79,6 +82,8 @@ func (sc *scope) field(e *Expr, indexed bool, d *diags) (*Record, int) {
 	switch {
 	case r == nil && sc.taken(e.Name):
 		d.add(e.Pos, "record", "%q is not a record; only a record has fields (%s.%s)", e.Name, e.Name, e.Field)
+		return nil, -1
+	case r == nil && sc.broken[e.Name]:
 		return nil, -1
 	case r == nil:
 		d.add(e.Pos, "unknown-variable", "unknown record %q", e.Name)
@@ -159,7 +164,9 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			d.add(e.Pos, "out-of-domain", "%q is neither a variable nor a value of %s", e.Name, hint)
 			return Type{}
 		}
-		d.add(e.Pos, "unknown-variable", "unknown variable %q", e.Name)
+		if !sc.broken[e.Name] {
+			d.add(e.Pos, "unknown-variable", "unknown variable %q", e.Name)
+		}
 		return Type{}
 	case OpIndex:
 		return resolveIndex(e, sc, d)
@@ -226,7 +233,9 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 	case OpForall, OpExists:
 		dom := sc.domain(e.Dom.Name)
 		if dom == nil {
-			d.add(e.Pos, "unknown-domain", "unknown domain %q (declare it under domains:)", e.Dom.Name)
+			if !sc.broken[e.Dom.Name] {
+				d.add(e.Pos, "unknown-domain", "unknown domain %q (declare it under domains:)", e.Dom.Name)
+			}
 			return Type{}
 		}
 		if sc.taken(e.Name) {
@@ -234,6 +243,16 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			return Type{}
 		}
 		e.Dom = dom
+		bindings := dom.Type.Size()
+		for _, b := range sc.bound {
+			if !b.fixed {
+				bindings *= b.typ.Size()
+			}
+		}
+		if bindings > MaxQuantified {
+			d.add(e.Pos, "domain", "the quantifiers nested here range over %d bindings; at most %d", bindings, MaxQuantified)
+			return Type{}
+		}
 		sc.bound = append(sc.bound, boundVar{name: e.Name, typ: dom.Type})
 		t := resolve(e.Args[0], sc, nil, d)
 		sc.bound = sc.bound[:len(sc.bound)-1]
@@ -245,12 +264,11 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		e.Type = Type{Kind: Bool}
 	case OpNeg:
 		t := resolve(e.Args[0], sc, nil, d)
-		if expectKind(e.Args[0], t, Int, "operand of unary -", d) {
-			symNoArith(e, []Type{t}, d)
-			e.Type = Type{Kind: Int, Min: -t.Max, Max: -t.Min}
-		} else {
-			e.Type = Type{Kind: Int}
+		if !expectKind(e.Args[0], t, Int, "operand of unary -", d) {
+			return Type{} // reported: the context does not report it again
 		}
+		symNoArith(e, []Type{t}, d)
+		e.Type = Type{Kind: Int, Min: -t.Max, Max: -t.Min}
 	case OpAnd, OpOr, OpImplies:
 		for _, a := range e.Args {
 			t := resolve(a, sc, nil, d)
@@ -262,14 +280,15 @@ func resolve(e *Expr, sc *scope, hint *Type, d *diags) Type {
 		r := resolve(e.Args[1], sc, nil, d)
 		okL := expectKind(e.Args[0], l, Int, "operand of "+e.Op.Text(), d)
 		okR := expectKind(e.Args[1], r, Int, "operand of "+e.Op.Text(), d)
+		if !okL || !okR {
+			return Type{} // reported: the context does not report it again
+		}
 		e.Type = Type{Kind: Int}
-		if okL && okR {
-			symNoArith(e, []Type{l, r}, d)
-			if e.Op == OpAdd {
-				e.Type.Min, e.Type.Max = l.Min+r.Min, l.Max+r.Max
-			} else {
-				e.Type.Min, e.Type.Max = l.Min-r.Max, l.Max-r.Min
-			}
+		symNoArith(e, []Type{l, r}, d)
+		if e.Op == OpAdd {
+			e.Type.Min, e.Type.Max = l.Min+r.Min, l.Max+r.Max
+		} else {
+			e.Type.Min, e.Type.Max = l.Min-r.Max, l.Max-r.Min
 		}
 	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
 		l, r := e.Args[0], e.Args[1]
@@ -349,7 +368,7 @@ func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 	if ai < 0 {
 		if sc.scalar(e.Name) >= 0 {
 			d.add(e.Pos, "type-mismatch", "%q is not an array", e.Name)
-		} else {
+		} else if !sc.broken[e.Name] {
 			d.add(e.Pos, "unknown-variable", "unknown array %q", e.Name)
 		}
 		return Type{}
@@ -423,7 +442,8 @@ func resolveSetLit(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			}
 			tt := t
 			elem = &tt
-		} else if !compatible(t, *elem) || t.Kind == Int && (t.Min < elem.Min || t.Max > elem.Max) {
+		} else if !compatible(t, *elem) || t.Kind == Int && x.Op != OpConst && (t.Min < elem.Min || t.Max > elem.Max) {
+			// (A constant outside the domain is out-of-domain, below.)
 			d.add(x.Pos, "type-mismatch", "element %s (%s) is not always in %s", x, t, elem)
 			return Type{}
 		}
@@ -442,7 +462,7 @@ func resolveSetLit(e *Expr, sc *scope, hint *Type, d *diags) Type {
 			return e.Type
 		}
 		if !elem.Contains(x.Val) {
-			d.add(x.Pos, "out-of-domain", "%s is not in %s", x, elem)
+			d.add(x.Pos, "out-of-domain", "set element %s is not in %s", x, elem)
 			return Type{}
 		}
 		bitsv |= 1 << elem.Bit(x.Val)
