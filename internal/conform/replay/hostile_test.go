@@ -343,3 +343,27 @@ func TestHostileAGUI(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileBehindWarden: in front of a target that gives nothing, the
+// gateway's refusals have nothing to show either. A call warden would
+// refuse is never reached, since the handshake the gateway relays is not
+// served; no probe, plain or behind warden, reads blocked.
+func TestHostileBehindWarden(t *testing.T) {
+	for _, target := range []func(*testing.T) string{
+		func(t *testing.T) string { return stdioTarget(t, "exit") },
+		func(t *testing.T) string { return stdioTarget(t, "sleep") },
+		func(t *testing.T) string { return stdioTarget(t, "error-everything") },
+		func(t *testing.T) string { return hostileHTTP(t, "500") },
+	} {
+		spec := target(t)
+		t.Run(spec[strings.LastIndex(spec, " ")+1:], func(t *testing.T) {
+			code, got, why := hostileOutcomes(t, spec, "--warden")
+			noFlattery(t, code, cli.ExitPartial, got, why)
+			for p, o := range got {
+				if strings.HasPrefix(p, "warden/") && o != "inconclusive" && o != "unrealisable" {
+					t.Errorf("%s: %s (%s), want inconclusive", p, o, why[p])
+				}
+			}
+		})
+	}
+}
