@@ -509,6 +509,14 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		if method == mcp.MethodToolsList && msg.Result != nil && d.Denial == nil {
 			r.listed(msg.Result)
 		}
+	case jsonrpc.KindRequest:
+		// The upstream's own text on its way to the client's model or
+		// person (sampling, elicitation) meets the response halves as its
+		// answers do (Security.upstreamRequest).
+		if r.results != nil {
+			msg, d.Findings, d.Denial = r.results(ctx, r.upstreamName, r.session, msg.Method, "", msg)
+			d.Msg = msg
+		}
 	case jsonrpc.KindNotification:
 		if msg.Method == mcp.NotificationToolsListChanged {
 			checked = r.toolsChanged(ctx) // before the client learns of it: its next tools/call waits
@@ -521,6 +529,15 @@ func (r *Relay) upstreamMessage(ctx context.Context, msg *jsonrpc.Message) {
 		if msg.Kind == jsonrpc.KindResponse { // the client still gets an answer: an error
 			r.writeClient(ctx, jsonrpc.NewErrorResponse(msg.ID, jsonrpc.Detail{Stage: "audit", Rule: string(deny.RuleWrite)}.
 				Errorf(jsonrpc.CodeDenied, "the audit record of the upstream's answer could not be written, so it is withheld")))
+		}
+		return
+	}
+	if msg.Kind == jsonrpc.KindRequest && d.Denial != nil {
+		// Withheld: the client never sees it, and the upstream is told.
+		r.log.Info("refused", "decision", d, "reason", d.Denial.Reason)
+		d.Denial.AuditID = d.AuditID
+		if err := r.upstream.Write(ctx, jsonrpc.NewErrorResponse(msg.ID, d.Denial.Error())); err != nil {
+			r.log.Debug("could not refuse the upstream's request", "err", err)
 		}
 		return
 	}

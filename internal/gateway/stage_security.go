@@ -99,6 +99,9 @@ func trackingSession(session, principal string) string {
 // or msg with tools dropped from a tools/list answer, or a refusal) and the
 // findings.
 func (s Security) Result(ctx context.Context, upstream, session, method, tool string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+	if msg.Kind == jsonrpc.KindRequest {
+		return s.upstreamRequest(ctx, upstream, trackingSession(session, principalFrom(ctx)), msg)
+	}
 	if msg.Result == nil {
 		return msg, nil, nil
 	}
@@ -143,6 +146,40 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 		out := jsonrpc.NewErrorResponse(msg.ID, d.Error())
 		out.Related = msg.Related
 		return out, findings, d
+	}
+	return msg, findings, nil
+}
+
+// upstreamRequest inspects a request of the upstream's own that puts its
+// text before the client's model or person: sampling/createMessage (its
+// messages and system prompt go to the model) and elicitation/create (its
+// message is shown to the user). The text is the upstream's, as a tool
+// result is, and is inspected as one (kind tool_result): a quarantined
+// finding's strings are replaced in the params, and a finding that denies
+// or needs approval withholds the request (the relay answers the upstream
+// with the refusal; the client never sees it).
+func (s Security) upstreamRequest(ctx context.Context, upstream, session string, msg *jsonrpc.Message) (*jsonrpc.Message, []secproc.Finding, *Denial) {
+	if (msg.Method != mcp.MethodSamplingCreate && msg.Method != mcp.MethodElicitationCreate) || len(msg.Params) == 0 {
+		return msg, nil, nil
+	}
+	findings := s.Processor.Inspect(ctx, secproc.Event{Kind: secproc.KindToolResult, Upstream: upstream, Session: session, Content: msg.Params})
+	if s.Quarantine != nil {
+		if targets := secproc.Targets(findings, "content", s.Quarantine); len(targets) > 0 {
+			var rest []secproc.Finding
+			for _, f := range findings {
+				if !s.Quarantine(f.Category) || len(secproc.Targets([]secproc.Finding{f}, "content", s.Quarantine)) == 0 {
+					rest = append(rest, f)
+				}
+			}
+			if f := strongestFinding(rest); f.Action < secproc.RequireApproval {
+				out := jsonrpc.NewRequest(msg.ID, msg.Method, secproc.Quarantine(msg.Params, "", targets))
+				out.Related, out.Header = msg.Related, msg.Header
+				return out, s.quarantined(findings, "content"), nil
+			}
+		}
+	}
+	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
+		return msg, findings, &Denial{Stage: "security", Rule: deny.Rule(f.Rule), Reason: "the upstream's " + msg.Method + " is withheld from the client: " + f.Message}
 	}
 	return msg, findings, nil
 }
