@@ -55,11 +55,20 @@ func runConform(ctx context.Context, env *Env, args []string) (int, error) {
 }
 
 func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
-	fs := newFlags(env, "conform lint", "FILE|--builtin")
+	fs := newFlags(env, "conform lint", "FILE|DIR|--model NAME|FILE|DIR|--builtin")
 	builtin := fs.Bool("builtin", false, "lint every built-in model")
+	model := fs.String("model", "", "lint one model: "+modelHelp)
 	defs := addDefines(fs)
-	if code, err := parseFlags(fs, args); err != nil {
-		return code, err
+	// Flags may follow the file (lint model.yaml -D AGENTS=3).
+	var files []string
+	for rest := args; ; {
+		if code, err := parseFlags(fs, rest); err != nil {
+			return code, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files, rest = append(files, fs.Arg(0)), fs.Args()[1:]
 	}
 	cat, err := catalog.Default()
 	if err != nil {
@@ -71,7 +80,7 @@ func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
 	}
 	var srcs []src
 	switch {
-	case *builtin && fs.NArg() == 0:
+	case *builtin && len(files) == 0:
 		for _, n := range models.Order {
 			data, file, err := models.Source(n)
 			if err != nil {
@@ -79,14 +88,30 @@ func conformLint(ctx context.Context, env *Env, args []string) (int, error) {
 			}
 			srcs = append(srcs, src{data, file})
 		}
-	case !*builtin && fs.NArg() == 1:
-		data, err := os.ReadFile(fs.Arg(0))
+	case !*builtin && *model != "" && isBuiltin(*model) && len(files) == 0:
+		data, file, err := models.Source(strings.TrimSuffix(*model, "+warden"))
+		if err != nil {
+			return ExitInternal, err
+		}
+		srcs = append(srcs, src{data, file})
+	case !*builtin && (len(files) == 1) != (*model != "") && len(files) <= 1:
+		path := *model
+		if path == "" {
+			path = files[0]
+		}
+		files, err := modelFiles(path)
 		if err != nil {
 			return ExitConfig, err
 		}
-		srcs = append(srcs, src{data, fs.Arg(0)})
+		for _, file := range files {
+			data, err := readModelFile(file)
+			if err != nil {
+				return ExitConfig, err
+			}
+			srcs = append(srcs, src{data, file})
+		}
 	default:
-		return ExitUsage, errors.New("usage: warden conform lint FILE|--builtin")
+		return ExitUsage, errors.New("usage: warden conform lint FILE|DIR|--model NAME|FILE|DIR|--builtin")
 	}
 	code := ExitOK
 	for _, s := range srcs {
@@ -172,8 +197,8 @@ func (d defines) String() string {
 func (d defines) Set(s string) error {
 	name, val, ok := strings.Cut(s, "=")
 	n, err := strconv.Atoi(val)
-	if !ok || err != nil || name == "" {
-		return fmt.Errorf("want NAME=INTEGER, not %q", s)
+	if !ok || err != nil || !ir.ValidName(name) {
+		return fmt.Errorf("want NAME=INTEGER with NAME a constant's name, not %q", s)
 	}
 	if _, dup := d[name]; dup {
 		return fmt.Errorf("%s is given twice", name)
@@ -272,32 +297,19 @@ func loadBuiltins(env *Env, names []string, defs defines) ([]*ir.Model, int, err
 }
 
 func loadModelFiles(env *Env, path string, defs defines) ([]*ir.Model, int, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, ExitUsage, fmt.Errorf("--model %s: not a built-in model (%s) and not a file: %w",
 			path, strings.Join(models.Order, ", "), err)
 	}
-	files := []string{path}
-	if fi.IsDir() {
-		entries, err := os.ReadDir(path)
-		if err != nil {
-			return nil, ExitConfig, err
-		}
-		files = files[:0]
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
-				files = append(files, filepath.Join(path, e.Name()))
-			}
-		}
-		if len(files) == 0 {
-			return nil, ExitConfig, fmt.Errorf("--model %s: the directory has no *.yaml or *.yml model files", path)
-		}
+	files, err := modelFiles(path)
+	if err != nil {
+		return nil, ExitConfig, err
 	}
 	var ms []*ir.Model
 	bad := 0
 	names := map[string]string{}
 	for _, file := range files {
-		data, err := os.ReadFile(file)
+		data, err := readModelFile(file)
 		if err != nil {
 			return nil, ExitConfig, err
 		}
@@ -321,6 +333,45 @@ func loadModelFiles(env *Env, path string, defs defines) ([]*ir.Model, int, erro
 		return nil, ExitConfig, fmt.Errorf("%d of %d model files have errors", bad, len(files))
 	}
 	return ms, ExitOK, nil
+}
+
+// modelFiles is path when it is a file, else the *.yaml and *.yml files
+// of the directory path, in name order; a directory without any is an
+// error.
+func modelFiles(path string) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") {
+			files = append(files, filepath.Join(path, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: the directory has no *.yaml or *.yml model files", path)
+	}
+	return files, nil
+}
+
+// readModelFile reads a model file, but no more than one byte past
+// ir.MaxFileBytes: the parser reports a longer file as too large, and a
+// huge file (or /dev/zero) is not read into memory first.
+func readModelFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, ir.MaxFileBytes+1))
 }
 
 // progressByDefault reports whether conform check shows its progress line
