@@ -39,9 +39,12 @@
 // Mcp-Session-Id, stream, Last-Event-ID and token on a listener with
 // gateway.auth. TestA2AWire and TestA2ATaskOfAnotherPrincipal put the
 // binary in front of a real a2a-go agent (github.com/a2aproject/a2a-go/v2),
-// whose executor and endpoint record what they got; TestAGUILimits in
-// front of a recording AG-UI stub. docs/difftest.md lists every probe and
-// its verdict.
+// whose executor and endpoint record what they got, and
+// TestA2AListTasksPerClient checks each client's ListTasks against that
+// agent's own list. TestAGUISDK puts it between the AG-UI TypeScript SDK's
+// HttpAgent and an agent on the SDK's EventEncoder, and a hostile stub;
+// TestAGUILimits in front of a recording AG-UI stub. docs/difftest.md
+// lists every probe and its verdict.
 //
 // TestPlain writes the same corpus straight to each SDK's stdin, without
 // warden, and reports what ran: the other column of the differential.
