@@ -38,7 +38,7 @@ func TestBudgetNeverHolds(t *testing.T) {
 	count, budget := randomBudget(t, 20, 2*time.Minute)
 	ctx := context.Background()
 	runs, stopped := 0, 0
-	nextModels(t, count, 1, budget, func(c compiled) {
+	nextModels(t, count, budgetLeast, 1, budget, func(c compiled) {
 		file := filepath.Join(t.TempDir(), "random.yaml")
 		if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
 			t.Fatal(err)

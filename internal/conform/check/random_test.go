@@ -28,6 +28,15 @@ const (
 	maxRandomStates = 20000
 )
 
+// The models a random test compares whatever its time budget: the first
+// models of the seeds, which between them have every verdict of both
+// kinds.
+const (
+	spinLeast   = 10
+	selfLeast   = 50
+	budgetLeast = 5
+)
+
 // compiled is a generated model worth comparing: loaded, compiled and
 // explored completely within maxRandomStates.
 type compiled struct {
@@ -39,11 +48,13 @@ type compiled struct {
 
 // nextModels calls fn with the generated models of seeds 1, 2, ... that
 // have between minRandomStates and maxRandomStates states, on workers
-// goroutines, until count models have been compared or budget has passed;
-// it returns how many were.
-func nextModels(t *testing.T, count, workers int, budget time.Duration, fn func(c compiled)) int {
+// goroutines, until count models have been compared or, once at least
+// least have been (so that a loaded host does not make the test fail for
+// want of models), budget has passed; it returns how many were.
+func nextModels(t *testing.T, count, least, workers int, budget time.Duration, fn func(c compiled)) int {
 	t.Helper()
 	deadline := time.Now().Add(budget)
+	least = min(least, count)
 	var seed atomic.Int64
 	var done atomic.Int64
 	var wg sync.WaitGroup
@@ -51,7 +62,7 @@ func nextModels(t *testing.T, count, workers int, budget time.Duration, fn func(
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(deadline) && done.Load() < int64(count) {
+			for done.Load() < int64(count) && (time.Now().Before(deadline) || done.Load() < int64(least)) {
 				rm := genModel(seed.Add(1))
 				m, ds := ir.LoadWith([]byte(rm.src), "random.yaml", ir.ParseOptions{Defines: rm.defines}, ir.LintOptions{})
 				if ds.HasErrors() {
@@ -199,7 +210,7 @@ func TestRandomModelsAgainstSpin(t *testing.T) {
 	count, budget := randomBudget(t, 150, 2*time.Minute)
 	var ty tally
 	ctx := context.Background()
-	nextModels(t, count, 2, budget, func(c compiled) {
+	nextModels(t, count, spinLeast, 2, budget, func(c compiled) {
 		ty.model(c)
 		dir := t.TempDir()
 		where := fmt.Sprintf("seed %d (-D %v)", c.seed, c.defines)
@@ -249,7 +260,7 @@ func TestRandomModelsAgainstSpin(t *testing.T) {
 			}
 		}
 	})
-	ty.floor(t, min(count, 20))
+	ty.floor(t, min(count, spinLeast))
 }
 
 // TestRandomModelsAgreeWithThemselves runs every random model through the
@@ -264,7 +275,7 @@ func TestRandomModelsAgreeWithThemselves(t *testing.T) {
 	count, budget := randomBudget(t, 150, time.Minute)
 	var ty tally
 	ctx := context.Background()
-	n := nextModels(t, count, 2, budget, func(c compiled) {
+	n := nextModels(t, count, selfLeast, 2, budget, func(c compiled) {
 		ty.model(c)
 		where := fmt.Sprintf("seed %d (-D %v)", c.seed, c.defines)
 		var reduced *check.Program
@@ -323,7 +334,7 @@ func TestRandomModelsAgreeWithThemselves(t *testing.T) {
 		}
 	})
 	t.Logf("%d models; %d symmetric ones with %d orbits in all", n, ty.orbitModelsReduced, ty.orbits)
-	ty.floor(t, min(count, 50))
+	ty.floor(t, min(count, selfLeast))
 	if ty.orbitModelsReduced == 0 {
 		t.Error("no symmetric model was compared")
 	}
