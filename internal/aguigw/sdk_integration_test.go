@@ -27,33 +27,11 @@ import (
 // JSON.parse keeps the last of duplicate members, it drops unknown event
 // types, and it checks the order of events itself.
 
-// aguiSDK returns the node_modules folder that scripts/deps.sh installed
-// the AG-UI SDK into (WARDEN_AGUI_SDK names @ag-ui/client's package.json).
-func aguiSDK(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("WARDEN_AGUI_SDK")
-	if p == "" {
-		dir := os.Getenv(testenv.EnvDepsDir)
-		if dir == "" {
-			dir = filepath.Join(testenv.ModuleRoot(t), ".cache", "deps")
-		}
-		p = filepath.Join(dir, "ag-ui", "node_modules", "@ag-ui", "client", "package.json")
-	}
-	if _, err := os.Stat(p); err != nil {
-		if testenv.RequireDeps() {
-			t.Fatalf("@ag-ui/client: %v; run make deps (%s=1)", err, testenv.EnvRequireDeps)
-		}
-		t.Skipf("@ag-ui/client: %v; run make deps (or set WARDEN_AGUI_SDK)", err)
-	}
-	// p is NODE_MODULES/@ag-ui/client/package.json.
-	return filepath.Dir(filepath.Dir(filepath.Dir(p)))
-}
-
 // startSDKAgent runs testdata/sdk/agent.cjs on 127.0.0.1 and returns its
 // URL.
 func startSDKAgent(t *testing.T) string {
 	t.Helper()
-	modules := aguiSDK(t)
+	modules := testenv.AGUISDK(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "sdk", "agent.cjs"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +84,7 @@ func sdkInput(runID, text string) string {
 // runSDK runs one AG-UI run at url with the SDK's HttpAgent.
 func runSDK(t *testing.T, url, input string) sdkRun {
 	t.Helper()
-	modules := aguiSDK(t)
+	modules := testenv.AGUISDK(t)
 	node := testenv.Node22(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -67,27 +67,6 @@ func TestAGUILimits(t *testing.T) {
 // EventEncoder, and testdata/sdk/client.cjs, one run with its HttpAgent,
 // printing what the SDK made of it.
 
-// aguiSDK returns the node_modules folder holding the AG-UI SDK
-// (WARDEN_AGUI_SDK names @ag-ui/client's package.json).
-func aguiSDK(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("WARDEN_AGUI_SDK")
-	if p == "" {
-		dir := os.Getenv(testenv.EnvDepsDir)
-		if dir == "" {
-			dir = filepath.Join(testenv.ModuleRoot(t), ".cache", "deps")
-		}
-		p = filepath.Join(dir, "ag-ui", "node_modules", "@ag-ui", "client", "package.json")
-	}
-	if _, err := os.Stat(p); err != nil {
-		if testenv.RequireDeps() {
-			t.Fatalf("@ag-ui/client: %v; run make deps (%s=1)", err, testenv.EnvRequireDeps)
-		}
-		t.Skipf("@ag-ui/client: %v; run make deps (or set WARDEN_AGUI_SDK)", err)
-	}
-	return filepath.Dir(filepath.Dir(filepath.Dir(p)))
-}
-
 var aguiScripts = filepath.Join("..", "aguigw", "testdata", "sdk")
 
 // aguiReport is what the SDK's HttpAgent made of one run.
@@ -111,7 +90,7 @@ func aguiClient(t *testing.T, url, runID, text string) (aguiReport, string) {
 	node := testenv.Node22(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(aguiScripts, "client.cjs"), aguiSDK(t), url, string(input))
+	cmd := exec.CommandContext(ctx, node, filepath.Join(aguiScripts, "client.cjs"), testenv.AGUISDK(t), url, string(input))
 	cmd.Env = []string{"PATH=" + filepath.Dir(node) + ":" + os.Getenv("PATH")}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
@@ -134,7 +113,7 @@ func aguiClient(t *testing.T, url, runID, text string) (aguiReport, string) {
 // chunks, the quarantine marker) and never the text.
 func TestAGUISDK(t *testing.T) {
 	build(t)
-	modules := aguiSDK(t)
+	modules := testenv.AGUISDK(t)
 	script, err := filepath.Abs(filepath.Join(aguiScripts, "agent.cjs"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@
 //	GoEverythingClient WARDEN_GO_EVERYTHING_CLIENT  go-sdk conformance/everything-client
 //	Aimock             WARDEN_AIMOCK_BIN            npm @copilotkit/aimock (AG-UI, A2A, MCP mock)
 //	TypeScriptSDK      WARDEN_MCP_SDK               npm @modelcontextprotocol/sdk (its package.json)
+//	AGUISDK            WARDEN_AGUI_SDK              npm @ag-ui/client, @ag-ui/encoder, @ag-ui/core (client's package.json)
 //	Otelcol            WARDEN_OTELCOL               OpenTelemetry Collector built with ocb (StartOtelcol runs it)
 //
 // When a program cannot be found the test is skipped with a message saying
@@ -53,6 +54,7 @@ const (
 	EnvSharedDir          = "WARDEN_SHARED_DIR"
 	EnvAimockBin          = "WARDEN_AIMOCK_BIN"
 	EnvMCPSDK             = "WARDEN_MCP_SDK"
+	EnvAGUISDK            = "WARDEN_AGUI_SDK"
 )
 
 // dep describes one program installed by scripts/deps.sh.
@@ -76,6 +78,8 @@ var (
 	aimock = dep{"@copilotkit/aimock", EnvAimockBin, "aimock/node_modules/.bin/aimock"}
 	mcpSDK = dep{"@modelcontextprotocol/sdk", EnvMCPSDK,
 		"mcp-sdk/node_modules/@modelcontextprotocol/sdk/package.json"}
+	aguiSDK = dep{"@ag-ui/client", EnvAGUISDK,
+		"ag-ui/node_modules/@ag-ui/client/package.json"}
 )
 
 // Node22 returns the path of a Node 22 executable.
@@ -114,6 +118,17 @@ func TypeScriptSDK(t testing.TB) string {
 	t.Helper()
 	p := find(t, mcpSDK)
 	// p is NODE_MODULES/@modelcontextprotocol/sdk/package.json.
+	return filepath.Dir(filepath.Dir(filepath.Dir(p)))
+}
+
+// AGUISDK returns the node_modules folder that holds the AG-UI TypeScript
+// SDK (@ag-ui/client, @ag-ui/encoder, @ag-ui/core): a CommonJS script run
+// with Node22 finds it with this folder in NODE_PATH. WARDEN_AGUI_SDK
+// names @ag-ui/client's package.json.
+func AGUISDK(t testing.TB) string {
+	t.Helper()
+	p := find(t, aguiSDK)
+	// p is NODE_MODULES/@ag-ui/client/package.json.
 	return filepath.Dir(filepath.Dir(filepath.Dir(p)))
 }
 
