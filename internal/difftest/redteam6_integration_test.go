@@ -76,7 +76,33 @@ func (s *rt6Session) send(t *testing.T, body string) (<-chan json.RawMessage, *h
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := make(chan json.RawMessage, 16)
+	return stream(resp), resp
+}
+
+// listen opens the session's standalone GET stream.
+func (s *rt6Session) listen(t *testing.T) <-chan json.RawMessage {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, s.g.url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setHeaders(req, s.id, defaultRev)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := (&http.Client{Transport: s.client.Transport}).Do(req) // no timeout: it lasts the test
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: HTTP %d", resp.StatusCode)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return stream(resp)
+}
+
+// stream returns the messages of resp's body (an SSE stream, or one JSON
+// body) as they arrive; the channel closes when the body ends.
+func stream(resp *http.Response) <-chan json.RawMessage {
+	out := make(chan json.RawMessage, 64)
 	go func() {
 		defer close(out)
 		defer resp.Body.Close()
@@ -104,7 +130,7 @@ func (s *rt6Session) send(t *testing.T, body string) (<-chan json.RawMessage, *h
 			}
 		}
 	}()
-	return out, resp
+	return out
 }
 
 // notify POSTs a notification or a response and returns the HTTP status.
@@ -191,5 +217,128 @@ func TestRedteam6Sampling(t *testing.T) {
 	res := next(t, call, 15*time.Second)
 	if strings.Contains(string(res), "bob-forged") || !strings.Contains(string(res), "alice-real") {
 		t.Errorf("the server's result of alice's call: %s, want alice's sampling answer and not bob's", res)
+	}
+}
+
+// TestRedteam6SamplingDenied: with prompt injection set to deny, the
+// upstream's sampling request is withheld: alice's client never gets it,
+// and the server, which reflects what it received, read warden's refusal
+// in its place (its tool fails with it).
+func TestRedteam6SamplingDenied(t *testing.T) {
+	build(t)
+	g := startGatewayWith(t, everythingUpstream(t), authYAML(principalKeys)+"  security: {prompt_injection: deny}\n")
+	alice := openRT6(t, g, withKey(principalKeys["alice"]))
+	call, _ := alice.send(t, callTool(`"alice-call"`, "trigger-sampling-request", `{"prompt":`+q(injection)+`,"maxTokens":10}`))
+	var m json.RawMessage
+	for !strings.Contains(string(m), `"id":"alice-call"`) { // notifications (list_changed) may come first
+		m = next(t, call, 15*time.Second)
+		if strings.Contains(string(m), `"method":"sampling/createMessage"`) || strings.Contains(string(m), "Ignore all previous") {
+			t.Fatalf("BYPASS: alice's client got the denied sampling request: %s", m)
+		}
+	}
+	if !strings.Contains(string(m), `"alice-call"`) || !strings.Contains(string(m), "is withheld from the client") {
+		t.Errorf("alice's call: %s, want the server's own answer reflecting warden's refusal of its sampling request", m)
+	}
+}
+
+// TestRedteam6IDsAndNotifications: JSON-RPC ids and server notifications
+// across alice's and bob's sessions, server-everything behind warden. A
+// batch and ids a JavaScript server reads as another id (beyond 2^53, -0,
+// 1.0, 1e0) are refused before the server runs anything; "1" and 1 in
+// flight at once are two requests, each answered with its own result; an id
+// already in flight is refused; alice's progress and her resource updates
+// reach her streams and nothing of them reaches bob's.
+func TestRedteam6IDsAndNotifications(t *testing.T) {
+	build(t)
+	g := startGatewayWith(t, everythingUpstream(t), authYAML(principalKeys))
+	alice := openRT6(t, g, withKey(principalKeys["alice"]))
+	bob := openRT6(t, g, withKey(principalKeys["bob"]))
+	aliceGET, bobGET := alice.listen(t), bob.listen(t)
+	echo := func(id, text string) string { return callTool(id, "echo", `{"message":`+q(text)+`}`) }
+
+	for _, c := range []struct{ name, body string }{
+		{"a batch", "[" + echo(`"b1"`, "batched") + "]"},
+		{"id 2^53+1", echo(`9007199254740993`, "beyond")},
+		{"id -0", echo(`-0`, "minus-zero")},
+		{"id 1.0", echo(`1.0`, "fraction")},
+		{"id 1e0", echo(`1e0`, "exponent")},
+	} {
+		msgs, resp := alice.send(t, c.body)
+		var got []string
+		for m := range msgs {
+			got = append(got, string(m))
+		}
+		joined := strings.Join(got, "\n")
+		if strings.Contains(joined, "Echo:") || (resp.StatusCode == http.StatusOK && !strings.Contains(joined, `"error"`)) {
+			t.Errorf("%s: HTTP %d %s, want warden's refusal and no echo from the server", c.name, resp.StatusCode, joined)
+		}
+	}
+
+	// 1 and "1" at once: a long operation with a progress token, an echo.
+	long, _ := alice.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":2,"steps":2},"_meta":{"progressToken":"alice-progress"}}}`)
+	first := next(t, long, 10*time.Second) // the first progress: the call is in flight
+	if !strings.Contains(string(first), `"progressToken":"alice-progress"`) {
+		t.Errorf("alice's first message of the long call: %s, want her progress", first)
+	}
+	str := next(t, func() <-chan json.RawMessage { m, _ := alice.send(t, echo(`"1"`, "string-one")); return m }(), 10*time.Second)
+	if !strings.Contains(string(str), `"id":"1"`) || !strings.Contains(string(str), "Echo: string-one") {
+		t.Errorf(`the echo with id "1" while 1 is in flight: %s`, str)
+	}
+	dup := next(t, func() <-chan json.RawMessage { m, _ := alice.send(t, echo(`1`, "duplicate")); return m }(), 10*time.Second)
+	if strings.Contains(string(dup), "Echo: duplicate") || !strings.Contains(string(dup), "duplicate-id") {
+		t.Errorf("an echo with id 1 while 1 is in flight: %s, want the duplicate-id refusal", dup)
+	}
+	var last json.RawMessage
+	progress := 0
+	for m := range long {
+		if strings.Contains(string(m), "notifications/progress") {
+			progress++
+		}
+		last = m
+	}
+	if !strings.Contains(string(last), `"id":1`) || !strings.Contains(string(last), "completed") {
+		t.Errorf("the long call's answer: %s, want its own result under id 1", last)
+	}
+	if progress+1 < 2 { // the first progress was read above
+		t.Errorf("alice got %d progress notifications after the first, want the server's second", progress)
+	}
+
+	// Alice subscribes to a resource and has the server send updates.
+	const uri = "demo://resource/dynamic/text/1"
+	sub := next(t, func() <-chan json.RawMessage {
+		m, _ := alice.send(t, `{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"`+uri+`"}}`)
+		return m
+	}(), 10*time.Second)
+	if !strings.Contains(string(sub), `"result"`) {
+		t.Fatalf("resources/subscribe: %s", sub)
+	}
+	next(t, func() <-chan json.RawMessage {
+		m, _ := alice.send(t, callTool(`"toggle"`, "toggle-subscriber-updates", `{}`))
+		return m
+	}(), 10*time.Second)
+	deadline := time.After(15 * time.Second)
+	updated := false
+	for !updated {
+		select {
+		case m, ok := <-aliceGET:
+			if !ok {
+				t.Fatal("alice's GET stream ended")
+			}
+			updated = strings.Contains(string(m), "notifications/resources/updated") && strings.Contains(string(m), uri)
+		case <-deadline:
+			t.Fatal("alice got no notifications/resources/updated within 15s (silence is not isolation)")
+		}
+	}
+	// Bob's stream, open all along: none of alice's notifications.
+	for {
+		select {
+		case m := <-bobGET:
+			if strings.Contains(string(m), "alice-progress") || strings.Contains(string(m), "resources/updated") {
+				t.Errorf("bob's stream got alice's notification: %s", m)
+			}
+			continue
+		case <-time.After(500 * time.Millisecond):
+		}
+		break
 	}
 }
