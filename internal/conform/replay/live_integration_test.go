@@ -64,6 +64,18 @@ func runBoth(t *testing.T, tgt *Target, up Upstream, stdio bool) (plain, behind 
 			t.Logf("%-22s %-20s %-12s %s", rep.Target, r.Property, r.Outcome, r.Evidence)
 		}
 	}
+	// The behind-warden run went through the gateway, and what it blocked
+	// on the token and consent paths the gateway refused, with a stage.
+	if behind.Gateway == nil || behind.Gateway.AuditRecords == 0 {
+		t.Errorf("behind warden: the gateway's audit log recorded nothing: %+v", behind.Gateway)
+	} else {
+		t.Logf("%s: %s", behind.Target, behind.Gateway.note())
+	}
+	for _, r := range behind.Results {
+		if r.Outcome == Blocked && (r.Property == "P1_identity" || r.Property == "P5_consent") && !strings.Contains(r.Evidence, "[stage ") {
+			t.Errorf("behind warden, %s blocked without a gateway stage's refusal: %s", r.Property, r.Evidence)
+		}
+	}
 	return plain, behind
 }
 

@@ -389,7 +389,12 @@ func summarize(m *jsonrpc.Message) string {
 		return "no answer"
 	}
 	if m.Error != nil {
-		return fmt.Sprintf("error %d: %s", m.Error.Code, clip(m.Error.Message, 160))
+		s := fmt.Sprintf("error %d: %s", m.Error.Code, clip(m.Error.Message, 160))
+		var d jsonrpc.Detail
+		if json.Unmarshal(m.Error.Data, &d) == nil && d.Stage != "" {
+			s += fmt.Sprintf(" [stage %s, rule %s]", d.Stage, d.Rule)
+		}
+		return s
 	}
 	return "result: " + clip(resultText(m.Result), 160)
 }

@@ -130,6 +130,9 @@ type Target struct {
 	CardKeys string
 	// BehindWarden says the target is reached through warden's gateway.
 	BehindWarden bool
+	// AuditLogs are the audit logs of the gateway in front of a
+	// BehindWarden target; Run reads them into Report.Gateway.
+	AuditLogs []string
 	// Notes are facts about the setup shown in reports.
 	Notes []string
 
@@ -232,6 +235,9 @@ type Report struct {
 	BehindWarden bool     `json:"behind_warden"`
 	Notes        []string `json:"notes,omitempty"`
 	Results      []Result `json:"results"`
+	// Gateway is, behind warden, what the gateway's audit logs recorded
+	// during the run: the evidence that it went through warden.
+	Gateway *GatewayEvidence `json:"gateway,omitempty"`
 }
 
 // Result returns the result for a property, if it was replayed.
@@ -340,6 +346,14 @@ func Run(ctx context.Context, t *Target, traces map[string]*Trace, o Options) (*
 			r.Trace = "probe"
 		}
 		rep.Results = append(rep.Results, r)
+	}
+	if t.BehindWarden && len(t.AuditLogs) > 0 {
+		ev, err := readGatewayEvidence(t.AuditLogs)
+		if err != nil {
+			return nil, fmt.Errorf("replay: the gateway's audit log: %w", err)
+		}
+		rep.Gateway = ev
+		rep.Notes = append(slices.Clone(rep.Notes), ev.note())
 	}
 	return rep, nil
 }

@@ -107,13 +107,21 @@ func wardenConfig(up Upstream, sensitive string, dir string, consent bool) strin
 // gateway's keys and audit log (a fresh, private directory). stop ends the
 // gateway and its sessions.
 func BehindWarden(t *Target, up Upstream, dir string, logger *slog.Logger) (*Target, func(), error) {
+	var bt *Target
+	var stop func()
+	var err error
 	switch t.Protocol {
 	case A2A:
-		return behindWardenA2A(t, dir, logger)
+		bt, stop, err = behindWardenA2A(t, dir, logger)
 	case AGUI:
-		return behindWardenAGUI(t, dir, logger)
+		bt, stop, err = behindWardenAGUI(t, dir, logger)
+	default:
+		bt, stop, err = behindWarden(t, up, dir, logger, up.URL == "")
 	}
-	return behindWarden(t, up, dir, logger, up.URL == "")
+	if err == nil {
+		bt.AuditLogs = auditLogs(dir)
+	}
+	return bt, stop, err
 }
 
 // newGateway builds a gateway from a YAML configuration the way `warden
@@ -153,7 +161,11 @@ func startingServer() (srv *httptest.Server, serve func(http.Handler), err error
 // pipe into Gateway.ServeConn, as `warden gateway --stdio` serves) or the
 // HTTP listener.
 func behindWardenVia(t *Target, up Upstream, dir string, stdio bool) (*Target, func(), error) {
-	return behindWarden(t, up, dir, nil, stdio)
+	bt, stop, err := behindWarden(t, up, dir, nil, stdio)
+	if err == nil {
+		bt.AuditLogs = auditLogs(dir)
+	}
+	return bt, stop, err
 }
 
 func behindWarden(t *Target, up Upstream, dir string, logger *slog.Logger, stdio bool) (*Target, func(), error) {
