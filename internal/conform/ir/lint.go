@@ -82,12 +82,16 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 			}
 		})
 	}
+	scalars := map[string]bool{}
+	for _, v := range m.Vars {
+		scalars[v.Name] = scalars[v.Name] || v.Index == nil
+	}
 	ids := map[string]Pos{}
 	for _, t := range m.Transitions {
 		if prev, dup := ids[t.ID]; dup && t.ID != "" && prev != t.Pos { // instances of one transition share its id
 			d.add(t.Pos, "duplicate-id", "transition id %q is also used at %s", t.ID, prev)
 		}
-		if m.VarIndex(t.ID) >= 0 {
+		if scalars[t.ID] {
 			d.add(t.Pos, "duplicate-id", "transition id %q is also a variable (TLA+ has one name space for both)", t.ID)
 		}
 		ids[t.ID] = t.Pos
@@ -132,7 +136,7 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 		if _, clash := ids[p.ID]; clash {
 			d.add(p.Pos, "duplicate-id", "property id %q is also a transition id", p.ID)
 		}
-		if m.VarIndex(p.ID) >= 0 {
+		if scalars[p.ID] {
 			d.add(p.Pos, "duplicate-id", "property id %q is also a variable (TLA+ has one name space for both)", p.ID)
 		}
 		if p.Class != "AASM-HARDENING" && p.Class != "APS-COMPLETENESS" && len(p.SourceRefs) == 0 {

@@ -114,7 +114,9 @@ type parser struct {
 	fixed   []boundVar // the parameters of the transition instance being read
 	// broken names the domains and variables whose declarations had
 	// errors: those errors are reported once, not again at every use.
-	broken map[string]bool
+	broken    map[string]bool
+	scalars   map[string]int // scalarIndex
+	scalarsOf int            // the number of variables scalars was built from
 }
 
 func (p *parser) pos(n *yaml.Node) Pos { return Pos{File: p.d.file, Line: n.Line, Col: n.Column} }
@@ -225,7 +227,21 @@ func (p *parser) exprPos(n *yaml.Node) Pos {
 // expr parses and types an expression over the model's state, with the
 // transition parameters being expanded (p.fixed) bound.
 func (p *parser) expr(n *yaml.Node, want *Type) *Expr {
-	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records, domains: p.m.Domains, bound: p.fixed, broken: p.broken}, want)
+	return p.exprIn(n, &scope{vars: p.m.Vars, arrays: p.m.Arrays, records: p.m.Records, domains: p.m.Domains, bound: p.fixed, broken: p.broken, scalars: p.scalarIndex()}, want)
+}
+
+// scalarIndex maps the name of each scalar variable (not an array cell)
+// to its index in p.m.Vars, rebuilt when variables have been added.
+func (p *parser) scalarIndex() map[string]int {
+	if p.scalars == nil || p.scalarsOf != len(p.m.Vars) {
+		p.scalars, p.scalarsOf = map[string]int{}, len(p.m.Vars)
+		for i, v := range p.m.Vars {
+			if _, dup := p.scalars[v.Name]; !dup && v.Index == nil {
+				p.scalars[v.Name] = i
+			}
+		}
+	}
+	return p.scalars
 }
 
 func (p *parser) exprIn(n *yaml.Node, sc *scope, want *Type) *Expr {
@@ -904,7 +920,10 @@ func (p *parser) writes(n *yaml.Node, m *Model, dst *[]Assign) {
 			continue
 		}
 		seen[k.Value] = true
-		idx := m.VarIndex(k.Value)
+		idx, found := p.scalarIndex()[k.Value]
+		if !found {
+			idx = -1
+		}
 		if m.RecordIndex(k.Value) >= 0 {
 			p.d.add(p.pos(k), "record", "record %q is written one field at a time: \"%s.%s\"", k.Value, k.Value, m.Records[m.RecordIndex(k.Value)].Fields[0].Name)
 			continue

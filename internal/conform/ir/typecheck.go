@@ -15,6 +15,9 @@ type scope struct {
 	// broken names the domains and variables whose declarations had
 	// errors (already reported): a use of one is not reported again.
 	broken map[string]bool
+	// scalars indexes vars by name (when not nil): a model with thousands
+	// of array cells and transition instances is not read in quadratic time.
+	scalars map[string]int
 }
 
 type boundVar struct {
@@ -34,6 +37,12 @@ func (sc *scope) lookupBound(name string) (boundVar, bool) {
 }
 
 func (sc *scope) scalar(name string) int {
+	if sc.scalars != nil {
+		if i, ok := sc.scalars[name]; ok {
+			return i
+		}
+		return -1
+	}
 	for i, v := range sc.vars {
 		if v.Name == name && v.Index == nil {
 			return i
