@@ -236,6 +236,17 @@ func (res *Results) BehindLine() string {
 	if cfg := gatewayNotes(res.behind.Notes); cfg != "" {
 		line += " Gateway configuration: " + cfg + "."
 	}
+	switch g := res.behind.Gateway; {
+	case g == nil:
+	case g.AuditRecords == 0:
+		line += " The gateway's audit log recorded nothing: this run did not go through warden."
+	default:
+		line += fmt.Sprintf(" The gateway's audit log recorded %d messages of the run", g.AuditRecords)
+		if len(g.Rules) > 0 {
+			line += " (rules applied: " + strings.Join(g.Rules, ", ") + ")"
+		}
+		line += "."
+	}
 	return line
 }
 

@@ -167,15 +167,22 @@ func TestWardenColumnSaysModelled(t *testing.T) {
 	res.Against(nil, &replay.Report{Target: "mock:mcp+warden", Protocol: "MCP", Mode: "mock",
 		Notes: []string{"behind warden: require_token [echo]"}, Results: []replay.Result{
 			{Model: "mcp", Property: "P1_identity", Outcome: replay.Blocked},
-			{Model: "mcp", Property: "WF_wire", Outcome: replay.Inconclusive}}})
+			{Model: "mcp", Property: "WF_wire", Outcome: replay.Inconclusive}},
+		Gateway: &replay.GatewayEvidence{AuditRecords: 7, Rules: []string{"deny zero_trust/INV-1 ×1"}}})
 	md.Reset()
 	if err := res.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Replay behind the gateway (a run, mock:mcp+warden): 0 of 2 probes still reproduced; 0 reproduced, 1 blocked, 1 inconclusive",
-		"Gateway configuration: require_token [echo]."} {
+		"Gateway configuration: require_token [echo].",
+		"The gateway's audit log recorded 7 messages of the run (rules applied: deny zero_trust/INV-1 ×1)."} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+	// A behind-warden run the gateway saw nothing of says so.
+	res.Against(nil, &replay.Report{Target: "x+warden", Protocol: "MCP", Gateway: &replay.GatewayEvidence{}})
+	if line := res.BehindLine(); !strings.Contains(line, "did not go through warden") {
+		t.Errorf("a run without audit records: %s", line)
 	}
 }
