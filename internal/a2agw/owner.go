@@ -18,6 +18,9 @@ import (
 //	answer to principal P names task T / context C  ─►  T, C belong to P
 //	request of P names task T                        ─►  T must belong to P
 //	request of P names context C                     ─►  C must not belong to another
+//	message of P references tasks T₁…Tₙ              ─►  each Tᵢ must belong to P
+//	a member spelt so that the agent reads it as one  ─►  refused (the agent's
+//	of those ("TaskId", "contextID", "taſkId")            encoding/json folds case)
 //	ListTasks, tasks/list of P                       ─►  the agent's list, filtered to P's (list.go)
 //
 // A task id warden never saw in an answer to P (another principal's, or
@@ -37,6 +40,18 @@ const maxOwned = 1 << 17
 var (
 	ownerTaskPaths    = [][]string{{"id"}, {"taskId"}, {"message", "taskId"}}
 	ownerContextPaths = [][]string{{"contextId"}, {"message", "contextId"}}
+	// ownerRefsPath is the tasks a message references: a2a-go loads each
+	// into the execution (ReferencedTasksLoader), so they are read.
+	ownerRefsPath = []string{"message", "referenceTaskIds"}
+	// pushTaskPaths replace ownerTaskPaths for the 1.0 push config methods,
+	// whose params.id is the config's own id, not a task's.
+	pushTaskPaths   = [][]string{{"taskId"}}
+	pushTaskMethods = map[string]bool{"CreateTaskPushNotificationConfig": true, "GetTaskPushNotificationConfig": true,
+		"ListTaskPushNotificationConfigs": true, "DeleteTaskPushNotificationConfig": true}
+	// ownerMembers are the members the stage reads, in params and in
+	// params.message; the objects where another spelling of them is refused.
+	ownerMembers      = []string{"id", "taskId", "contextId", "referenceTaskIds"}
+	ownerObjects      = [][]string{{}, {"message"}}
 	answerTaskPaths   = resultTaskPaths
 	answerContextPath = [][]string{{"task", "contextId"}, {"statusUpdate", "contextId"}, {"artifactUpdate", "contextId"},
 		{"message", "contextId"}, {"contextId"}}
@@ -85,7 +100,27 @@ func (h *Handler) checkOwner(_ context.Context, c *call) *deny.Denial {
 	refuse := func(reason string) *deny.Denial {
 		return &deny.Denial{Stage: StageOwner, Rule: deny.RuleTaskOwner, Reason: reason}
 	}
-	for _, id := range stringsAt(c.msg.Params, ownerTaskPaths) {
+	if name, path, want := caseVariant(c.msg.Params); name != "" {
+		at := "params" + path + "." + name
+		return refuse(at + " is another spelling of " + want + ", which the agent may read as it: name the task or context as " + want)
+	}
+	taskPaths := ownerTaskPaths
+	if pushTaskMethods[c.msg.Method] {
+		taskPaths = pushTaskPaths
+	}
+	ids := stringsAt(c.msg.Params, taskPaths)
+	if raw, ok := jsonrpc.Lookup(c.msg.Params, ownerRefsPath...); ok {
+		bad := false
+		isArray := jsonrpc.Elements(raw, func(el []byte) {
+			s, ok := jsonrpc.String(el)
+			bad = bad || !ok
+			ids = append(ids, s)
+		})
+		if bad || !isArray {
+			return refuse(`params.message.referenceTaskIds must be an array of task ids`)
+		}
+	}
+	for _, id := range ids {
 		if p, ok := h.owned.of("t:" + id); !ok || p != c.principal {
 			return refuse("task " + strconv.Quote(id) + " was not started through this gateway by this client")
 		}
@@ -120,6 +155,40 @@ func (h *Handler) noteOwner(c *call, result []byte) {
 	for _, id := range stringsAt(c.msg.Params, ownerContextPaths) {
 		h.owned.claim("c:"+id, c.principal)
 	}
+}
+
+// caseVariant returns the first member of params or params.message whose
+// name is not one of ownerMembers but that Go's encoding/json (which folds
+// case, "ſ" and "K") would read as one, the object's path (".message" or
+// ""), and the member it stands for.
+func caseVariant(params []byte) (name, path, want string) {
+	for _, obj := range ownerObjects {
+		v := params
+		if len(obj) > 0 {
+			var ok bool
+			if v, ok = jsonrpc.Lookup(params, obj...); !ok {
+				continue
+			}
+		}
+		jsonrpc.Members(v, func(n string, _ []byte) {
+			if name != "" {
+				return
+			}
+			for _, m := range ownerMembers {
+				if n != m && (jsonrpc.Fold(n) == jsonrpc.Fold(m) || jsonrpc.FoldFull(n) == jsonrpc.FoldFull(m)) {
+					name, want = n, m
+					for _, o := range obj {
+						path += "." + o
+					}
+					return
+				}
+			}
+		})
+		if name != "" {
+			return name, path, want
+		}
+	}
+	return "", "", ""
 }
 
 // stringsAt returns every string found at one of paths in v: a request

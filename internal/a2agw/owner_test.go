@@ -52,6 +52,29 @@ func TestTaskOwner(t *testing.T) {
 		{"bob lists alice's context (0.3)", "bob", "tasks/list", `{"contextId":"C-alice"}`, true},
 		{"bob lists with a page token warden did not issue", "bob", "ListTasks", `{"pageToken":"x"}`, true},
 		{"bob reads his task", "bob", "GetTask", `{"id":"T-bob"}`, false},
+		// Another spelling of a member the stage reads: the agent's
+		// encoding/json folds it into that member (difftest
+		// TestA2ARedteamIDSpellings).
+		{"bob continues alice's task as TaskId", "bob", "SendMessage", `{"message":{"TaskId":"T-alice"}}`, true},
+		{"bob continues alice's task as taskID", "bob", "SendMessage", `{"message":{"taskID":"T-alice"}}`, true},
+		{"bob continues alice's task with a long s", "bob", "SendMessage", `{"message":{"ta\u017fkId":"T-alice"}}`, true},
+		{"bob joins alice's context as ContextId", "bob", "SendMessage", `{"message":{"ContextId":"C-alice"}}`, true},
+		{"bob joins alice's context as contextID in params", "bob", "SendMessage", `{"contextID":"C-alice"}`, true},
+		{"bob spells his own task TaskId", "bob", "SendMessage", `{"message":{"TaskId":"T-bob"}}`, true},
+		// Referenced tasks are loaded into the execution by a2a-go.
+		{"bob references alice's task", "bob", "SendMessage", `{"message":{"referenceTaskIds":["T-alice"]}}`, true},
+		{"bob references his task, then alice's", "bob", "SendMessage", `{"message":{"referenceTaskIds":["T-bob","T-alice"]}}`, true},
+		{"bob references alice's task as ReferenceTaskIds", "bob", "SendMessage", `{"message":{"ReferenceTaskIds":["T-alice"]}}`, true},
+		{"bob references a task id that is not a string", "bob", "SendMessage", `{"message":{"referenceTaskIds":[1]}}`, true},
+		{"bob references tasks with an object", "bob", "SendMessage", `{"message":{"referenceTaskIds":{"a":"T-alice"}}}`, true},
+		{"bob references his own task", "bob", "SendMessage", `{"message":{"referenceTaskIds":["T-bob"]}}`, false},
+		// The 1.0 push config methods' params.id is the config's id.
+		{"alice reads her task's push config", "alice", "GetTaskPushNotificationConfig", `{"taskId":"T-alice","id":"cfg-1"}`, false},
+		{"alice sets a push config with an id", "alice", "CreateTaskPushNotificationConfig", `{"taskId":"T-alice","id":"cfg-1","url":"https://h.example/"}`, false},
+		{"bob deletes alice's push config", "bob", "DeleteTaskPushNotificationConfig", `{"taskId":"T-alice","id":"cfg-1"}`, true},
+		{"bob lists alice's push configs", "bob", "ListTaskPushNotificationConfigs", `{"taskId":"T-alice"}`, true},
+		{"bob reads alice's push config (0.3)", "bob", "tasks/pushNotificationConfig/get", `{"id":"T-alice","pushNotificationConfigId":"cfg-1"}`, true},
+		{"bob sets a push config on alice's task (0.3)", "bob", "tasks/pushNotificationConfig/set", `{"taskId":"T-alice","pushNotificationConfig":{"url":"https://h.example/"}}`, true},
 	} {
 		d := h.checkOwner(context.Background(), req(c.principal, c.method, c.params))
 		if (d != nil) != c.refused {
