@@ -920,19 +920,31 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeParseError:
 		return Result{Outcome: Blocked, Steps: records(rs, pre...),
 			Evidence: "the frame with duplicate members was refused as a parse error (" + frame.Answer + ")"}
-	case frame.answer.Error != nil && frame.answer.Error.Code == jsonrpc.CodeInvalidRequest:
-		return Result{Outcome: Blocked, Steps: records(rs, pre...),
-			Evidence: "the frame with duplicate members was refused as an invalid request (" + frame.Answer + ")"}
 	case httpRefusal(frame.answer):
 		return Result{Outcome: Blocked, Steps: records(rs, pre...),
 			Evidence: "the frame with duplicate members was refused with an HTTP client error (" + frame.Answer + ")"}
-	case frame.answer.Error != nil && frame.answer.Error.Code != jsonrpc.CodeMethodNotFound && frame.answer.Error.Code != jsonrpc.CodeInvalidParams:
-		// -32601 and -32602 show which method was read; a failure shows
-		// nothing, and a refusal that is not a parse error may be for
-		// anything.
-		if ok, _ := refused(frame.answer); !ok {
+	case gatewayStage(frame.answer) != "" && !isUpstreamCode(frame.answer):
+		return Result{Outcome: Blocked, Steps: records(rs, pre...),
+			Evidence: "the frame with duplicate members was refused by a gateway stage (" + frame.Answer + ")"}
+	case frame.answer.Error != nil:
+		// An error other than a parse error: the frame was read as a
+		// request and answered (go-sdk's stdio says -32600 "missing params",
+		// the TypeScript SDK -32603 with its params check: both read the
+		// last "method"), unless the target fails everything. The control:
+		// a ping on the same session is served.
+		if ok, why := refused(frame.answer); !ok && strings.Contains(why, "stand-in") || isUpstreamCode(frame.answer) {
 			return noVerdict("the frame with duplicate members got "+frame.Answer, frame.answer, records(rs, pre...)...)
 		}
+		sent, ping, _ := s.request(ctx, mcp.MethodPing, nil, false)
+		alive := Step{Action: "probe: ping after the frame", Sent: sent, Answer: summarize(ping)}
+		out := append(records(rs, pre...), alive)
+		if ping == nil || ping.Error != nil {
+			return inconclusive("the frame with duplicate members got "+frame.Answer+", and a ping after it was not served either ("+
+				handshakeText(s, []Step{alive})+"): a target that fails every request shows nothing of how it parses", out...)
+		}
+		return Result{Outcome: Reproduced, Steps: out,
+			Evidence: "the frame with duplicate \"method\" members was read as a request and answered (" + frame.Answer +
+				") rather than refused as a parse error, while the session serves ping"}
 	}
 	return Result{Outcome: Reproduced, Steps: records(rs, pre...),
 		Evidence: "the frame with duplicate \"method\" members was parsed and acted on (" + frame.Answer + ")"}

@@ -142,3 +142,31 @@ func cardFailed(a *cardAnswer) (bool, string) {
 	}
 	return false, ""
 }
+
+// isUpstreamCode reports whether m is an error with one of warden's
+// upstream codes (-32032..-32035): the gateway answering for an upstream
+// that failed.
+func isUpstreamCode(m *jsonrpc.Message) bool {
+	if m == nil || m.Error == nil {
+		return false
+	}
+	switch m.Error.Code {
+	case jsonrpc.CodeUpstreamUnavailable, jsonrpc.CodeUpstreamInvalid, jsonrpc.CodeTimeout, jsonrpc.CodeSessionClosed:
+		return true
+	}
+	return false
+}
+
+// gatewayStage is the stage of a gateway that refused m ("wire",
+// "zero_trust", …), from its error data; "" when no stage other than
+// "upstream" is named.
+func gatewayStage(m *jsonrpc.Message) string {
+	if m == nil || m.Error == nil {
+		return ""
+	}
+	var d jsonrpc.Detail
+	if json.Unmarshal(m.Error.Data, &d) != nil || d.Stage == "upstream" {
+		return ""
+	}
+	return d.Stage
+}
