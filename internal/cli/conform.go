@@ -25,7 +25,7 @@ import (
 	"github.com/agentwarden/warden/internal/telemetry"
 )
 
-const conformUsage = "lint FILE|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] [--symmetry=false] [--store exact|hashcompact|bitstate] | " +
+const conformUsage = "lint FILE|DIR|--model NAME|FILE|DIR|--builtin [-D NAME=N] | check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR] [--max-states N] [--symmetry=false] [--store exact|hashcompact|bitstate] | " +
 	"emit --format promela|tla --model NAME|FILE|DIR [-D NAME=N] [--warden] [--out DIR] [--tlc-jar JAR] | " +
 	"replay --target TARGET [--profile REV] [--warden] [--format text|json] [--otlp URL] | " +
 	"matrix [--model NAME|FILE|DIR] [-D NAME=N] [--format json|markdown|html] [--out DIR] [--store MODE] [--against TARGET] [--otlp URL]"

@@ -207,11 +207,13 @@ Support/warden).
       Activity carries the record's hash, the previous record's hash and
       its seq (the record_integrity profile).
 `,
-	"conform": `  warden conform lint FILE|--builtin
+	"conform": `  warden conform lint FILE|DIR|--model NAME|FILE|DIR|--builtin [-D NAME=N]
       Parses and lints a protocol model (IR v1), explores it and warns about
       transitions that never fire and properties that hold vacuously (every
       condition they read is constant over the reachable states). Prints
-      file:line:col diagnostics with a caret. Exit code 0 when clean, 3 when not.
+      file:line:col diagnostics with a caret and a code (docs/errors.md);
+      a file over 1 MiB, binary, or nested too deep is refused at once.
+      Exit code 0 when clean, 3 when not.
 
   warden conform check [--model NAME|FILE|DIR|--all] [-D NAME=N] [--warden] [--out DIR]
                        [--max-states N] [--max-depth N] [--workers N] [--progress[=false]]
