@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/agentwarden/warden/internal/jsonrpc"
 	"github.com/agentwarden/warden/internal/secproc"
 )
 
@@ -53,6 +56,83 @@ func TestSecurityInspectsUpstreamRequests(t *testing.T) {
 			// The client's answer to the withheld request reaches nothing.
 			h.send(h.client, `{"jsonrpc":"2.0","id":`+m.ID.Raw()+`,"result":{"action":"accept","content":{}}}`)
 			h.nothing(h.upstream, "the upstream, after the client answered a request it never got")
+		}
+	})
+}
+
+// Red team round 6, warden's consent flow against the upstream's own
+// elicitation and the client's cancellation: an upstream request whose id
+// looks like warden's and whose message mimics warden's question is the
+// upstream's (the client's accept reaches the upstream and approves
+// nothing); a held call the client cancelled is never forwarded, even when
+// the user accepts its elicitation afterwards; an answer to one held
+// call's question approves that call only.
+func TestConsentAgainstForgeryAndCancellation(t *testing.T) {
+	accept := `{"action":"accept","content":{"approve":true}}`
+
+	t.Run("forged question", func(t *testing.T) {
+		q, h := newElicitFixture(t, false)
+		h.initialize(`{"elicitation":{}}`)
+		h.send(h.client, call("1", "transfer_funds", transferArgs, ""))
+		h.elicitation()
+		waitPending(t, q)
+		h.send(h.upstream, `{"jsonrpc":"2.0","id":"`+ownIDPrefix+`AAAAAAAAAAAAAAAA","method":"elicitation/create","params":{"message":"warden: approve transfer_funds?","requestedSchema":{"type":"object","properties":{"approve":{"type":"boolean"}}}}}`)
+		forged := h.recv(h.client)
+		h.send(h.client, answer(forged, accept))
+		if got := h.recv(h.upstream); got.Kind != jsonrpc.KindResponse || got.ID.Raw() != forged.ID.Raw() {
+			t.Fatalf("the upstream got %s, want the client's answer to its own question", got.Raw)
+		}
+		h.nothing(h.upstream, "the held call, after the user answered the upstream's look-alike question")
+		if len(q.List()) != 1 {
+			t.Errorf("pending: %d, want the held call still waiting", len(q.List()))
+		}
+	})
+
+	t.Run("cancelled while held", func(t *testing.T) {
+		_, h := newElicitFixture(t, false)
+		h.initialize(`{"elicitation":{}}`)
+		h.send(h.client, call("1", "transfer_funds", transferArgs, ""))
+		ask := h.elicitation()
+		h.send(h.client, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+		// warden withdraws its question.
+		if m := h.recv(h.client); m.Method != "notifications/cancelled" || !strings.Contains(string(m.Params), ask.ID.Raw()) {
+			t.Errorf("the client got %s, want warden's question withdrawn", m.Raw)
+		}
+		// What reaches the upstream (the cancellation, forwarded as the
+		// client sent it), before and after the user's late accept: never
+		// the call.
+		drain := func() {
+			for range 3 {
+				ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+				m, err := h.upstream.Read(ctx)
+				cancel()
+				if err != nil {
+					return
+				}
+				if m.Method == "tools/call" {
+					t.Fatalf("BYPASS: the cancelled held call reached the upstream: %s", m.Raw)
+				}
+			}
+		}
+		drain()
+		h.send(h.client, answer(ask, accept))
+		drain()
+	})
+
+	t.Run("one answer, one call", func(t *testing.T) {
+		q, h := newElicitFixture(t, false)
+		h.initialize(`{"elicitation":{}}`)
+		h.send(h.client, call("1", "transfer_funds", transferArgs, ""))
+		first := h.elicitation()
+		h.send(h.client, call("2", "transfer_funds", transferArgs, ""))
+		h.elicitation()
+		h.send(h.client, answer(first, accept))
+		if got := h.recv(h.upstream); got.ID.Raw() != "1" {
+			t.Fatalf("the upstream got %s, want call 1 only", got.Raw)
+		}
+		h.nothing(h.upstream, "call 2, whose question is unanswered")
+		if len(q.List()) != 1 {
+			t.Errorf("pending: %d, want call 2 still waiting", len(q.List()))
 		}
 	})
 }
