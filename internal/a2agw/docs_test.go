@@ -42,7 +42,7 @@ func TestDocsListEveryCheck(t *testing.T) {
 		}
 	}
 	var checks, rules []string
-	for _, file := range []string{"delegation.go", "gateway.go", "relay.go", "owner.go", "list.go"} {
+	for _, file := range []string{"delegation.go", "gateway.go", "relay.go", "owner.go", "list.go", "push.go"} {
 		src, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

@@ -68,6 +68,12 @@ type Options struct {
 	// Methods, if set, is an allow/deny list of JSON-RPC methods, checked
 	// after the built-in rule that only A2A methods pass.
 	Methods Permitter
+	// AllowInternalWebhooks lets push notification configs name any
+	// webhook URL. Risk: a client can then make the agent POST to
+	// loopback, private and link-local addresses (the cloud metadata
+	// service, internal admin endpoints) and to other schemes: SSRF from
+	// the agent's network (push.go).
+	AllowInternalWebhooks bool
 	// AllowExtendedCard lets GetExtendedAgentCard (0.3:
 	// agent/getAuthenticatedExtendedCard) through. Risk: the extended card
 	// is neither verified, pinned nor rewritten, so it can point clients

@@ -199,7 +199,8 @@ func Stages() []string {
 }
 
 // checkMethod is the "method-policy" stage: A2A methods only, the extended
-// card only when allowed, then Options.Methods.
+// card only when allowed, then Options.Methods, then the webhooks of push
+// notification configs (push.go).
 func (h *Handler) checkMethod(_ context.Context, c *call) *deny.Denial {
 	m := c.msg.Method
 	switch {
@@ -214,7 +215,7 @@ func (h *Handler) checkMethod(_ context.Context, c *call) *deny.Denial {
 			return &deny.Denial{Stage: StageMethod, Rule: deny.Rule(rule), Reason: "method " + strconv.Quote(m) + " is not allowed on upstream " + strconv.Quote(h.opts.Name)}
 		}
 	}
-	return nil
+	return h.checkPushURL(c)
 }
 
 // checkCard is the "card" stage: nothing is relayed to an agent whose card

@@ -64,6 +64,7 @@ const (
 	RuleUnknownMethod        Rule = "unknown-method"       // method-policy (A2A)
 	RuleExtendedCard         Rule = "extended-card"        // method-policy (A2A)
 	RuleTaskOwner            Rule = "task-owner"           // task-owner (A2A): another client's task or context
+	RulePushURL              Rule = "push-url"             // method-policy (A2A): a push webhook into the agent's network
 	RuleUnavailable          Rule = "unavailable"          // card (A2A)
 	RuleInvalid              Rule = "invalid"              // card, upstream (A2A)
 	RuleUnsigned             Rule = "unsigned"             // card (A2A)
@@ -171,6 +172,7 @@ var Catalog = []Entry{
 	{A2A, "wire", RuleNotRequest, jsonrpc.CodeInvalidRequest},
 	{A2A, "method-policy", RuleUnknownMethod, jsonrpc.CodeDenied},
 	{A2A, "method-policy", RuleExtendedCard, jsonrpc.CodeDenied},
+	{A2A, "method-policy", RulePushURL, jsonrpc.CodeDenied},
 	{A2A, "task-owner", RuleTaskOwner, jsonrpc.CodeDenied},
 	{A2A, "card", RuleUnavailable, jsonrpc.CodeDenied},
 	{A2A, "card", RuleInvalid, jsonrpc.CodeDenied},

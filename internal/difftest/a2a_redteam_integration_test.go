@@ -8,6 +8,7 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -300,5 +301,62 @@ func TestA2ARedteamPushConfigs(t *testing.T) {
 	r.rpc(asAlice, `{"jsonrpc":"2.0","id":"a","method":"DeleteTaskPushNotificationConfig","params":{"taskId":"`+task+`","id":"cfg-a"}}`)
 	if stored := r.pushConfigs(t, task); strings.Contains(stored, aliceHook) {
 		t.Errorf("alice's config is still on the agent after her delete: %.300s", stored)
+	}
+}
+
+// TestA2ARedteamPushSSRF: a push notification config makes the agent POST
+// to a URL the client chose, from inside the agent's network. alice (on
+// her own task) names an internal service on 127.0.0.1, the cloud metadata
+// address, private and loopback ranges in several spellings, and other
+// schemes; warden refuses each (method-policy, push-url). The oracle is
+// the agent's push config store and the internal service: after alice's
+// task changes state (she cancels it), nothing reached the service. A
+// public https webhook still passes (TestA2ARedteamPushConfigs).
+func TestA2ARedteamPushSSRF(t *testing.T) {
+	r := startRedteamA2A(t)
+	asAlice := withKey(principalKeys["alice"])
+	task, _ := r.start(t, asAlice, "alice-task")
+	urls := []string{
+		r.hook,
+		"http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+		"http://[fd00:ec2::254]/latest/meta-data/",
+		"http://10.1.2.3/hook", "http://172.16.0.1/hook", "http://192.168.1.1/hook", "http://100.64.0.1/hook",
+		"http://[::1]:9/hook", "http://[::ffff:127.0.0.1]:9/hook", "http://0.0.0.0:9/hook",
+		"http://localhost:9/hook", "http://admin.localhost:9/hook",
+		"http://127.1:9/hook", "http://2130706433:9/hook", "http://0x7f.0.0.1:9/hook",
+		"file:///etc/passwd", "gopher://127.0.0.1:9/_x", "ftp://hooks.example/x", "hooks.example/no-scheme",
+	}
+	for i, u := range urls {
+		id := "ssrf-" + strconv.Itoa(i)
+		got := r.rpc(asAlice, `{"jsonrpc":"2.0","id":"a","method":"CreateTaskPushNotificationConfig","params":{"taskId":"`+task+`","id":"`+id+`","url":"`+u+`"}}`)
+		if !strings.Contains(got.body, `"rule":"push-url"`) {
+			t.Errorf("a push config to %s: HTTP %d %.300s, want warden's push-url refusal", u, got.status, got.body)
+		}
+	}
+	// The same webhook in the other places a2a-go reads one, and spelt so
+	// that its encoding/json folds it.
+	for _, params := range []string{
+		`{"taskId":"` + task + `","id":"ssrf-url","URL":"` + r.hook + `"}`,
+		`{"configuration":{"returnImmediately":true,"taskPushNotificationConfig":{"url":"` + r.hook + `"}},"message":{"role":"ROLE_USER","messageId":"m-s1","parts":[{"text":"s1"}]}}`,
+		`{"configuration":{"returnImmediately":true,"TaskPushNotificationConfig":{"url":"` + r.hook + `"}},"message":{"role":"ROLE_USER","messageId":"m-s2","parts":[{"text":"s2"}]}}`,
+		`{"configuration":{"returnImmediately":true,"taskPushNotificationConfig":{"Url":"` + r.hook + `"}},"message":{"role":"ROLE_USER","messageId":"m-s3","parts":[{"text":"s3"}]}}`,
+	} {
+		method := "SendMessage"
+		if strings.HasPrefix(params, `{"taskId"`) {
+			method = "CreateTaskPushNotificationConfig"
+		}
+		got := r.rpc(asAlice, `{"jsonrpc":"2.0","id":"a","method":"`+method+`","params":`+params+`}`)
+		if !strings.Contains(got.body, `"rule":"push-url"`) && !strings.Contains(got.body, `"stage":"wire"`) {
+			t.Errorf("%s %s: HTTP %d %.300s, want warden's refusal", method, params, got.status, got.body)
+		}
+	}
+	if stored := r.pushConfigs(t, task); strings.Contains(stored, `"url"`) {
+		t.Errorf("the agent stored webhooks for alice's task: %.500s", stored)
+	}
+	// alice's task changes state: a stored webhook would be called now.
+	r.rpc(asAlice, `{"jsonrpc":"2.0","id":"c","method":"CancelTask","params":{"id":"`+task+`"}}`)
+	time.Sleep(500 * time.Millisecond)
+	if _, hooks := r.snapshot(); len(hooks) > 0 {
+		t.Errorf("the agent called the internal service on 127.0.0.1: %v", hooks)
 	}
 }
