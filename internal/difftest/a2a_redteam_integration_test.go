@@ -360,3 +360,71 @@ func TestA2ARedteamPushSSRF(t *testing.T) {
 		t.Errorf("the agent called the internal service on 127.0.0.1: %v", hooks)
 	}
 }
+
+// TestA2ARedteamEndedTasksStreamsPaths: bob follows alice's task after it
+// ended, streams into her context, uses the 0.3 method names, and POSTs to
+// the REST-style paths an agent may also serve (warden relays every POST
+// to the agent's JSON-RPC endpoint, as JSON-RPC). Each gets warden's
+// refusal; the agent cancels nothing for him, and nothing of alice's task
+// reaches him.
+func TestA2ARedteamEndedTasksStreamsPaths(t *testing.T) {
+	r := startRedteamA2A(t)
+	asAlice, asBob := withKey(principalKeys["alice"]), withKey(principalKeys["bob"])
+	task, ctxID := r.start(t, asAlice, "alice-secret")
+	live, _ := r.start(t, asAlice, "alice-live")
+	if got := r.rpc(asAlice, `{"jsonrpc":"2.0","id":"c","method":"CancelTask","params":{"id":"`+task+`"}}`); !strings.Contains(got.body, "TASK_STATE_CANCELED") {
+		t.Fatalf("alice cancels her task (positive control): HTTP %d %.300s", got.status, got.body)
+	}
+	_, cancelledBefore := r.o.snapshot()
+	stream := func(text, members string) string {
+		return `{"message":{"role":"ROLE_USER","messageId":"m-` + text + `","parts":[{"text":"` + text + `"}],` + members + `}}`
+	}
+	for _, p := range []struct{ method, params string }{
+		{"SubscribeToTask", `{"id":"` + task + `"}`},
+		{"GetTask", `{"id":"` + task + `","historyLength":100}`},
+		{"tasks/resubscribe", `{"id":"` + task + `"}`},
+		{"tasks/get", `{"id":"` + task + `"}`},
+		{"tasks/cancel", `{"id":"` + live + `"}`},
+		{"SendStreamingMessage", stream("bob-s1", `"contextId":"`+ctxID+`"`)},
+		{"SendStreamingMessage", stream("bob-s2", `"taskId":"`+task+`"`)},
+		{"message/stream", stream("bob-s3", `"taskId":"`+live+`"`)},
+		{"message/stream", stream("bob-s4", `"referenceTaskIds":["`+task+`"]`)},
+	} {
+		got := r.rpc(asBob, `{"jsonrpc":"2.0","id":"b","method":"`+p.method+`","params":`+p.params+`}`)
+		switch {
+		case strings.Contains(got.body, "alice-") || strings.Contains(got.body, "TASK_STATE_"):
+			t.Errorf("bob, %s %s: got alice's task: %.300s", p.method, p.params, got.body)
+		case !strings.Contains(got.body, `"stage":"task-owner"`):
+			t.Errorf("bob, %s %s: HTTP %d %.300s, want warden's task-owner refusal", p.method, p.params, got.status, got.body)
+		}
+	}
+	base := strings.TrimSuffix(r.g.url, "/mcp") + "/a2a/held"
+	for _, c := range []struct{ path, body string }{
+		{"/tasks/" + live + ":cancel", `{}`},
+		{"/v1/tasks/" + live + ":cancel", `{"name":"tasks/` + live + `"}`},
+		{"/tasks/" + task + ":subscribe", ``},
+		{"/tasks/" + task, `{"jsonrpc":"2.0","id":"b","method":"GetTask","params":{"id":"` + task + `"}}`},
+		{"/tasks/" + live + ":cancel", `{"jsonrpc":"2.0","id":"b","method":"CancelTask","params":{"id":"` + live + `"}}`},
+	} {
+		got := do(t, asBob, http.MethodPost, base+c.path, "", c.body, map[string]string{"A2A-Version": "1.0"})
+		switch {
+		case strings.Contains(got.body, "alice-") || strings.Contains(got.body, "TASK_STATE_"):
+			t.Errorf("bob, POST %s: got alice's task: %.300s", c.path, got.body)
+		case !strings.Contains(got.body, `"stage":"task-owner"`) && !strings.Contains(got.body, `"stage":"wire"`) && !strings.Contains(got.body, `"stage":"listener"`):
+			t.Errorf("bob, POST %s %s: HTTP %d %.300s, want warden's refusal", c.path, c.body, got.status, got.body)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, cancelled := r.o.snapshot(); len(cancelled) != len(cancelledBefore) {
+		t.Errorf("the agent cancelled %v for bob (alice cancelled %v)", cancelled[len(cancelledBefore):], cancelledBefore)
+	}
+	runs, _ := r.snapshot()
+	for _, run := range runs {
+		if strings.HasPrefix(run.text, "bob-") {
+			t.Errorf("the agent ran bob's %q (task %s, context %s, related %v)", run.text, run.task, run.context, run.related)
+		}
+	}
+	if got := r.agent(`{"jsonrpc":"2.0","id":"o","method":"GetTask","params":{"id":"` + live + `"}}`); !strings.Contains(got.body, "TASK_STATE_WORKING") {
+		t.Errorf("alice's live task is no longer working on the agent: %.300s", got.body)
+	}
+}
