@@ -78,6 +78,15 @@ func hostileStdio(mode string) int {
 		case "error-everything":
 			// One unrelated code for every request, initialize included.
 			reply(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"method not found"}}`, req.ID)
+		case "refuse-all-but-initialize":
+			// A working handshake, then one server-defined code for every
+			// request, ping included: it refuses everything, so nothing in
+			// particular.
+			if init {
+				reply(`{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, initResult)
+				continue
+			}
+			reply(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"no"}}`, req.ID)
 		case "internal-error":
 			// A working handshake, then the server fails every request.
 			if init {
@@ -167,7 +176,7 @@ func stdioTarget(t *testing.T, mode string) string {
 // variable is named so that the identity probe starts them too.
 func TestHostileStdio(t *testing.T) {
 	for _, mode := range []string{"sleep", "exit", "crash", "exit-after-initialize", "garbage", "half",
-		"wrong-id", "error-everything", "internal-error"} {
+		"wrong-id", "error-everything", "refuse-all-but-initialize", "internal-error"} {
 		t.Run(mode, func(t *testing.T) {
 			code, got, why := hostileOutcomes(t, stdioTarget(t, mode), "--credential-env", "CONFORM_TEST_CREDENTIAL")
 			noFlattery(t, code, cli.ExitPartial, got, why)

@@ -550,8 +550,41 @@ func mcpLifecycle(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 		return inconclusive(fmt.Sprintf("tools/call before initialize was refused (%s), but the handshake after it was not served either (%s): "+
 			"a target that serves nothing shows nothing about the lifecycle", call.Answer, handshakeText(s, ctl)), out...)
 	}
+	out, r := s.servesPing(ctx, "tools/call before initialize was refused ("+call.Answer+")", out)
+	if r != nil {
+		return *r
+	}
 	return Result{Outcome: Blocked, Steps: out,
-		Evidence: fmt.Sprintf("tools/call before initialize was refused (%s), and the handshake after it was served", call.Answer)}
+		Evidence: fmt.Sprintf("tools/call before initialize was refused (%s), and the handshake and a ping after it were served", call.Answer)}
+}
+
+// servesPing is the control of a refusal: the same session still serves a
+// ping (which MCP says the receiver MUST answer), so the refusal was of
+// the probe's call and not of everything. It returns the step to record
+// and, when the ping was not served, the Inconclusive result to report.
+func (s *mcpSession) servesPing(ctx context.Context, refusal string, steps []Step) ([]Step, *Result) {
+	method := s.controlMethod()
+	sent, ping, _ := s.request(ctx, method, nil, false)
+	alive := Step{Action: "control: " + method + " after the refusal", Sent: sent, Answer: summarize(ping)}
+	if ping == nil && s.silence != "" {
+		alive.Answer = s.silence
+	}
+	steps = append(steps, alive)
+	if ping != nil && ping.Error == nil {
+		return steps, nil
+	}
+	r := inconclusive(refusal+", but a "+method+" on the same session was not served either ("+alive.Answer+
+		"): a target that refuses everything refuses nothing in particular", steps...)
+	return steps, &r
+}
+
+// controlMethod is the request every server serves: ping, which the
+// stateless revision does not have; there, server/discover.
+func (s *mcpSession) controlMethod() string {
+	if s.stateless {
+		return mcp.MethodDiscover
+	}
+	return mcp.MethodPing
 }
 
 // handshakeText says what the handshake's last step got.
@@ -641,6 +674,10 @@ func mcpDirective(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	case call.answer.Error != nil:
 		if ok, _ := refused(call.answer); !ok {
 			return noVerdict("tools/call "+reader+" got "+call.Answer, call.answer, out...)
+		}
+		var r *Result
+		if out, r = s.servesPing(ctx, "tools/call "+reader+" was refused ("+call.Answer+")", out); r != nil {
+			return *r
 		}
 		fallthrough
 	case !served(call.answer):
@@ -790,7 +827,14 @@ func mcpIdentity(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 	if ok, _ := refused(call.answer); !ok {
 		return noVerdict(fmt.Sprintf("tools/call %s with %s got %s", tool.Name, missing, call.Answer), call.answer, records(rs)...)
 	}
-	return Result{Outcome: Blocked, Steps: records(rs),
+	out := records(rs)
+	if call.answer.Error != nil {
+		var r *Result
+		if out, r = s.servesPing(ctx, fmt.Sprintf("tools/call %s with %s was refused (%s)", tool.Name, missing, call.Answer), out); r != nil {
+			return *r
+		}
+	}
+	return Result{Outcome: Blocked, Steps: out,
 		Evidence: fmt.Sprintf("tools/call %s with %s was refused (%s)", tool.Name, missing, call.Answer)}
 }
 
@@ -869,8 +913,16 @@ func mcpConsent(ctx context.Context, t *Target, tr *Trace, o Options) Result {
 		r.Outcome = Reproduced
 		r.Evidence = fmt.Sprintf("tools/call %s ran with no consent step: no elicitation/create reached the client (%s)", tool.Name, call.Answer)
 	default:
+		if call.answer.Error != nil {
+			steps, res := s.servesPing(ctx, fmt.Sprintf("tools/call %s was refused without asking the user (%s)", tool.Name, call.Answer), r.Steps)
+			if res != nil {
+				res.Trace = "probe"
+				return *res
+			}
+			r.Steps = steps
+		}
 		r.Outcome = Blocked
-		r.Evidence = fmt.Sprintf("tools/call %s was refused without asking the user (%s)", tool.Name, call.Answer)
+		r.Evidence = fmt.Sprintf("tools/call %s was refused without asking the user (%s), while the session serves ping", tool.Name, call.Answer)
 	}
 	return r
 }
@@ -935,8 +987,8 @@ func mcpAmbiguousFrame(ctx context.Context, t *Target, tr *Trace, o Options) Res
 		if ok, why := refused(frame.answer); !ok && strings.Contains(why, "stand-in") || isUpstreamCode(frame.answer) {
 			return noVerdict("the frame with duplicate members got "+frame.Answer, frame.answer, records(rs, pre...)...)
 		}
-		sent, ping, _ := s.request(ctx, mcp.MethodPing, nil, false)
-		alive := Step{Action: "probe: ping after the frame", Sent: sent, Answer: summarize(ping)}
+		sent, ping, _ := s.request(ctx, s.controlMethod(), nil, false)
+		alive := Step{Action: "probe: " + s.controlMethod() + " after the frame", Sent: sent, Answer: summarize(ping)}
 		out := append(records(rs, pre...), alive)
 		if ping == nil || ping.Error != nil {
 			return inconclusive("the frame with duplicate members got "+frame.Answer+", and a ping after it was not served either ("+
