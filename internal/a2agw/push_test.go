@@ -73,3 +73,19 @@ func TestPushWebhooks(t *testing.T) {
 		t.Errorf("with AllowInternalWebhooks: %v", d)
 	}
 }
+
+// TestRequestTaskID: the audit record of a 1.0 push config request names
+// its task, not the config's id; other requests name params.id first.
+func TestRequestTaskID(t *testing.T) {
+	for _, c := range []struct{ method, params, want string }{
+		{"GetTaskPushNotificationConfig", `{"taskId":"T","id":"cfg"}`, "T"},
+		{"DeleteTaskPushNotificationConfig", `{"id":"cfg","taskId":"T"}`, "T"},
+		{"tasks/pushNotificationConfig/get", `{"id":"T","pushNotificationConfigId":"cfg"}`, "T"},
+		{"GetTask", `{"id":"T"}`, "T"},
+		{"SendMessage", `{"message":{"taskId":"T"}}`, "T"},
+	} {
+		if got := requestTaskID(c.method, []byte(c.params)); got != c.want {
+			t.Errorf("%s %s: task %q, want %q", c.method, c.params, got, c.want)
+		}
+	}
+}

@@ -122,7 +122,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request) {
 	c := &call{msg: msg, principal: principal}
 	d := h.pipeline(ctx, c)
 	e := Event{Upstream: h.opts.Name, Principal: principal, Direction: "client", Method: msg.Method, ID: msg.ID,
-		TaskID: taskID(msg.Params, requestTaskPaths), Decision: "allow", Delegation: c.chain, Raw: msg.Raw}
+		TaskID: requestTaskID(msg.Method, msg.Params), Decision: "allow", Delegation: c.chain, Raw: msg.Raw}
 	if d != nil {
 		e.Decision, e.Stage, e.Rule, e.Reason, e.Raw = "deny", d.Stage, string(d.Rule), d.Reason, nil
 	}
@@ -438,6 +438,15 @@ var (
 	resultTaskPaths  = [][]string{{"task", "id"}, {"statusUpdate", "taskId"}, {"artifactUpdate", "taskId"},
 		{"message", "taskId"}, {"taskId"}, {"id"}}
 )
+
+// requestTaskID is the task a request names: on the 1.0 push config
+// methods params.id is the config's id, and the task is params.taskId.
+func requestTaskID(method string, params []byte) string {
+	if pushTaskMethods[method] {
+		return taskID(params, pushTaskPaths)
+	}
+	return taskID(params, requestTaskPaths)
+}
 
 // taskID returns the first string found at one of paths in v.
 func taskID(v []byte, paths [][]string) string {
