@@ -146,7 +146,11 @@ func (h *Handler) noteOwner(c *call, result []byte) {
 	if h.opts.Authenticate == nil || result == nil {
 		return
 	}
-	for _, id := range stringsAt(result, answerTaskPaths) {
+	taskPaths := answerTaskPaths
+	if pushTaskMethods[c.msg.Method] { // the answer is a push config: its id is not a task's
+		taskPaths = pushTaskPaths
+	}
+	for _, id := range stringsAt(result, taskPaths) {
 		h.owned.claim("t:"+id, c.principal)
 	}
 	for _, id := range stringsAt(result, answerContextPath) {

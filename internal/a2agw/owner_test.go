@@ -85,6 +85,13 @@ func TestTaskOwner(t *testing.T) {
 		}
 	}
 
+	// A push config's id in an answer is not a task id: it becomes no one's task.
+	h.noteOwner(req("alice", "CreateTaskPushNotificationConfig", `{"taskId":"T-alice","id":"cfg-new","url":"https://h.example/"}`),
+		[]byte(`{"taskId":"T-alice","id":"cfg-new","url":"https://h.example/"}`))
+	if p, ok := h.owned.of("t:cfg-new"); ok {
+		t.Errorf("a push config id became %s's task", p)
+	}
+
 	// Without authentication there is one principal, and nothing to keep.
 	open := &Handler{}
 	if d := open.checkOwner(context.Background(), req("", "GetTask", `{"id":"T-alice"}`)); d != nil {
