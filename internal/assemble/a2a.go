@@ -41,12 +41,13 @@ func a2aHandlers(gc config.GatewayConfig, auth func(*http.Request) (string, *tra
 	for i, a := range gc.A2A {
 		opts := a2agw.Options{
 			Name: a.Name, Upstream: a.URL, CardURL: a.CardURL,
-			PublicURL:         publicBase(gc) + strings.TrimSuffix(gateway.A2APath, "/") + "/" + a.Name,
-			Authenticate:      auth,
-			AllowExtendedCard: a.AllowExtendedCard,
-			RequireSignedCard: a.RequireSignedCard,
-			Logger:            logger,
-			Pins:              cardPins,
+			PublicURL:             publicBase(gc) + strings.TrimSuffix(gateway.A2APath, "/") + "/" + a.Name,
+			Authenticate:          auth,
+			AllowExtendedCard:     a.AllowExtendedCard,
+			AllowInternalWebhooks: a.AllowInternalWebhooks,
+			RequireSignedCard:     a.RequireSignedCard,
+			Logger:                logger,
+			Pins:                  cardPins,
 			// gateway.limits bounds A2A messages as it does MCP's.
 			Limits: jsonrpc.Limits{MaxBytes: gc.Limits.MaxMessageBytes, MaxDepth: gc.Limits.MaxDepth},
 			Delegation: a2agw.DelegationOptions{Require: a.Delegation.Require, Agent: a.Delegation.Agent,

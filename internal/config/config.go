@@ -193,6 +193,10 @@ type A2AUpstream struct {
 	// AllowExtendedCard lets the authenticated extended card through
 	// unverified (risky: see docs/a2a.md).
 	AllowExtendedCard bool `yaml:"allow_extended_card"`
+	// AllowInternalWebhooks lets push notification configs name webhooks
+	// in the agent's own network (loopback, private, link-local): off, a
+	// client cannot make the agent call them (docs/a2a.md).
+	AllowInternalWebhooks bool `yaml:"allow_internal_webhooks"`
 	// CardKeys are JWKS files of keys trusted to sign the agent card;
 	// RequireSignedCard refuses an unsigned card.
 	CardKeys          []string `yaml:"card_keys"`
