@@ -672,7 +672,11 @@ func (c *HTTPClientConn) finishOneWay(msg *jsonrpc.Message, resp *http.Response,
 		}
 		return fmt.Errorf("upstream %s: %s: HTTP %s%s", c.name, describe(msg), resp.Status, text)
 	}
-	discard(resp.Body, c.maxBytes)
+	// MCP answers a notification or a response with 202 and no body; any
+	// body there carries nothing for anyone, so it is closed unread. An
+	// upstream that answered with a stream it never ends would otherwise
+	// hold this Write, and every message of the session behind it, forever.
+	resp.Body.Close()
 	if msg.Method == mcp.NotificationInitialized {
 		c.startStandalone()
 	}
@@ -952,6 +956,13 @@ const (
 	httpErrorTextMax = 256     // and pass on at most this many bytes of text
 )
 
+// httpErrorBodyWait bounds the wait for an HTTP error's body: an upstream
+// that sends an error's head and then withholds its body gets its error
+// without the text, instead of holding the message (or, for a notification
+// or a response, the session's writes) until the conn closes. A variable so
+// a test can shorten it.
+var httpErrorBodyWait = 5 * time.Second
+
 // readErrorBody reads an HTTP error response's body: a JSON one whole, up to
 // the message size limit (it may be the JSON-RPC answer to relay), any
 // other only its start.
@@ -960,7 +971,9 @@ func (c *HTTPClientConn) readErrorBody(resp *http.Response, contentType string) 
 	if contentType == "application/json" {
 		n = int64(c.maxBytes)
 	}
+	wait := time.AfterFunc(httpErrorBodyWait, func() { resp.Body.Close() })
 	data, err := io.ReadAll(io.LimitReader(resp.Body, n))
+	wait.Stop()
 	if err != nil && len(data) == 0 {
 		return nil, false
 	}

@@ -903,3 +903,67 @@ func TestHTTPClientWritesInOrder(t *testing.T) {
 	}
 	hcResponse(t, c, jsonrpc.IntID(1))
 }
+
+// An upstream that answers a notification with a stream it never ends, or
+// with an error whose body it withholds, does not hold the Write: MCP's
+// answer there is 202 with no body, so warden closes the stream unread,
+// and waits for an error's text only so long. The session's next call
+// still goes through.
+func TestHTTPClientOneWayAnswerNeverEnds(t *testing.T) {
+	defer func(d time.Duration) { httpErrorBodyWait = d }(httpErrorBodyWait)
+	httpErrorBodyWait = 100 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		status  int
+		ctype   string
+		wantErr bool
+	}{
+		{"200 event stream", http.StatusOK, "text/event-stream", false},
+		{"400 body withheld", http.StatusBadRequest, "application/json", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			abandoned := make(chan struct{}, 1)
+			ts, _ := serveHCFunc(t, func(w http.ResponseWriter, r *http.Request) {
+				body, _ := io.ReadAll(r.Body)
+				m, err := jsonrpc.Decode(body, jsonrpc.Limits{})
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				if m.IsCall() {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write(jsonrpc.NewResult(m.ID, []byte(`{}`)).Raw)
+					return
+				}
+				w.Header().Set("Content-Type", tc.ctype)
+				w.Header().Set("Content-Length", "100") // promised, never sent
+				w.WriteHeader(tc.status)
+				http.NewResponseController(w).Flush()
+				<-r.Context().Done() // held until the client lets go
+				abandoned <- struct{}{}
+			})
+			c := newHC(t, ts.URL, HTTPClientOptions{})
+			done := make(chan error, 1)
+			go func() {
+				done <- c.Write(context.Background(), jsonrpc.NewNotification("notifications/cancelled", []byte(`{"requestId":1}`)))
+			}()
+			select {
+			case err := <-done:
+				if (err != nil) != tc.wantErr {
+					t.Fatalf("Write = %v, want an error: %v", err, tc.wantErr)
+				}
+			case <-time.After(30 * time.Second): // liveness: no answer at all fails
+				t.Fatal("Write of a notification is held by an answer the upstream never ends")
+			}
+			select {
+			case <-abandoned:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the upstream's endless answer is still being read")
+			}
+			hcWrite(t, c, jsonrpc.NewRequest(jsonrpc.IntID(7), "ping", nil))
+			if got := hcRead(t, c); got.ID != jsonrpc.IntID(7) {
+				t.Fatalf("the next call's answer is %s, want the ping's", got.Raw)
+			}
+		})
+	}
+}
