@@ -210,7 +210,8 @@ Support/warden).
 	"conform": `  warden conform lint FILE|DIR|--model NAME|FILE|DIR|--builtin [-D NAME=N]
       Parses and lints a protocol model (IR v1), explores it and warns about
       transitions that never fire and properties that hold vacuously (every
-      condition they read is constant over the reachable states). Prints
+      condition they read is constant over the reachable states, and no
+      transition's writes would break them even unguarded). Prints
       file:line:col diagnostics with a caret and a code (docs/errors.md);
       a file over 1 MiB, binary, or nested too deep is refused at once.
       Exit code 0 when clean, 3 when not.

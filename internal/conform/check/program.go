@@ -319,6 +319,12 @@ func (ct *ctrans) fire(k, out []uint64) bool {
 	if ct.guard != nil && ct.guard(k) == 0 {
 		return false
 	}
+	return ct.apply(k, out)
+}
+
+// apply computes the successor of k by t's writes whatever its guard says;
+// false when a write would leave its variable's domain.
+func (ct *ctrans) apply(k, out []uint64) bool {
 	copy(out, k)
 	for i := range ct.writes {
 		w := &ct.writes[i]

@@ -10,8 +10,11 @@ import (
 
 // Vacuous is a property that holds for a reason that has nothing to do
 // with the protocol's behaviour: every condition it reads has the same
-// value in every reachable state (its variables never change where it
-// looks), or the left side of its implication is never true.
+// value in every reachable state and no transition could make it false
+// even if its guard let it (nothing the model writes ever reaches it), or
+// the left side of its implication is never true. A property that some
+// transition's writes would break but its guard prevents (the paper's P3,
+// kept by "c in caps[a]") holds because of the protocol, not vacuously.
 type Vacuous struct {
 	Property string
 	Pos      ir.Pos
@@ -38,6 +41,7 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		premise evalFn    // the left side of a top-level =>, or nil
 		premOK  bool      // the premise held somewhere
 		broken  bool      // the property is false somewhere
+		guarded bool      // a transition's writes, its guard ignored, would make it false
 	}
 	var ws []*watch
 	var ls []*leadsWatch
@@ -61,10 +65,19 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 		}
 		ws = append(ws, w)
 	}
+	out := make([]uint64, p.words)
 	visit := func(k []uint64) {
 		for _, w := range ws {
 			if w.whole(k) == 0 {
 				w.broken = true
+			}
+			for i := range p.trans {
+				if w.guarded {
+					break
+				}
+				if p.trans[i].apply(k, out) && w.whole(out) == 0 {
+					w.guarded = true
+				}
 			}
 			for i, e := range w.evals {
 				w.seen[i][b2i(e(k) != 0)] = true
@@ -114,13 +127,13 @@ func Vacuity(ctx context.Context, p *Program, maxStates int) ([]Vacuous, error) 
 			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
 				Why: fmt.Sprintf("its premise %s is false in all %d reachable states, so the implication holds vacuously",
 					w.prop.Expr.Args[0], states)})
-		case len(w.atoms) > 0 && allConstant(w.seen):
+		case len(w.atoms) > 0 && allConstant(w.seen) && !w.guarded:
 			var vals []string
 			for i, a := range w.atoms {
 				vals = append(vals, fmt.Sprintf("%s is always %v", a, w.seen[i][1]))
 			}
 			found = append(found, Vacuous{Property: w.prop.ID, Pos: w.prop.Pos,
-				Why: fmt.Sprintf("every condition it reads is constant over the %d reachable states (%s), so it holds whatever the protocol does",
+				Why: fmt.Sprintf("every condition it reads is constant over the %d reachable states (%s), and no transition's writes could make it false even unguarded, so it holds whatever the protocol does",
 					states, strings.Join(vals, ", "))})
 		}
 	}
