@@ -851,7 +851,8 @@ func conformReplay(ctx context.Context, env *Env, args []string) (int, error) {
 		}
 	}
 	if n := inconclusive(reports...); n > 0 {
-		fmt.Fprintf(env.Stdout, "inconclusive: %s gave no verdict (silence, a timeout or a crash); "+
+		// On stderr, as matrix's: stdout may be one JSON document.
+		fmt.Fprintf(env.Stderr, "inconclusive: %s gave no verdict (silence, a timeout or a crash); "+
 			"they are not counted as blocked\n", plural(n, "probe"))
 		return ExitPartial, nil
 	}

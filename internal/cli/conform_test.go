@@ -409,8 +409,11 @@ func TestConformReplaySilentOrCrashedIsInconclusive(t *testing.T) {
 			if target == "stdio:true" {
 				want = "the connection ended before"
 			}
-			if !strings.Contains(out, want) || !strings.Contains(out, "inconclusive: 5 probes gave no verdict") {
+			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+			if !strings.Contains(errs, "inconclusive: 5 probes gave no verdict") || strings.Contains(out, "gave no verdict") {
+				t.Errorf("the inconclusive note belongs on stderr, not stdout (which may be JSON):\nstdout: %s\nstderr: %s", out, errs)
 			}
 		})
 	}
