@@ -109,7 +109,7 @@ func Lint(m *Model, opts LintOptions) Diagnostics {
 			}
 		case Adversary:
 			if t.Adversary == "" {
-				d.add(t.Pos, "untraced", "adversary transition %q must name its capability (%v)", t.ID, AdversaryCaps)
+				d.add(t.Pos, "untraced", "adversary transition %q must name its capability in \"adversary:\" (one of %v)", t.ID, AdversaryCaps)
 			}
 		}
 		if t.Kind != Adversary && t.Adversary != "" {

@@ -646,7 +646,17 @@ func (p *parser) arrayVar(v Var, ts *typeSpec, initNode *yaml.Node, m *Model) {
 		m.Records = append(m.Records, r)
 		return
 	}
-	elem, eok := p.scalarType(elemText, ts, fmt.Sprintf("%q's cells", v.Name), v.Pos)
+	cells := fmt.Sprintf("%q's cells", v.Name)
+	// A cell type may be written in place, "D -> enum [a, b]" or
+	// "D -> int [0..3]", as a record's field may.
+	var its typeSpec
+	if inline, bad := p.inlineType(elemText, "cell", &its); bad != "" {
+		p.d.add(v.Pos, "invalid-type", "%s: %s", cells, bad)
+		return
+	} else if inline {
+		elemText, ts = its.typ, &its
+	}
+	elem, eok := p.scalarType(elemText, ts, cells, v.Pos)
 	if !ok || !eok {
 		return
 	}
@@ -819,29 +829,13 @@ func (p *parser) recordType(typ, what string, pos Pos) ([]Field, bool) {
 		}
 		fwhat := fmt.Sprintf("field %s of %s", name, what)
 		var ts typeSpec
+		inline, bad := p.inlineType(ft, "field", &ts)
 		switch {
-		case strings.HasPrefix(ft, "enum"):
-			vals := strings.TrimSpace(strings.TrimPrefix(ft, "enum"))
-			if !strings.HasPrefix(vals, "[") || !strings.HasSuffix(vals, "]") {
-				p.d.add(pos, "invalid-type", "%s: an enum field is written \"enum [v1, v2, ...]\", not %q", fwhat, ft)
-				ok = false
-				continue
-			}
-			for _, val := range strings.Split(vals[1:len(vals)-1], ",") {
-				ts.values = append(ts.values, strings.TrimSpace(val))
-			}
-			ts.typ = "enum"
-		case strings.HasPrefix(ft, "int") && strings.Contains(ft, ".."):
-			rng := strings.TrimSpace(strings.TrimPrefix(ft, "int"))
-			lo, hi, _ := strings.Cut(strings.Trim(rng, "[]"), "..")
-			ts.typ = "int"
-			ts.min, ts.minSet = p.bound(strings.TrimSpace(lo))
-			ts.max, ts.maxSet = p.bound(strings.TrimSpace(hi))
-			if !ts.minSet || !ts.maxSet || !strings.HasPrefix(rng, "[") || !strings.HasSuffix(rng, "]") {
-				p.d.add(pos, "invalid-type", "%s: an int field is written \"int [lo..hi]\" with integers or constants, not %q", fwhat, ft)
-				ok = false
-				continue
-			}
+		case bad != "":
+			p.d.add(pos, "invalid-type", "%s: %s", fwhat, bad)
+			ok = false
+			continue
+		case inline:
 		case ft == "enum" || ft == "int":
 			p.d.add(pos, "invalid-type", "%s: write \"enum [v1, v2]\" or \"int [lo..hi]\", or name a domain", fwhat)
 			ok = false
@@ -861,6 +855,36 @@ func (p *parser) recordType(typ, what string, pos Pos) ([]Field, bool) {
 		ok = false
 	}
 	return fields, ok
+}
+
+// inlineType reads a type written in place, "enum [v1, v2, ...]" or
+// "int [lo..hi]" (lo and hi integers or constants), into ts; noun says
+// what has the type in messages (field, cell). It reports
+// whether text has one of those forms and, when it is malformed, why.
+func (p *parser) inlineType(text, noun string, ts *typeSpec) (inline bool, bad string) {
+	switch {
+	case strings.HasPrefix(text, "enum") && text != "enum":
+		vals := strings.TrimSpace(strings.TrimPrefix(text, "enum"))
+		if !strings.HasPrefix(vals, "[") || !strings.HasSuffix(vals, "]") {
+			return true, fmt.Sprintf("an enum %s is written \"enum [v1, v2, ...]\", not %q", noun, text)
+		}
+		for _, val := range strings.Split(vals[1:len(vals)-1], ",") {
+			ts.values = append(ts.values, strings.TrimSpace(val))
+		}
+		ts.typ = "enum"
+		return true, ""
+	case strings.HasPrefix(text, "int") && strings.Contains(text, ".."):
+		rng := strings.TrimSpace(strings.TrimPrefix(text, "int"))
+		lo, hi, _ := strings.Cut(strings.Trim(rng, "[]"), "..")
+		ts.typ = "int"
+		ts.min, ts.minSet = p.bound(strings.TrimSpace(lo))
+		ts.max, ts.maxSet = p.bound(strings.TrimSpace(hi))
+		if !ts.minSet || !ts.maxSet || !strings.HasPrefix(rng, "[") || !strings.HasSuffix(rng, "]") {
+			return true, fmt.Sprintf("an int %s is written \"int [lo..hi]\" with integers or constants, not %q", noun, text)
+		}
+		return true, ""
+	}
+	return false, ""
 }
 
 // bound reads an integer or a constant's value.
