@@ -269,7 +269,9 @@ func TestScalars(t *testing.T) {
 				return cmp.Equal(c.Gateway.A2A[0].Delegation.Roots, map[string][]string{"alice": {"mail:*"}})
 			}},
 		{"internal webhooks", "version: 1\ngateway:\n  a2a:\n    - {name: b, allow_internal_webhooks: true}\n    - {name: c}\n", "",
-			func(c *Config) bool { return c.Gateway.A2A[0].AllowInternalWebhooks && !c.Gateway.A2A[1].AllowInternalWebhooks }},
+			func(c *Config) bool {
+				return c.Gateway.A2A[0].AllowInternalWebhooks && !c.Gateway.A2A[1].AllowInternalWebhooks
+			}},
 		{"invert", "version: 1\ngateway:\n  taint: {enabled: false}\n", "", func(c *Config) bool { return c.Gateway.Taint.Disabled }},
 		{"present section", "version: 1\ngateway:\n  audit: {}\n  security: {}\n", "",
 			func(c *Config) bool {
