@@ -428,7 +428,9 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	for _, m := range ms {
 		prog, err := check.Compile(m)
 		if err != nil {
-			return ExitInternal, err
+			// What Compile refuses is the user's model (an index outside
+			// its domain, a state too wide), not a failure inside warden.
+			return ExitConfig, err
 		}
 		if *symmetry && len(m.SymmetricDomains()) > 0 {
 			var note string
@@ -501,12 +503,14 @@ func conformCheck(ctx context.Context, env *Env, args []string) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return ExitInternal, err
 	}
+	if incomplete > 0 {
+		fmt.Fprintf(env.Stdout, "incomplete: %d of the checks stopped at a budget before the state space was exhausted; "+
+			"their properties are neither shown to hold nor violated (raise --max-states or --max-depth)\n", incomplete)
+	}
 	if violated > 0 {
 		return ExitFindings, nil
 	}
 	if incomplete > 0 {
-		fmt.Fprintf(env.Stdout, "incomplete: %d of the checks stopped at a budget before the state space was exhausted; "+
-			"their properties are neither shown to hold nor violated (raise --max-states or --max-depth)\n", incomplete)
 		return ExitPartial, nil
 	}
 	if partial > 0 {

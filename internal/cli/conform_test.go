@@ -511,3 +511,49 @@ func TestConformCheckLeadsTo(t *testing.T) {
 		t.Errorf("without postponing, exit %d:\n%s", code, out)
 	}
 }
+
+// check's exit codes when a model is the problem or runs mixed: a model
+// the checker cannot compile (an index an expression of constants puts
+// outside its domain) is the user's error, exit 3, not an internal one;
+// and a run with one property violated and another stopped at its budget
+// exits 1 and still says which checks are incomplete.
+func TestConformCheckExitMixed(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, props string) string {
+		p := filepath.Join(dir, name)
+		src := `ir_version: 1
+model: mixed
+protocol: MCP
+constants:
+  - {name: AGENTS, value: 2}
+domains:
+  - {name: Agent, type: int, min: 1, max: AGENTS}
+variables:
+  - {name: f, type: "Agent -> bool", init: "false"}
+  - {name: n, type: int, min: 0, max: 50, init: 0}
+transitions:
+  - {id: Set, kind: Environment, assumption: an agent is flagged, params: {a: Agent}, writes: {"f[a]": "true"}}
+  - {id: Inc, kind: Environment, assumption: progress, guard: "n < 50", writes: {n: n + 1}}
+properties:
+` + props
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bad := write("bad.yaml", `  - {id: P, principle: P3, class: AASM-HARDENING, expr: "!f[AGENTS + 1]"}`+"\n")
+	if code, out, errs := runConformTest(t, "check", "--model", bad); code != ExitConfig || !strings.Contains(errs, "outside its domain") {
+		t.Errorf("an index outside its domain: exit %d, want %d with the reason\n%s%s", code, ExitConfig, out, errs)
+	}
+	// Early: violated at depth 1. Late: needs n == 50, past the budget.
+	mixed := write("mixed.yaml", `  - {id: Early, principle: P3, class: AASM-HARDENING, expr: "!f[1]"}
+  - {id: Late, principle: P6, class: AASM-HARDENING, expr: "n < 50"}
+`)
+	code, out, errs := runConformTest(t, "check", "--model", mixed, "--max-states", "40")
+	if code != ExitFindings {
+		t.Fatalf("exit %d, want %d\n%s%s", code, ExitFindings, out, errs)
+	}
+	if !strings.Contains(out, "1 violated, 1 incomplete") || !strings.Contains(out, "incomplete: 1 of the checks stopped at a budget") {
+		t.Errorf("a run with a violation and an incomplete check must say both:\n%s", out)
+	}
+}
