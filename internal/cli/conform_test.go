@@ -513,8 +513,9 @@ func TestConformCheckLeadsTo(t *testing.T) {
 }
 
 // check's exit codes when a model is the problem or runs mixed: a model
-// the checker cannot compile (an index an expression of constants puts
-// outside its domain) is the user's error, exit 3, not an internal one;
+// the checker cannot compile (an index a bound variable puts outside its
+// domain, f[a + 1] with a = 2) is the user's error, exit 3, not an
+// internal one;
 // and a run with one property violated and another stopped at its budget
 // exits 1 and still says which checks are incomplete.
 func TestConformCheckExitMixed(t *testing.T) {
@@ -541,7 +542,7 @@ properties:
 		}
 		return p
 	}
-	bad := write("bad.yaml", `  - {id: P, principle: P3, class: AASM-HARDENING, expr: "!f[AGENTS + 1]"}`+"\n")
+	bad := write("bad.yaml", `  - {id: P, principle: P3, class: AASM-HARDENING, expr: "forall a in Agent: f[a + 1] => f[a]"}`+"\n")
 	if code, out, errs := runConformTest(t, "check", "--model", bad); code != ExitConfig || !strings.Contains(errs, "outside its domain") {
 		t.Errorf("an index outside its domain: exit %d, want %d with the reason\n%s%s", code, ExitConfig, out, errs)
 	}

@@ -65,3 +65,43 @@ properties:
 		}
 	}
 }
+
+// An index of constants alone is folded when the model is read: a write
+// key may use one (f[AGENTS - 1], m[-1] over a domain with negative
+// elements), and one outside its domain is an error at load, at its
+// position, not a crash or a refusal later.
+func TestConstantIndexFolded(t *testing.T) {
+	const src = `ir_version: 1
+model: fold
+protocol: MCP
+constants:
+  - {name: AGENTS, value: 2}
+domains:
+  - {name: Agent, type: int, min: 1, max: AGENTS}
+  - {name: Off, type: int, min: -1, max: 1}
+variables:
+  - {name: f, type: "Agent -> bool", init: "false"}
+  - {name: m, type: "Off -> bool", init: "false"}
+transitions:
+  - {id: Set, kind: Environment, assumption: t, writes: {"f[AGENTS - 1]": "true", "m[-1]": "true"}}
+properties:
+  - {id: P, principle: P3, class: AASM-HARDENING, expr: "!f[AGENTS - 1] || m[0 - 1]"}
+`
+	m, ds := ir.Load([]byte(src), "fold.yaml", ir.LintOptions{})
+	if ds.HasErrors() {
+		t.Fatalf("%s", ds)
+	}
+	prog, err := check.Compile(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := check.Verify(context.Background(), prog, "P", check.Options{MaxStates: 100})
+	if err != nil || r.Status != check.Holds || r.States != 2 {
+		t.Errorf("P: %v, %s in %d states; want it to hold in 2 (Set writes f[1] and m[-1] together)", err, r.Status, r.States)
+	}
+	bad := strings.Replace(src, `"!f[AGENTS - 1] || m[0 - 1]"`, `"!f[AGENTS + 1]"`, 1)
+	_, ds = ir.Load([]byte(bad), "fold.yaml", ir.LintOptions{})
+	if got := ds.String(); !strings.Contains(got, "fold.yaml:15:") || !strings.Contains(got, "index 3 is outside") || !strings.Contains(got, "[out-of-domain]") {
+		t.Errorf("f[AGENTS + 1]: want an out-of-domain error at load, got\n%s", got)
+	}
+}

@@ -411,6 +411,14 @@ func resolveIndex(e *Expr, sc *scope, d *diags) Type {
 			ok = false
 			continue
 		}
+		if x.Op != OpConst && x.Op != OpBound {
+			// An index of constants alone (AGENTS - 1, -1) is folded, so
+			// that it names one cell when the model is read: a write key
+			// may use it, and one outside the domain is found here.
+			if v, err := EvalConst(x, nil); err == nil {
+				*x = Expr{Op: OpConst, Val: v, Type: t, Pos: x.Pos}
+			}
+		}
 		if x.Op == OpConst {
 			consts[i] = x.Val
 			if !want.Contains(x.Val) {
