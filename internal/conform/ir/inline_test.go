@@ -105,3 +105,55 @@ properties:
 		t.Errorf("f[AGENTS + 1]: want an out-of-domain error at load, got\n%s", got)
 	}
 }
+
+// A variable named like a value of an enum the model declares is refused:
+// "e == len" would otherwise read the variable len where the value was
+// meant, and nothing would say so.
+func TestVariableNamedLikeAnEnumValue(t *testing.T) {
+	const src = `ir_version: 1
+model: clash
+protocol: MCP
+domains:
+  - {name: K, type: enum, values: [len, x]}
+variables:
+  - {name: e, type: K, init: x}
+  - {name: len, type: K, init: x}
+transitions:
+  - {id: T, kind: Environment, assumption: t, writes: {e: len}}
+properties:
+  - {id: P, principle: P3, class: AASM-HARDENING, expr: "e != len"}
+`
+	_, ds := ir.Load([]byte(src), "clash.yaml", ir.LintOptions{})
+	want := `clash.yaml:8:5: error: variable "len" has the name of a value of domain K; rename one of them [duplicate-id]`
+	if got := ds.String(); !strings.Contains(got, want) {
+		t.Errorf("want %q in\n%s", want, got)
+	}
+	ok := strings.Replace(src, "{name: len, type: K, init: x}", "{name: n, type: K, init: x}", 1)
+	if _, ds := ir.Load([]byte(ok), "clash.yaml", ir.LintOptions{}); ds.HasErrors() {
+		t.Errorf("without the clash: %s", ds)
+	}
+}
+
+// A domain may not take a built-in type's name: "type: bool" would still
+// mean the built-in bool.
+func TestDomainNamedLikeABuiltInType(t *testing.T) {
+	for _, name := range []string{"bool", "int", "enum", "set"} {
+		src := `ir_version: 1
+model: d
+protocol: MCP
+domains:
+  - {name: ` + name + `, type: enum, values: [a, b]}
+variables:
+  - {name: v, type: bool}
+transitions:
+  - {id: T, kind: Environment, assumption: t, writes: {v: "!v"}}
+properties:
+  - {id: P, principle: P3, class: AASM-HARDENING, expr: "v || !v"}
+`
+		_, ds := ir.Load([]byte(src), "d.yaml", ir.LintOptions{})
+		want := `d.yaml:5:5: error: domain name "` + name + `" is a built-in type's; choose another [name]`
+		if got := ds.String(); !strings.Contains(got, want) {
+			t.Errorf("want %q in\n%s", want, got)
+		}
+	}
+}

@@ -362,12 +362,58 @@ func (p *parser) model(n *yaml.Node, m *Model) {
 	}
 	if varsNode != nil {
 		p.list(varsNode, "variables", func(c *yaml.Node) { p.variable(c, m) })
+		p.enumValuesNotVariables(m)
 	}
 	if transNode != nil {
 		p.list(transNode, "transitions", func(c *yaml.Node) { m.declared++; p.transition(c, m) })
 	}
 	if propsNode != nil {
 		p.list(propsNode, "properties", func(c *yaml.Node) { p.property(c, m) })
+	}
+}
+
+// enumValuesNotVariables refuses a variable (or array, or record) named
+// like a value of an enum the model declares: an identifier such as len
+// would then read the variable where the enum's value was meant, silently.
+func (p *parser) enumValuesNotVariables(m *Model) {
+	values := map[string]string{} // value → the enum it belongs to
+	note := func(t Type, of string) {
+		if t.Kind == Set && t.Elem != nil {
+			t = *t.Elem
+		}
+		if t.Kind == Enum {
+			for _, v := range t.Values {
+				if _, ok := values[v]; !ok {
+					values[v] = of
+				}
+			}
+		}
+	}
+	for _, d := range m.Domains {
+		note(d.Type, "domain "+d.Name)
+	}
+	for _, v := range m.Vars {
+		note(v.Type, fmt.Sprintf("%q", v.Name))
+	}
+	seen := map[string]bool{}
+	check := func(name string, pos Pos) {
+		if of, ok := values[name]; ok && !seen[name] {
+			seen[name] = true
+			p.d.add(pos, "duplicate-id", "variable %q has the name of a value of %s; rename one of them", name, of)
+		}
+	}
+	for _, a := range m.Arrays {
+		if a.Record == "" {
+			check(a.Name, a.Pos)
+		}
+	}
+	for _, r := range m.Records {
+		check(r.Name, r.Pos)
+	}
+	for _, v := range m.Vars {
+		if !strings.ContainsAny(v.Name, "[.") {
+			check(v.Name, v.Pos)
+		}
 	}
 }
 
@@ -522,6 +568,11 @@ func (p *parser) domain(n *yaml.Node, m *Model) {
 	switch {
 	case !validIdent(d.Name):
 		p.d.add(d.Pos, "name", "domain name %q must be an identifier", d.Name)
+		return
+	case d.Name == "bool" || d.Name == "int" || d.Name == "enum" || d.Name == "set":
+		// "type: bool" would still mean the built-in type, not this domain.
+		p.d.add(d.Pos, "name", "domain name %q is a built-in type's; choose another", d.Name)
+		p.broken[d.Name] = true
 		return
 	case ts.typ != "enum" && ts.typ != "int":
 		p.d.add(d.Pos, "invalid-type", "domain %s is an enum or an int range, not %q", d.Name, ts.typ)

@@ -185,7 +185,7 @@ func Collisions() []Case {
 model: escaped
 protocol: MCP
 domains:
-  - {name: K, type: enum, values: [len, x, WF_]}
+  - {name: K, type: enum, values: [skip, x, WF_]}
 variables:
   - {name: len, type: bool}
   - {name: w_len, type: bool}
@@ -217,7 +217,7 @@ constants:
 domains:
   - {name: Agent, type: int, min: 1, max: AGENTS, symmetric: true}
   - {name: Role, type: enum, values: [rx, ry, rp]}
-  - {name: Peer, type: enum, values: [Agent_1, Symmetry, Perms_Agent], symmetric: true}
+  - {name: Peer, type: enum, values: [Agent_2, Perms_Peer, Symmetry_1], symmetric: true}
 variables:
   - {name: Symmetry, type: "Agent -> bool", init: "false"}
   - {name: Agent_1, type: bool}
