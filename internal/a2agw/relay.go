@@ -1,6 +1,7 @@
 package a2agw
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -347,6 +348,11 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 		return
 	}
 	ans, d := h.checkAnswer(data, msg.ID, resp.Status)
+	if d != nil && emptyResult[msg.Method] {
+		if fixed, fd := h.checkAnswer(withNullResult(data), msg.ID, resp.Status); fd == nil {
+			ans, d = fixed, nil
+		}
+	}
 	if d != nil {
 		fail(d, false)
 		return
@@ -360,6 +366,29 @@ func (h *Handler) forward(w http.ResponseWriter, r *http.Request, c *call) {
 	h.observe(ctx, c, ans)
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(ans.Raw)
+}
+
+// emptyResult are the methods whose success carries nothing (the
+// specification's google.protobuf.Empty). a2a-go encodes that answer with
+// no "result" member at all, which is not a JSON-RPC response; warden reads
+// such an answer to these methods alone as "result": null, and relays it
+// so, rather than refusing a delete the agent has done.
+var emptyResult = map[string]bool{
+	"DeleteTaskPushNotificationConfig":    true,
+	"tasks/pushNotificationConfig/delete": true,
+}
+
+// withNullResult is data, a JSON object, with "result": null added as its
+// last member; the strict decoder then refuses it if it already had a
+// result or an error.
+func withNullResult(data []byte) []byte {
+	t := bytes.TrimRight(data, " \t\r\n")
+	if len(t) < 2 || t[len(t)-1] != '}' {
+		return data
+	}
+	out := make([]byte, 0, len(t)+16)
+	out = append(out, t[:len(t)-1]...)
+	return append(out, `,"result":null}`...)
 }
 
 // checkAnswer validates one upstream answer: strictly decoded, a response,

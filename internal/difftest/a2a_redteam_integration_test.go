@@ -295,10 +295,12 @@ func TestA2ARedteamPushConfigs(t *testing.T) {
 		t.Errorf("after bob's attempts the agent holds for alice's task: %.500s", stored)
 	}
 	// alice deletes her config (positive control: the agent's store is
-	// empty). Her answer is not checked: a2a-go answers a delete with no
-	// "result" member, which warden's strict decoder refuses as not a
-	// JSON-RPC response (docs/difftest.md).
-	r.rpc(asAlice, `{"jsonrpc":"2.0","id":"a","method":"DeleteTaskPushNotificationConfig","params":{"taskId":"`+task+`","id":"cfg-a"}}`)
+	// empty). a2a-go answers a delete with no "result" member; warden
+	// relays that answer, to a delete only, as "result": null.
+	del := r.rpc(asAlice, `{"jsonrpc":"2.0","id":"a","method":"DeleteTaskPushNotificationConfig","params":{"taskId":"`+task+`","id":"cfg-a"}}`)
+	if del.status != http.StatusOK || strings.TrimSpace(del.body) != `{"jsonrpc":"2.0","id":"a","result":null}` {
+		t.Errorf("alice's delete of her own config: HTTP %d %.300s, want the agent's success as result null", del.status, del.body)
+	}
 	if stored := r.pushConfigs(t, task); strings.Contains(stored, aliceHook) {
 		t.Errorf("alice's config is still on the agent after her delete: %.300s", stored)
 	}
