@@ -42,7 +42,7 @@ func TestResultlessAnswerToADelete(t *testing.T) {
 	}
 	for _, c := range []struct {
 		method, answer, want string
-		refused             bool
+		refused              bool
 	}{
 		{"DeleteTaskPushNotificationConfig", `{"jsonrpc":"2.0","id":ID}`, `{"jsonrpc":"2.0","id":7,"result":null}`, false},
 		{"tasks/pushNotificationConfig/delete", "{\"jsonrpc\":\"2.0\",\"id\":ID}\n", `{"jsonrpc":"2.0","id":7,"result":null}`, false},
