@@ -2,14 +2,12 @@ package a2agw
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/agentwarden/warden/internal/deny"
-	"github.com/agentwarden/warden/internal/jsonrpc"
 )
 
 // a2a-go answers a push config delete with no "result" member at all (its
@@ -20,15 +18,8 @@ import (
 func TestResultlessAnswerToADelete(t *testing.T) {
 	var answer string // what the agent sends, with ID standing for the request's id
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, CardPath) {
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write([]byte(`{"name":"deleter","supportedInterfaces":[{"url":"http://127.0.0.1:1/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`))
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		msg, err := jsonrpc.Decode(body, jsonrpc.Limits{})
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		msg, ok := agentRequest(w, r, "deleter")
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

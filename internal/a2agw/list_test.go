@@ -29,18 +29,30 @@ type listAgent struct {
 	received []string // every body it was sent
 }
 
-func (a *listAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// agentRequest serves the agent card of a scripted agent called name, or
+// decodes the JSON-RPC request r carries; false when it has already
+// answered (the card, or 400 for a request that does not decode).
+func agentRequest(w http.ResponseWriter, r *http.Request, name string) (*jsonrpc.Message, bool) {
 	if strings.HasSuffix(r.URL.Path, CardPath) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"name":"lister","supportedInterfaces":[{"url":"http://127.0.0.1:1/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`))
-		return
+		_, _ = w.Write([]byte(`{"name":"` + name + `","supportedInterfaces":[{"url":"http://127.0.0.1:1/a2a","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`))
+		return nil, false
 	}
 	body, _ := io.ReadAll(r.Body)
 	msg, err := jsonrpc.Decode(body, jsonrpc.Limits{})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
+		return nil, false
+	}
+	return msg, true
+}
+
+func (a *listAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	msg, ok := agentRequest(w, r, "lister")
+	if !ok {
 		return
 	}
+	var err error
 	a.mu.Lock()
 	a.received = append(a.received, string(msg.Raw))
 	tasks, answer, failAt := append([]string(nil), a.tasks...), a.answer, a.failAt
