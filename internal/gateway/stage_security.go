@@ -121,24 +121,10 @@ func (s Security) Result(ctx context.Context, upstream, session, method, tool st
 		return msg, nil, nil
 	}
 	findings := s.Processor.Inspect(ctx, ev)
-	if s.Quarantine != nil {
-		if targets := secproc.Targets(findings, "content", s.Quarantine); len(targets) > 0 {
-			// Quarantined findings no longer decide; the others still do,
-			// and so do those with no string of the answer to replace (a
-			// CEL rule on the whole event, or one that could not be
-			// evaluated and denies).
-			var rest []secproc.Finding
-			for _, f := range findings {
-				if !s.Quarantine(f.Category) || len(secproc.Targets([]secproc.Finding{f}, "content", s.Quarantine)) == 0 {
-					rest = append(rest, f)
-				}
-			}
-			if f := strongestFinding(rest); f.Action < secproc.RequireApproval {
-				out := jsonrpc.NewResult(msg.ID, secproc.Quarantine(msg.Result, "", targets))
-				out.Related = msg.Related
-				return out, s.quarantined(findings, "content"), nil
-			}
-		}
+	if targets := s.contentQuarantine(findings); targets != nil {
+		out := jsonrpc.NewResult(msg.ID, secproc.Quarantine(msg.Result, "", targets))
+		out.Related = msg.Related
+		return out, s.quarantined(findings, "content"), nil
 	}
 	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
 		// An answer cannot wait for a person: what needs approval is withheld.
@@ -163,20 +149,10 @@ func (s Security) upstreamRequest(ctx context.Context, upstream, session string,
 		return msg, nil, nil
 	}
 	findings := s.Processor.Inspect(ctx, secproc.Event{Kind: secproc.KindToolResult, Upstream: upstream, Session: session, Content: msg.Params})
-	if s.Quarantine != nil {
-		if targets := secproc.Targets(findings, "content", s.Quarantine); len(targets) > 0 {
-			var rest []secproc.Finding
-			for _, f := range findings {
-				if !s.Quarantine(f.Category) || len(secproc.Targets([]secproc.Finding{f}, "content", s.Quarantine)) == 0 {
-					rest = append(rest, f)
-				}
-			}
-			if f := strongestFinding(rest); f.Action < secproc.RequireApproval {
-				out := jsonrpc.NewRequest(msg.ID, msg.Method, secproc.Quarantine(msg.Params, "", targets))
-				out.Related, out.Header = msg.Related, msg.Header
-				return out, s.quarantined(findings, "content"), nil
-			}
-		}
+	if targets := s.contentQuarantine(findings); targets != nil {
+		out := jsonrpc.NewRequest(msg.ID, msg.Method, secproc.Quarantine(msg.Params, "", targets))
+		out.Related, out.Header = msg.Related, msg.Header
+		return out, s.quarantined(findings, "content"), nil
 	}
 	if f := strongestFinding(findings); f.Action >= secproc.RequireApproval {
 		return msg, findings, &Denial{Stage: "security", Rule: deny.Rule(f.Rule), Reason: "the upstream's " + msg.Method + " is withheld from the client: " + f.Message}
@@ -285,6 +261,33 @@ func rebuildResult(result []byte, kept [][]byte) []byte {
 		out = append(out, ']')
 	})
 	return append(out, '}')
+}
+
+// contentQuarantine returns the strings of an event's content to replace
+// when quarantine settles its findings, or nil when it does not: some
+// finding is quarantined, and none of those that still decide needs
+// approval or denies. Quarantined findings no longer decide; the others
+// still do, and so do those with no string of the content to replace (a
+// CEL rule on the whole event, or one that could not be evaluated and
+// denies).
+func (s Security) contentQuarantine(findings []secproc.Finding) map[string]string {
+	if s.Quarantine == nil {
+		return nil
+	}
+	targets := secproc.Targets(findings, "content", s.Quarantine)
+	if len(targets) == 0 {
+		return nil
+	}
+	var rest []secproc.Finding
+	for _, f := range findings {
+		if !s.Quarantine(f.Category) || len(secproc.Targets([]secproc.Finding{f}, "content", s.Quarantine)) == 0 {
+			rest = append(rest, f)
+		}
+	}
+	if strongestFinding(rest).Action >= secproc.RequireApproval {
+		return nil
+	}
+	return targets
 }
 
 // strongestFinding returns the finding with the strongest action (the
