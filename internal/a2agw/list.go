@@ -109,14 +109,7 @@ func (h *Handler) readList(principal, method string, params []byte) (*listQuery,
 
 // pagingName returns the paging member that name is a case variant of,
 // or "".
-func pagingName(name string) string {
-	for _, p := range []string{"pageSize", "pageToken"} {
-		if jsonrpc.Fold(name) == jsonrpc.Fold(p) || jsonrpc.FoldFull(name) == jsonrpc.FoldFull(p) {
-			return p
-		}
-	}
-	return ""
-}
+func pagingName(name string) string { return foldsTo(name, []string{"pageSize", "pageToken"}) }
 
 // upstreamParams are the params of warden's own ListTasks to the agent:
 // the client's filters, the largest page, and the agent's token.

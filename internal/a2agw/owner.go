@@ -100,7 +100,7 @@ func (h *Handler) checkOwner(_ context.Context, c *call) *deny.Denial {
 	refuse := func(reason string) *deny.Denial {
 		return &deny.Denial{Stage: StageOwner, Rule: deny.RuleTaskOwner, Reason: reason}
 	}
-	if name, path, want := caseVariant(c.msg.Params); name != "" {
+	if name, path, want := caseVariant(c.msg.Params, ownerObjects, ownerMembers); name != "" {
 		at := "params" + path + "." + name
 		return refuse(at + " is another spelling of " + want + ", which the agent may read as it: name the task or context as " + want)
 	}
@@ -161,12 +161,12 @@ func (h *Handler) noteOwner(c *call, result []byte) {
 	}
 }
 
-// caseVariant returns the first member of params or params.message whose
-// name is not one of ownerMembers but that Go's encoding/json (which folds
-// case, "ſ" and "K") would read as one, the object's path (".message" or
-// ""), and the member it stands for.
-func caseVariant(params []byte) (name, path, want string) {
-	for _, obj := range ownerObjects {
+// caseVariant returns the first member of params, or of an object at one
+// of objects within it, whose name is not one of members but that Go's
+// encoding/json (which folds case, "ſ" and "K") would read as one, the
+// object's path (".message" or ""), and the member it stands for.
+func caseVariant(params []byte, objects [][]string, members []string) (name, path, want string) {
+	for _, obj := range objects {
 		v := params
 		if len(obj) > 0 {
 			var ok bool
@@ -175,24 +175,31 @@ func caseVariant(params []byte) (name, path, want string) {
 			}
 		}
 		jsonrpc.Members(v, func(n string, _ []byte) {
-			if name != "" {
-				return
-			}
-			for _, m := range ownerMembers {
-				if n != m && (jsonrpc.Fold(n) == jsonrpc.Fold(m) || jsonrpc.FoldFull(n) == jsonrpc.FoldFull(m)) {
+			if name == "" {
+				if m := foldsTo(n, members); m != "" && m != n {
 					name, want = n, m
-					for _, o := range obj {
-						path += "." + o
-					}
-					return
 				}
 			}
 		})
 		if name != "" {
+			for _, o := range obj {
+				path += "." + o
+			}
 			return name, path, want
 		}
 	}
 	return "", "", ""
+}
+
+// foldsTo returns the one of members that name folds to as Go's
+// encoding/json folds names, or "" (name itself when it is one).
+func foldsTo(name string, members []string) string {
+	for _, m := range members {
+		if name == m || jsonrpc.Fold(name) == jsonrpc.Fold(m) || jsonrpc.FoldFull(name) == jsonrpc.FoldFull(m) {
+			return m
+		}
+	}
+	return ""
 }
 
 // stringsAt returns every string found at one of paths in v: a request

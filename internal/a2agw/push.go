@@ -77,27 +77,11 @@ func (h *Handler) checkPushURL(c *call) *deny.Denial {
 	}
 	// Another spelling of a member read above, which the agent's
 	// encoding/json would fold into it unseen by this check.
-	for _, obj := range [][]string{{}, {"configuration"}, {"pushNotificationConfig"},
-		{"configuration", "taskPushNotificationConfig"}, {"configuration", "pushNotificationConfig"}} {
-		v, ok := c.msg.Params, true
-		if len(obj) > 0 {
-			v, ok = jsonrpc.Lookup(c.msg.Params, obj...)
-		}
-		if !ok {
-			continue
-		}
-		var bad, want string
-		jsonrpc.Members(v, func(n string, _ []byte) {
-			for _, m := range pushNames {
-				if bad == "" && n != m && (jsonrpc.Fold(n) == jsonrpc.Fold(m) || jsonrpc.FoldFull(n) == jsonrpc.FoldFull(m)) {
-					bad, want = n, m
-				}
-			}
-		})
-		if bad != "" {
-			at := strings.Join(append([]string{"params"}, append(obj, bad)...), ".")
-			return refuse(at + " is another spelling of " + want + ", which the agent may read as it")
-		}
+	objects := [][]string{{}, {"configuration"}, {"pushNotificationConfig"},
+		{"configuration", "taskPushNotificationConfig"}, {"configuration", "pushNotificationConfig"}}
+	if bad, path, want := caseVariant(c.msg.Params, objects, pushNames); bad != "" {
+		at := "params" + path + "." + bad
+		return refuse(at + " is another spelling of " + want + ", which the agent may read as it")
 	}
 	return nil
 }
